@@ -1,0 +1,372 @@
+//! Fibers: the task record, parking and unparking, spawning and joining.
+//!
+//! A fiber is a `corosensei` coroutine on a pooled stack. It is created lazily, when it first
+//! runs on its home worker, so spawning is an allocation and a queue push. Once started it never
+//! migrates (see DESIGN.md: moving a running stack between threads is unsound in Rust).
+//!
+//! Parking follows `std::thread::park`'s token protocol, on one atomic per fiber:
+//! `unpark` sets NOTIFIED and schedules the fiber only if it saw PARKED, so a fiber is never
+//! queued twice and a wake-up that races with parking is never lost.
+
+use crate::runtime::{self, RtShared};
+use crate::sync::oneshot;
+use crate::worker;
+use corosensei::stack::DefaultStack;
+use corosensei::{Coroutine, CoroutineResult, Yielder};
+use std::cell::Cell;
+use std::io;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize};
+use std::sync::Arc;
+use std::thread;
+
+const EMPTY: u8 = 0;
+const PARKED: u8 = 1;
+const NOTIFIED: u8 = 2;
+const DONE: u8 = 3;
+
+/// The coroutine type every fiber runs in.
+pub(crate) type FiberCoroutine = Coroutine<(), (), (), DefaultStack>;
+
+/// The body of a fiber that has not started yet.
+pub(crate) type Body = Box<dyn FnOnce() + Send + 'static>;
+
+/// What every other part of the runtime knows about a fiber. Shared through `Arc` so wakers on
+/// any thread can reach it; the coroutine itself lives in its home worker's slab.
+pub(crate) struct Task {
+    /// Unique id, for messages (stack overflow, panics).
+    pub(crate) id: u64,
+    /// Optional name given through [`Builder::name`].
+    pub(crate) name: Option<Box<str>>,
+    /// Index of the worker that owns (or will own) the fiber.
+    pub(crate) home: usize,
+    /// The runtime it belongs to.
+    pub(crate) rt: Arc<RtShared>,
+    /// EMPTY, PARKED, NOTIFIED or DONE.
+    state: AtomicU8,
+    /// Key of the fiber's slot in its home worker's slab; set when it arrives there.
+    pub(crate) key: AtomicUsize,
+    /// Current timeout in ticks, 0 for none. Home worker only (Relaxed is enough).
+    pub(crate) deadline: AtomicU64,
+    /// Tick of the timer entry queued for this fiber, 0 for none. Home worker only.
+    pub(crate) timer_queued: AtomicU64,
+    /// Set by the timer when the deadline passed. Home worker only.
+    pub(crate) timed_out: AtomicBool,
+}
+
+impl Task {
+    pub(crate) fn new(id: u64, name: Option<Box<str>>, home: usize, rt: Arc<RtShared>) -> Self {
+        Task {
+            id,
+            name,
+            home,
+            rt,
+            state: AtomicU8::new(EMPTY),
+            key: AtomicUsize::new(usize::MAX),
+            deadline: AtomicU64::new(0),
+            timer_queued: AtomicU64::new(0),
+            timed_out: AtomicBool::new(false),
+        }
+    }
+
+    pub(crate) fn mark_done(&self) {
+        self.state.store(DONE, Release);
+    }
+
+    /// The fiber's name, or "unnamed".
+    pub(crate) fn display_name(&self) -> &str {
+        self.name.as_deref().unwrap_or("unnamed")
+    }
+}
+
+thread_local! {
+    /// The yielder of the fiber running on this thread, null outside fibers.
+    static YIELDER: Cell<*const Yielder<(), ()>> = const { Cell::new(std::ptr::null()) };
+    /// The task of the fiber running on this thread, null outside fibers. Points into an
+    /// `Arc<Task>` kept alive by the worker's slab while the fiber runs.
+    static CURRENT: Cell<*const Task> = const { Cell::new(std::ptr::null()) };
+    /// Set by a worker that is cancelling its fibers at shutdown.
+    static CANCELLING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The payload a cancelled fiber unwinds with when its runtime shuts down.
+#[derive(Debug)]
+pub struct Cancelled;
+
+/// Whether the caller runs inside a fiber.
+pub fn in_fiber() -> bool {
+    !CURRENT.with(|c| c.get()).is_null()
+}
+
+/// The current fiber's task, if any.
+pub(crate) fn current_task() -> Option<Arc<Task>> {
+    let ptr = CURRENT.with(|c| c.get());
+    if ptr.is_null() {
+        return None;
+    }
+    // SAFETY: CURRENT is set by the worker to `Arc::as_ptr` of the running fiber's task, and the
+    // worker's slab keeps that Arc alive until the fiber has finished and CURRENT is reset.
+    // Taking one more strong count before `from_raw` keeps the count balanced.
+    unsafe {
+        Arc::increment_strong_count(ptr);
+        Some(Arc::from_raw(ptr))
+    }
+}
+
+/// Suspends the running fiber back to its worker. Must be called inside a fiber.
+fn suspend() {
+    let yielder = YIELDER.with(|y| y.get());
+    assert!(!yielder.is_null(), "fibra: suspend outside a fiber");
+    // SAFETY: YIELDER is set at fiber entry to the coroutine's own yielder, which lives on the
+    // fiber's stack for the whole life of the coroutine; fibers never migrate, so the pointer
+    // read on this thread belongs to the fiber executing this very code.
+    unsafe { (*yielder).suspend(()) };
+    // Other fibers ran on this thread in between and overwrote the thread-locals.
+    YIELDER.with(|y| y.set(yielder));
+    if CANCELLING.with(|c| c.get()) {
+        panic::resume_unwind(Box::new(Cancelled));
+    }
+}
+
+/// Parks the current fiber until it is unparked or tick `deadline` (0: none) passes.
+/// Returns true if it woke because the deadline passed. May wake spuriously.
+pub(crate) fn park_fiber(task: &Arc<Task>, deadline: u64) -> bool {
+    if task
+        .state
+        .compare_exchange(NOTIFIED, EMPTY, Acquire, Relaxed)
+        .is_ok()
+    {
+        return false;
+    }
+    if deadline != 0 {
+        worker::with(|w| w.timers.borrow_mut().arm(task, deadline));
+    }
+    if task
+        .state
+        .compare_exchange(EMPTY, PARKED, AcqRel, Acquire)
+        .is_ok()
+    {
+        suspend();
+    }
+    task.state.store(EMPTY, Release);
+    task.deadline.store(0, Relaxed);
+    task.timed_out.swap(false, Relaxed)
+}
+
+/// Wakes a parked fiber (or makes its next park return at once).
+pub(crate) fn unpark(task: &Arc<Task>) {
+    if task.state.swap(NOTIFIED, AcqRel) == PARKED {
+        worker::schedule(task);
+    }
+}
+
+/// Something that can block and be woken: a fiber or an OS thread.
+#[derive(Clone)]
+pub(crate) enum Waiter {
+    Fiber(Arc<Task>),
+    Thread(thread::Thread),
+}
+
+impl Waiter {
+    /// The caller, as a waiter.
+    pub(crate) fn current() -> Waiter {
+        match current_task() {
+            Some(task) => Waiter::Fiber(task),
+            None => Waiter::Thread(thread::current()),
+        }
+    }
+
+    /// Wakes it.
+    pub(crate) fn wake(self) {
+        match self {
+            Waiter::Fiber(task) => unpark(&task),
+            Waiter::Thread(thread) => thread.unpark(),
+        }
+    }
+}
+
+/// Blocks the caller (fiber or thread) until woken or `deadline` passes; may wake spuriously.
+/// Returns true if the deadline passed.
+pub(crate) fn park_until(deadline: Option<std::time::Instant>) -> bool {
+    match current_task() {
+        Some(task) => park_fiber(&task, deadline.map_or(0, crate::timer::ticks_at)),
+        None => match deadline {
+            None => {
+                thread::park();
+                false
+            }
+            Some(at) => {
+                let now = std::time::Instant::now();
+                if at <= now {
+                    return true;
+                }
+                thread::park_timeout(at - now);
+                std::time::Instant::now() >= at
+            }
+        },
+    }
+}
+
+/// Lets the other runnable fibers of this worker run before the caller continues.
+///
+/// Outside a fiber it yields the OS thread.
+pub fn yield_now() {
+    let Some(task) = current_task() else {
+        thread::yield_now();
+        return;
+    };
+    worker::with(|w| w.queue.borrow_mut().push_back(task.key.load(Relaxed)));
+    suspend();
+}
+
+/// A handle to join a fiber, like [`std::thread::JoinHandle`].
+///
+/// Dropping it detaches the fiber.
+pub struct JoinHandle<T> {
+    rx: oneshot::Receiver<thread::Result<T>>,
+    id: u64,
+}
+
+impl<T> JoinHandle<T> {
+    /// Waits for the fiber to finish and returns its result, or the payload of its panic.
+    ///
+    /// Called from a fiber, only that fiber parks; from a thread, the thread blocks.
+    pub fn join(self) -> thread::Result<T> {
+        match self.rx.recv() {
+            Ok(result) => result,
+            Err(_) => Err(Box::new(Cancelled)),
+        }
+    }
+
+    /// Whether the fiber has finished.
+    pub fn is_finished(&self) -> bool {
+        self.rx.is_ready()
+    }
+
+    /// The fiber's unique id.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+}
+
+impl<T> std::fmt::Debug for JoinHandle<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JoinHandle").field("id", &self.id).finish()
+    }
+}
+
+/// Fiber factory with options, like [`std::thread::Builder`].
+///
+/// ```
+/// let rt = fibra::Runtime::builder().workers(2).build().unwrap();
+/// let v = rt.block_on(|| {
+///     let h = fibra::fiber::Builder::new().name("adder").worker(1).spawn(|| 40 + 2).unwrap();
+///     h.join().unwrap()
+/// });
+/// assert_eq!(v, 42);
+/// ```
+#[derive(Debug, Default)]
+pub struct Builder {
+    name: Option<String>,
+    worker: Option<usize>,
+}
+
+impl Builder {
+    /// A builder with no name, placed round-robin.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Names the fiber (shown in stack-overflow messages).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Places the fiber on worker `index` (modulo the worker count).
+    pub fn worker(mut self, index: usize) -> Self {
+        self.worker = Some(index);
+        self
+    }
+
+    /// Spawns the fiber on the current runtime.
+    ///
+    /// Fails with `io::ErrorKind::Other` when called outside a fibra runtime.
+    pub fn spawn<F, T>(self, f: F) -> io::Result<JoinHandle<T>>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let rt = runtime::current().ok_or_else(|| {
+            io::Error::other("fibra::spawn called outside a fibra runtime (use Runtime::block_on)")
+        })?;
+        Ok(spawn_in(&rt, self.name, self.worker, f))
+    }
+}
+
+/// Spawns a fiber on the current runtime, like [`std::thread::spawn`].
+///
+/// The fiber is placed round-robin on a worker and stays there once it starts.
+///
+/// # Panics
+/// Panics when called outside a fibra runtime.
+pub fn spawn<F, T>(f: F) -> JoinHandle<T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    Builder::new().spawn(f).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Spawns a fiber on runtime `rt`.
+pub(crate) fn spawn_in<F, T>(
+    rt: &Arc<RtShared>,
+    name: Option<String>,
+    worker: Option<usize>,
+    f: F,
+) -> JoinHandle<T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let (tx, rx) = oneshot::channel();
+    let home = match worker {
+        Some(i) => i % rt.workers.len(),
+        None => rt.next_worker(),
+    };
+    let id = rt.next_id();
+    let task = Arc::new(Task::new(id, name.map(Into::into), home, rt.clone()));
+    let body: Body = Box::new(move || {
+        let result = panic::catch_unwind(AssertUnwindSafe(f));
+        let _ = tx.send(result);
+    });
+    worker::submit(task, body);
+    JoinHandle { rx, id }
+}
+
+/// Creates the coroutine for a fiber's body on a pooled stack.
+pub(crate) fn make_coroutine(stack: DefaultStack, body: Body) -> FiberCoroutine {
+    Coroutine::with_stack(stack, move |yielder: &Yielder<(), ()>, ()| {
+        YIELDER.with(|y| y.set(yielder as *const _));
+        // `body` catches the user's panic; this catch is for `Cancelled` unwinding out of the
+        // join plumbing and keeps any unwind from crossing the coroutine boundary.
+        let _ = panic::catch_unwind(AssertUnwindSafe(body));
+    })
+}
+
+/// Resumes fiber `task` on the current worker. Returns true if it finished.
+pub(crate) fn resume(task: &Arc<Task>, co: &mut FiberCoroutine, guard: (usize, usize)) -> bool {
+    CURRENT.with(|c| c.set(Arc::as_ptr(task)));
+    crate::overflow::enter_fiber(guard, task);
+    let result = co.resume(());
+    crate::overflow::leave_fiber();
+    CURRENT.with(|c| c.set(std::ptr::null()));
+    YIELDER.with(|y| y.set(std::ptr::null()));
+    matches!(result, CoroutineResult::Return(()))
+}
+
+/// Marks this thread as cancelling fibers: every suspended fiber it resumes unwinds.
+pub(crate) fn set_cancelling(on: bool) {
+    CANCELLING.with(|c| c.set(on));
+}

@@ -1,0 +1,63 @@
+//! # fibra — stackful fibers with std-like blocking I/O
+//!
+//! Write plain blocking Rust — `stream.read(..)`, `sleep(..)`, `rx.recv()` — and each blocking
+//! point parks a cheap fiber instead of an OS thread. Fibers run on one worker thread per core,
+//! each with its own edge-triggered epoll reactor, timer heap and pooled, guard-paged stacks.
+//!
+//! ```
+//! use std::io::{Read, Write};
+//! use fibra::net::{TcpListener, TcpStream};
+//!
+//! fibra::run(|| {
+//!     // An echo server: one fiber per connection, written as with std threads.
+//!     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+//!     let addr = listener.local_addr().unwrap();
+//!     fibra::spawn(move || loop {
+//!         let (mut conn, _) = listener.accept().unwrap();
+//!         fibra::spawn(move || {
+//!             let mut buf = [0u8; 1024];
+//!             while let Ok(n @ 1..) = conn.read(&mut buf) {
+//!                 conn.write_all(&buf[..n]).unwrap();
+//!             }
+//!         });
+//!     });
+//!
+//!     let mut client = TcpStream::connect(addr).unwrap();
+//!     client.write_all(b"hello").unwrap();
+//!     let mut reply = [0u8; 5];
+//!     client.read_exact(&mut reply).unwrap();
+//!     assert_eq!(&reply, b"hello");
+//! });
+//! ```
+//!
+//! ## Model
+//! - [`spawn`] takes `FnOnce() -> T + Send + 'static` and places the fiber on a worker
+//!   (round-robin). Once started a fiber never moves to another thread, so holding an `Rc`,
+//!   a thread-local borrow or a `MutexGuard` across a blocking call is sound, and the API has
+//!   no `unsafe`.
+//! - A panic stays in its fiber and comes back from [`JoinHandle::join`]. A fiber that
+//!   overflows its stack is reported by name before the process aborts.
+//! - [`Runtime::block_on`] returns when its root fiber returns; fibers still alive when the
+//!   [`Runtime`] is dropped are cancelled: unwound with a [`Cancelled`] payload so their
+//!   destructors run.
+//! - [`task::spawn_blocking`] runs blocking code on a helper thread while the fiber parks.
+
+#![deny(missing_docs)]
+#![warn(missing_debug_implementations)]
+
+pub mod fiber;
+pub mod net;
+mod overflow;
+mod reactor;
+mod runtime;
+mod stack;
+pub mod sync;
+pub mod task;
+pub mod time;
+mod timer;
+mod worker;
+
+pub use fiber::{in_fiber, spawn, yield_now, Cancelled, JoinHandle};
+pub use runtime::{
+    current_worker, run, Builder, Runtime, DEFAULT_MAX_IDLE_STACKS, DEFAULT_STACK_SIZE,
+};

@@ -1,0 +1,215 @@
+//! `Evented<S>`: a non-blocking socket with blocking-style operations, shared by every socket
+//! type. Inside a fiber an operation that would block parks the fiber on the reactor; on a plain
+//! thread it waits in `poll(2)`.
+//!
+//! The socket is registered lazily, with the poller of the worker where a fiber first waits on
+//! it (for an accepted connection: the worker that runs its fiber), and stays there.
+
+use crate::reactor::{self, Dir, IoState};
+use crate::runtime::RtShared;
+use crate::worker::{self, Message};
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+/// A socket plus its reactor registration and timeouts.
+///
+/// Field order matters: `io` is dropped (closed, which removes it from epoll) before `reg`
+/// releases the poller's reference.
+pub(crate) struct Evented<S: AsRawFd> {
+    pub(crate) io: S,
+    reg: OnceLock<Registration>,
+    /// Read timeout in nanoseconds, 0 for none.
+    read_timeout: AtomicU64,
+    /// Write timeout in nanoseconds, 0 for none.
+    write_timeout: AtomicU64,
+}
+
+struct Registration {
+    state: Arc<IoState>,
+    token: reactor::Token,
+    home: usize,
+    rt: Arc<RtShared>,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        let here = worker::try_with(|w| Arc::ptr_eq(&w.rt, &self.rt) && w.index == self.home);
+        if here == Some(true) {
+            // On the home worker, outside event handling: no harvested event can name it.
+            reactor::release(self.token);
+        } else if !self.rt.is_shutdown() {
+            self.rt.workers[self.home].send(Message::Release(self.token));
+        }
+        // After shutdown the poller is gone; the small state is leaked rather than risked.
+    }
+}
+
+fn to_nanos(d: Option<Duration>) -> io::Result<u64> {
+    match d {
+        None => Ok(0),
+        Some(d) if d.is_zero() => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "cannot set a 0 duration timeout",
+        )),
+        Some(d) => Ok(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
+    }
+}
+
+fn from_nanos(n: u64) -> Option<Duration> {
+    (n != 0).then(|| Duration::from_nanos(n))
+}
+
+impl<S: AsRawFd> Evented<S> {
+    pub(crate) fn new(io: S) -> Self {
+        Evented {
+            io,
+            reg: OnceLock::new(),
+            read_timeout: AtomicU64::new(0),
+            write_timeout: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn set_timeout(&self, dir: Dir, d: Option<Duration>) -> io::Result<()> {
+        let n = to_nanos(d)?;
+        match dir {
+            Dir::Read => self.read_timeout.store(n, Relaxed),
+            Dir::Write => self.write_timeout.store(n, Relaxed),
+        }
+        Ok(())
+    }
+
+    pub(crate) fn timeout(&self, dir: Dir) -> Option<Duration> {
+        from_nanos(match dir {
+            Dir::Read => self.read_timeout.load(Relaxed),
+            Dir::Write => self.write_timeout.load(Relaxed),
+        })
+    }
+
+    /// The registration, made now with the current worker if there is none yet.
+    /// `None` on a plain thread.
+    fn registration(&self) -> io::Result<Option<&Registration>> {
+        if let Some(r) = self.reg.get() {
+            return Ok(Some(r));
+        }
+        if !crate::fiber::in_fiber() {
+            return Ok(None);
+        }
+        let made = worker::with(|w| -> io::Result<Registration> {
+            let state = IoState::new();
+            let token = reactor::token_of(&state);
+            let fd = self.io.as_raw_fd();
+            let res = w.registry.register(
+                &mut mio::unix::SourceFd(&fd),
+                mio::Token(token),
+                mio::Interest::READABLE | mio::Interest::WRITABLE,
+            );
+            if let Err(e) = res {
+                reactor::release(token);
+                return Err(e);
+            }
+            Ok(Registration {
+                state,
+                token,
+                home: w.index,
+                rt: w.rt.clone(),
+            })
+        })?;
+        if let Err(lost) = self.reg.set(made) {
+            // Two fibers raced to register this socket and the other won: take ours out of
+            // this worker's poller before its token is released.
+            let fd = self.io.as_raw_fd();
+            worker::with(|w| w.registry.deregister(&mut mio::unix::SourceFd(&fd)))?;
+            drop(lost);
+        }
+        Ok(self.reg.get())
+    }
+
+    /// Runs `op` until it does not return `WouldBlock`, waiting for readiness in between.
+    /// `drained(&r)` says a successful result proves the socket has nothing more to give
+    /// (a short read), so the next call parks without trying.
+    pub(crate) fn op<R>(
+        &self,
+        dir: Dir,
+        mut op: impl FnMut(&S) -> io::Result<R>,
+        drained: impl Fn(&R) -> bool,
+    ) -> io::Result<R> {
+        let Some(reg) = self.registration()? else {
+            return self.op_blocking(dir, op);
+        };
+        let mut deadline = 0u64;
+        loop {
+            let snap = reg.state.snapshot();
+            if IoState::is_ready(snap, dir) {
+                match op(&self.io) {
+                    Ok(r) => {
+                        if drained(&r) {
+                            reg.state.clear(snap, dir);
+                        }
+                        return Ok(r);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => reg.state.clear(snap, dir),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e),
+                }
+            }
+            if deadline == 0 {
+                if let Some(t) = self.timeout(dir) {
+                    deadline = crate::timer::ticks_at(crate::time::now() + t);
+                }
+            }
+            reg.state.wait(dir, deadline)?;
+        }
+    }
+
+    /// `op` on a plain thread: try, and wait in `poll(2)` on `WouldBlock`.
+    fn op_blocking<R>(&self, dir: Dir, mut op: impl FnMut(&S) -> io::Result<R>) -> io::Result<R> {
+        let timeout = self.timeout(dir);
+        let deadline = timeout.map(|t| std::time::Instant::now() + t);
+        loop {
+            match op(&self.io) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                other => return other,
+            }
+            let ms = match deadline {
+                None => -1,
+                Some(at) => {
+                    let left = at.saturating_duration_since(std::time::Instant::now());
+                    if left.is_zero() {
+                        return Err(io::Error::new(
+                            io::ErrorKind::TimedOut,
+                            "fibra: operation timed out",
+                        ));
+                    }
+                    left.as_millis().clamp(1, i32::MAX as u128) as i32
+                }
+            };
+            poll_fd(self.io.as_raw_fd(), dir, ms)?;
+        }
+    }
+}
+
+/// Waits in `poll(2)` until `fd` is ready for `dir` or `ms` milliseconds pass (-1: forever).
+pub(crate) fn poll_fd(fd: RawFd, dir: Dir, ms: i32) -> io::Result<()> {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: match dir {
+            Dir::Read => libc::POLLIN,
+            Dir::Write => libc::POLLOUT,
+        },
+        revents: 0,
+    };
+    // SAFETY: `pfd` is a valid, initialised pollfd array of length 1 for the call's duration.
+    let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+    Ok(())
+}

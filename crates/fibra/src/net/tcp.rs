@@ -1,0 +1,384 @@
+//! TCP: [`TcpListener`] and [`TcpStream`], with `std::net`'s shape.
+
+use super::evented::Evented;
+use crate::reactor::Dir;
+use socket2::{Domain, Protocol, SockRef, Socket, Type};
+use std::fs::File;
+use std::io::{self, IoSlice, IoSliceMut, Read, Write};
+use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::time::Duration;
+
+/// Options for [`TcpListener::bind_with`].
+#[derive(Debug, Clone)]
+pub struct ListenOptions {
+    /// `SO_REUSEPORT`: several listeners (one per worker) on one port, balanced by the kernel.
+    /// Default false.
+    pub reuse_port: bool,
+    /// `SO_REUSEADDR`. Default true.
+    pub reuse_addr: bool,
+    /// The `listen(2)` backlog. Default 1024.
+    pub backlog: i32,
+    /// Set `TCP_NODELAY` on accepted streams. Default false.
+    pub nodelay: bool,
+}
+
+impl Default for ListenOptions {
+    fn default() -> Self {
+        ListenOptions {
+            reuse_port: false,
+            reuse_addr: true,
+            backlog: 1024,
+            nodelay: false,
+        }
+    }
+}
+
+/// A TCP listening socket; `accept` parks the fiber until a connection arrives.
+///
+/// ```
+/// use std::io::{Read, Write};
+/// fibra::run(|| {
+///     let listener = fibra::net::TcpListener::bind("127.0.0.1:0").unwrap();
+///     let addr = listener.local_addr().unwrap();
+///     let server = fibra::spawn(move || {
+///         let (mut s, _) = listener.accept().unwrap();
+///         let mut buf = [0; 4];
+///         s.read_exact(&mut buf).unwrap();
+///         s.write_all(&buf).unwrap();
+///     });
+///     let mut c = fibra::net::TcpStream::connect(addr).unwrap();
+///     c.write_all(b"ping").unwrap();
+///     let mut back = [0; 4];
+///     c.read_exact(&mut back).unwrap();
+///     assert_eq!(&back, b"ping");
+///     server.join().unwrap();
+/// });
+/// ```
+pub struct TcpListener {
+    inner: Evented<mio::net::TcpListener>,
+    nodelay: bool,
+}
+
+impl TcpListener {
+    /// Binds to the first address that works, with [`ListenOptions::default`].
+    pub fn bind(addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
+        let mut last = None;
+        for a in addr.to_socket_addrs()? {
+            match Self::bind_with(a, &ListenOptions::default()) {
+                Ok(l) => return Ok(l),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidInput, "no addresses to bind to")
+        }))
+    }
+
+    /// Binds to `addr` with explicit options.
+    pub fn bind_with(addr: SocketAddr, opts: &ListenOptions) -> io::Result<TcpListener> {
+        let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+        socket.set_reuse_address(opts.reuse_addr)?;
+        if opts.reuse_port {
+            socket.set_reuse_port(true)?;
+        }
+        socket.bind(&addr.into())?;
+        socket.listen(opts.backlog)?;
+        socket.set_nonblocking(true)?;
+        let std: std::net::TcpListener = socket.into();
+        Ok(TcpListener {
+            inner: Evented::new(mio::net::TcpListener::from_std(std)),
+            nodelay: opts.nodelay,
+        })
+    }
+
+    /// Wraps a `std` listener (switched to non-blocking mode).
+    pub fn from_std(listener: std::net::TcpListener) -> io::Result<TcpListener> {
+        listener.set_nonblocking(true)?;
+        Ok(TcpListener {
+            inner: Evented::new(mio::net::TcpListener::from_std(listener)),
+            nodelay: false,
+        })
+    }
+
+    /// Waits for a connection. Errors such as `EMFILE` are returned, not retried.
+    pub fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
+        let (s, addr) = self.inner.op(Dir::Read, |l| l.accept(), |_| false)?;
+        if self.nodelay {
+            s.set_nodelay(true)?;
+        }
+        Ok((TcpStream::from_mio(s), addr))
+    }
+
+    /// Limits how long `accept` waits (it then fails with `TimedOut`); `None` waits forever.
+    pub fn set_accept_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        self.inner.set_timeout(Dir::Read, t)
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.inner.io.local_addr()
+    }
+}
+
+impl std::fmt::Debug for TcpListener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TcpListener")
+            .field("addr", &self.local_addr().ok())
+            .field("fd", &self.inner.io.as_raw_fd())
+            .finish()
+    }
+}
+
+impl AsRawFd for TcpListener {
+    fn as_raw_fd(&self) -> RawFd {
+        self.inner.io.as_raw_fd()
+    }
+}
+
+/// A TCP connection with blocking-style `Read`/`Write` that park only the calling fiber.
+///
+/// `Read` and `Write` are implemented for `&TcpStream` too, so one fiber can read while another
+/// writes through an `Arc<TcpStream>`. Timeouts are an atomic store (no system call), and a
+/// timed-out operation fails with `io::ErrorKind::TimedOut`.
+pub struct TcpStream {
+    inner: Evented<mio::net::TcpStream>,
+}
+
+pub(crate) fn short(want: usize) -> impl Fn(&usize) -> bool {
+    move |&n| n > 0 && n < want
+}
+
+impl TcpStream {
+    pub(crate) fn from_mio(s: mio::net::TcpStream) -> TcpStream {
+        TcpStream {
+            inner: Evented::new(s),
+        }
+    }
+
+    /// Opens a connection to the first address that accepts.
+    pub fn connect(addr: impl ToSocketAddrs) -> io::Result<TcpStream> {
+        let mut last = None;
+        for a in addr.to_socket_addrs()? {
+            match Self::connect_inner(&a, None) {
+                Ok(s) => return Ok(s),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidInput, "no addresses to connect to")
+        }))
+    }
+
+    /// Opens a connection, failing with `TimedOut` after `timeout`.
+    pub fn connect_timeout(addr: &SocketAddr, timeout: Duration) -> io::Result<TcpStream> {
+        Self::connect_inner(addr, Some(timeout))
+    }
+
+    fn connect_inner(addr: &SocketAddr, timeout: Option<Duration>) -> io::Result<TcpStream> {
+        if !crate::fiber::in_fiber() {
+            let s = match timeout {
+                Some(t) => std::net::TcpStream::connect_timeout(addr, t)?,
+                None => std::net::TcpStream::connect(addr)?,
+            };
+            s.set_nonblocking(true)?;
+            return Ok(Self::from_mio(mio::net::TcpStream::from_std(s)));
+        }
+        let stream = Self::from_mio(mio::net::TcpStream::connect(*addr)?);
+        stream.inner.set_timeout(Dir::Write, timeout)?;
+        stream.inner.op(
+            Dir::Write,
+            |s| {
+                if let Some(e) = s.take_error()? {
+                    return Err(e);
+                }
+                match s.peer_addr() {
+                    Ok(_) => Ok(()),
+                    Err(e) if e.kind() == io::ErrorKind::NotConnected => {
+                        Err(io::ErrorKind::WouldBlock.into())
+                    }
+                    Err(e) => Err(e),
+                }
+            },
+            |_| false,
+        )?;
+        stream.inner.set_timeout(Dir::Write, None)?;
+        Ok(stream)
+    }
+
+    /// Wraps a connected `std` stream (switched to non-blocking mode).
+    pub fn from_std(stream: std::net::TcpStream) -> io::Result<TcpStream> {
+        stream.set_nonblocking(true)?;
+        Ok(Self::from_mio(mio::net::TcpStream::from_std(stream)))
+    }
+
+    /// Reads without consuming (`MSG_PEEK`), waiting until data or EOF is there.
+    pub fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.op(Dir::Read, |s| s.peek(buf), |_| false)
+    }
+
+    /// Shuts down one or both directions. Shutting down reading wakes a fiber parked in `read`
+    /// on this stream (it sees end of file).
+    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        self.inner.io.shutdown(how)
+    }
+
+    /// Sets `TCP_NODELAY`.
+    pub fn set_nodelay(&self, on: bool) -> io::Result<()> {
+        self.inner.io.set_nodelay(on)
+    }
+
+    /// Sets `TCP_CORK`: while on, partial frames are held back (to send a head and a file body
+    /// in one packet).
+    pub fn set_cork(&self, on: bool) -> io::Result<()> {
+        SockRef::from(&self.inner.io).set_cork(on)
+    }
+
+    /// Sets the `SO_LINGER` option (`Some(0)` makes `close` send a reset).
+    pub fn set_linger(&self, linger: Option<Duration>) -> io::Result<()> {
+        SockRef::from(&self.inner.io).set_linger(linger)
+    }
+
+    /// Limits how long one read waits. `None` (the default) waits forever.
+    pub fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        self.inner.set_timeout(Dir::Read, t)
+    }
+
+    /// Limits how long one write waits. `None` (the default) waits forever.
+    pub fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        self.inner.set_timeout(Dir::Write, t)
+    }
+
+    /// The read timeout.
+    pub fn read_timeout(&self) -> Option<Duration> {
+        self.inner.timeout(Dir::Read)
+    }
+
+    /// The write timeout.
+    pub fn write_timeout(&self) -> Option<Duration> {
+        self.inner.timeout(Dir::Write)
+    }
+
+    /// The remote address.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.inner.io.peer_addr()
+    }
+
+    /// The local address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.inner.io.local_addr()
+    }
+
+    /// Takes the pending socket error (`SO_ERROR`).
+    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
+        self.inner.io.take_error()
+    }
+
+    /// Sends `len` bytes of `file` from `offset` with `sendfile(2)`, waiting as needed, and
+    /// returns the bytes sent (less than `len` only if the file is shorter).
+    pub fn sendfile(&self, file: &File, offset: u64, len: u64) -> io::Result<u64> {
+        let out = self.inner.io.as_raw_fd();
+        let inp = file.as_raw_fd();
+        let mut off = i64::try_from(offset)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "offset too large"))?;
+        let mut sent = 0u64;
+        while sent < len {
+            let chunk = (len - sent).min(0x7fff_f000) as usize;
+            let n = self.inner.op(
+                Dir::Write,
+                |_| {
+                    // SAFETY: both descriptors are open for the duration of the call (owned by
+                    // `self` and borrowed from `file`), and `off` is a valid i64 the kernel
+                    // updates in place.
+                    let r = unsafe { libc::sendfile(out, inp, &mut off, chunk) };
+                    if r < 0 {
+                        Err(io::Error::last_os_error())
+                    } else {
+                        Ok(r as usize)
+                    }
+                },
+                short(chunk),
+            )?;
+            if n == 0 {
+                break;
+            }
+            sent += n as u64;
+        }
+        Ok(sent)
+    }
+}
+
+impl Read for &TcpStream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let want = buf.len();
+        self.inner.op(Dir::Read, |mut s| s.read(buf), short(want))
+    }
+
+    fn read_vectored(&mut self, bufs: &mut [IoSliceMut<'_>]) -> io::Result<usize> {
+        let want: usize = bufs.iter().map(|b| b.len()).sum();
+        self.inner
+            .op(Dir::Read, |mut s| s.read_vectored(bufs), short(want))
+    }
+}
+
+impl Write for &TcpStream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let want = buf.len();
+        self.inner.op(Dir::Write, |mut s| s.write(buf), short(want))
+    }
+
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        let want: usize = bufs.iter().map(|b| b.len()).sum();
+        self.inner
+            .op(Dir::Write, |mut s| s.write_vectored(bufs), short(want))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Read for TcpStream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        (&*self).read(buf)
+    }
+
+    fn read_vectored(&mut self, bufs: &mut [IoSliceMut<'_>]) -> io::Result<usize> {
+        (&*self).read_vectored(bufs)
+    }
+}
+
+impl Write for TcpStream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        (&*self).write(buf)
+    }
+
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        (&*self).write_vectored(bufs)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl AsRawFd for TcpStream {
+    fn as_raw_fd(&self) -> RawFd {
+        self.inner.io.as_raw_fd()
+    }
+}
+
+impl AsFd for TcpStream {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.inner.io.as_fd()
+    }
+}
+
+impl std::fmt::Debug for TcpStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TcpStream")
+            .field("peer", &self.peer_addr().ok())
+            .field("fd", &self.as_raw_fd())
+            .finish()
+    }
+}

@@ -1,0 +1,197 @@
+//! The reactor: per-fd readiness on an edge-triggered epoll, registered once per socket.
+//!
+//! Each socket is registered with the poller of the worker where it is first waited on, for
+//! read and write at once (`EPOLLET`), and never modified again: no `epoll_ctl` per wait. Its
+//! [`IoState`] remembers readiness between events, so an operation only parks when the socket
+//! is known to be drained, and a short read marks it drained without an extra `EAGAIN` read.
+//!
+//! Readiness is a word of flags plus an event counter ("tick"). An operation clears a flag only
+//! if no event arrived since it looked (compare-and-swap on the whole word), so an edge that
+//! lands between the syscall and the clear is never lost, even across threads.
+
+use crate::fiber::Waiter;
+use mio::event::Event;
+use std::io;
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering::{AcqRel, Acquire};
+use std::sync::{Arc, Mutex};
+
+/// Direction of an operation.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Dir {
+    Read,
+    Write,
+}
+
+impl Dir {
+    fn bit(self) -> usize {
+        match self {
+            Dir::Read => READABLE,
+            Dir::Write => WRITABLE,
+        }
+    }
+
+    fn closed_bit(self) -> usize {
+        match self {
+            Dir::Read => READ_CLOSED,
+            Dir::Write => WRITE_CLOSED,
+        }
+    }
+}
+
+const READABLE: usize = 1;
+const WRITABLE: usize = 2;
+/// The peer closed its side or the socket failed: reads stay ready (EOF or the error) forever,
+/// even after a short read, because no further edge will come.
+const READ_CLOSED: usize = 4;
+/// Writing is over (error or shut down): writes stay ready and report it.
+const WRITE_CLOSED: usize = 8;
+const TICK: usize = 16;
+
+/// The poller's reference to an [`IoState`]: `Arc::into_raw` of it, used as the epoll token.
+pub(crate) type Token = usize;
+
+/// Readiness and waiters of one registered socket.
+pub(crate) struct IoState {
+    /// READABLE | WRITABLE flags, plus an event counter in the bits above them.
+    readiness: AtomicUsize,
+    waiters: Mutex<Waiters>,
+}
+
+#[derive(Default)]
+struct Waiters {
+    reader: Option<Waiter>,
+    writer: Option<Waiter>,
+}
+
+impl IoState {
+    /// A new state; both directions start ready so the first operation is tried directly.
+    pub(crate) fn new() -> Arc<IoState> {
+        Arc::new(IoState {
+            readiness: AtomicUsize::new(READABLE | WRITABLE),
+            waiters: Mutex::new(Waiters::default()),
+        })
+    }
+
+    /// The readiness word, to pass back to [`IoState::clear`].
+    pub(crate) fn snapshot(&self) -> usize {
+        self.readiness.load(Acquire)
+    }
+
+    /// Whether `snapshot` says `dir` is ready.
+    pub(crate) fn is_ready(snapshot: usize, dir: Dir) -> bool {
+        snapshot & dir.bit() != 0
+    }
+
+    /// Marks `dir` not ready, unless an event arrived since `snapshot` was taken.
+    pub(crate) fn clear(&self, snapshot: usize, dir: Dir) {
+        if snapshot & dir.closed_bit() != 0 {
+            return;
+        }
+        let _ = self
+            .readiness
+            .compare_exchange(snapshot, snapshot & !dir.bit(), AcqRel, Acquire);
+    }
+
+    /// Parks the caller until `dir` is ready or tick `deadline` (0: none) passes.
+    pub(crate) fn wait(&self, dir: Dir, deadline: u64) -> io::Result<()> {
+        let Some(task) = crate::fiber::current_task() else {
+            return Err(io::Error::other("fibra: IoState::wait outside a fiber"));
+        };
+        {
+            let mut w = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+            if self.readiness.load(Acquire) & dir.bit() != 0 {
+                return Ok(());
+            }
+            let slot = match dir {
+                Dir::Read => &mut w.reader,
+                Dir::Write => &mut w.writer,
+            };
+            *slot = Some(Waiter::Fiber(task.clone()));
+        }
+        let timed_out = crate::fiber::park_fiber(&task, deadline);
+        if timed_out && self.readiness.load(Acquire) & dir.bit() == 0 {
+            let mut w = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+            let slot = match dir {
+                Dir::Read => &mut w.reader,
+                Dir::Write => &mut w.writer,
+            };
+            *slot = None;
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                match dir {
+                    Dir::Read => "fibra: read timed out",
+                    Dir::Write => "fibra: write timed out",
+                },
+            ));
+        }
+        Ok(())
+    }
+
+    /// Applies one epoll event to the state its token names and wakes the waiters.
+    pub(crate) fn on_event(event: &Event) {
+        let ptr = event.token().0 as *const IoState;
+        // SAFETY: every non-waker token registered with a worker's poller is `Arc::into_raw` of
+        // an IoState, and the poller's reference is only released (see `release`) after the
+        // socket was closed and all events harvested before the close have been handled — on
+        // this same thread, which is now handling this event.
+        let state = unsafe { &*ptr };
+        let mut bits = 0;
+        if event.is_readable() {
+            bits |= READABLE;
+        }
+        if event.is_read_closed() || event.is_error() {
+            bits |= READABLE | READ_CLOSED;
+        }
+        if event.is_writable() {
+            bits |= WRITABLE;
+        }
+        if event.is_write_closed() || event.is_error() {
+            bits |= WRITABLE | WRITE_CLOSED;
+        }
+        let mut cur = state.readiness.load(Acquire);
+        loop {
+            let next = (cur.wrapping_add(TICK)) | bits;
+            match state
+                .readiness
+                .compare_exchange_weak(cur, next, AcqRel, Acquire)
+            {
+                Ok(_) => break,
+                Err(actual) => cur = actual,
+            }
+        }
+        let (reader, writer) = {
+            let mut w = state.waiters.lock().unwrap_or_else(|e| e.into_inner());
+            (
+                if bits & READABLE != 0 {
+                    w.reader.take()
+                } else {
+                    None
+                },
+                if bits & WRITABLE != 0 {
+                    w.writer.take()
+                } else {
+                    None
+                },
+            )
+        };
+        if let Some(r) = reader {
+            r.wake();
+        }
+        if let Some(wr) = writer {
+            wr.wake();
+        }
+    }
+}
+
+/// Turns a state into the token that the poller holds (one strong reference).
+pub(crate) fn token_of(state: &Arc<IoState>) -> Token {
+    Arc::into_raw(state.clone()) as usize
+}
+
+/// Drops the poller's reference behind `token`.
+pub(crate) fn release(token: Token) {
+    // SAFETY: `token` came from `token_of` (Arc::into_raw) and each token is released once,
+    // by the registration's drop, after the socket was closed.
+    drop(unsafe { Arc::from_raw(token as *const IoState) });
+}

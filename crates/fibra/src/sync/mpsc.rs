@@ -1,0 +1,281 @@
+//! Multi-producer, single-consumer channels with `std::sync::mpsc`'s API and error types:
+//! [`channel`] (unbounded) and [`sync_channel`] (bounded; senders park while it is full).
+//!
+//! ```
+//! use fibra::sync::mpsc;
+//! let got = fibra::run(|| {
+//!     let (tx, rx) = mpsc::sync_channel(2);
+//!     for i in 0..4 {
+//!         let tx = tx.clone();
+//!         fibra::spawn(move || tx.send(i).unwrap());
+//!     }
+//!     drop(tx);
+//!     let mut v: Vec<i32> = rx.iter().collect();
+//!     v.sort();
+//!     v
+//! });
+//! assert_eq!(got, vec![0, 1, 2, 3]);
+//! ```
+
+use super::lock;
+use crate::fiber::{park_until, Waiter};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub use std::sync::mpsc::{RecvError, RecvTimeoutError, SendError, TryRecvError, TrySendError};
+
+struct State<T> {
+    queue: VecDeque<T>,
+    /// `None` for unbounded channels.
+    cap: Option<usize>,
+    receiver: Option<Waiter>,
+    senders_waiting: VecDeque<Waiter>,
+    senders: usize,
+    receiver_alive: bool,
+}
+
+struct Chan<T> {
+    state: Mutex<State<T>>,
+}
+
+impl<T> Chan<T> {
+    fn new(cap: Option<usize>) -> Arc<Self> {
+        Arc::new(Chan {
+            state: Mutex::new(State {
+                queue: VecDeque::new(),
+                cap,
+                receiver: None,
+                senders_waiting: VecDeque::new(),
+                senders: 1,
+                receiver_alive: true,
+            }),
+        })
+    }
+
+    /// Pushes `value`, parking while the channel is full if `block`.
+    fn send(&self, value: T, block: bool) -> Result<(), TrySendError<T>> {
+        let mut value = Some(value);
+        loop {
+            let receiver = {
+                let mut st = lock(&self.state);
+                if !st.receiver_alive {
+                    return Err(TrySendError::Disconnected(value.take().expect("value")));
+                }
+                let full = st.cap.is_some_and(|cap| st.queue.len() >= cap.max(1));
+                if full {
+                    if !block {
+                        return Err(TrySendError::Full(value.take().expect("value")));
+                    }
+                    st.senders_waiting.push_back(Waiter::current());
+                    None
+                } else {
+                    st.queue.push_back(value.take().expect("value"));
+                    Some(st.receiver.take())
+                }
+            };
+            match receiver {
+                Some(r) => {
+                    if let Some(r) = r {
+                        r.wake();
+                    }
+                    return Ok(());
+                }
+                None => {
+                    park_until(None);
+                }
+            }
+        }
+    }
+
+    fn recv(&self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
+        loop {
+            let sender = {
+                let mut st = lock(&self.state);
+                if let Some(v) = st.queue.pop_front() {
+                    let s = st.senders_waiting.pop_front();
+                    drop(st);
+                    if let Some(s) = s {
+                        s.wake();
+                    }
+                    return Ok(v);
+                }
+                if st.senders == 0 {
+                    return Err(RecvTimeoutError::Disconnected);
+                }
+                st.receiver = Some(Waiter::current());
+                None::<Waiter>
+            };
+            debug_assert!(sender.is_none());
+            if park_until(deadline) {
+                let mut st = lock(&self.state);
+                if let Some(v) = st.queue.pop_front() {
+                    let s = st.senders_waiting.pop_front();
+                    drop(st);
+                    if let Some(s) = s {
+                        s.wake();
+                    }
+                    return Ok(v);
+                }
+                st.receiver = None;
+                return Err(RecvTimeoutError::Timeout);
+            }
+        }
+    }
+}
+
+/// The sending half of an unbounded channel.
+pub struct Sender<T> {
+    chan: Arc<Chan<T>>,
+}
+
+/// The sending half of a bounded channel.
+pub struct SyncSender<T> {
+    chan: Arc<Chan<T>>,
+}
+
+/// The receiving half.
+pub struct Receiver<T> {
+    chan: Arc<Chan<T>>,
+}
+
+/// An unbounded channel: `send` never waits.
+pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
+    let chan = Chan::new(None);
+    (Sender { chan: chan.clone() }, Receiver { chan })
+}
+
+/// A bounded channel holding at most `bound` messages (at least 1): `send` parks while full.
+pub fn sync_channel<T>(bound: usize) -> (SyncSender<T>, Receiver<T>) {
+    let chan = Chan::new(Some(bound));
+    (SyncSender { chan: chan.clone() }, Receiver { chan })
+}
+
+impl<T> Sender<T> {
+    /// Sends `value`; fails (giving it back) if the receiver is gone.
+    pub fn send(&self, value: T) -> Result<(), SendError<T>> {
+        self.chan.send(value, true).map_err(|e| match e {
+            TrySendError::Full(v) | TrySendError::Disconnected(v) => SendError(v),
+        })
+    }
+}
+
+impl<T> SyncSender<T> {
+    /// Sends `value`, parking while the channel is full.
+    pub fn send(&self, value: T) -> Result<(), SendError<T>> {
+        self.chan.send(value, true).map_err(|e| match e {
+            TrySendError::Full(v) | TrySendError::Disconnected(v) => SendError(v),
+        })
+    }
+
+    /// Sends `value` only if there is room now.
+    pub fn try_send(&self, value: T) -> Result<(), TrySendError<T>> {
+        self.chan.send(value, false)
+    }
+}
+
+fn add_sender<T>(chan: &Arc<Chan<T>>) -> Arc<Chan<T>> {
+    lock(&chan.state).senders += 1;
+    chan.clone()
+}
+
+fn drop_sender<T>(chan: &Chan<T>) {
+    let receiver = {
+        let mut st = lock(&chan.state);
+        st.senders -= 1;
+        if st.senders == 0 {
+            st.receiver.take()
+        } else {
+            None
+        }
+    };
+    if let Some(r) = receiver {
+        r.wake();
+    }
+}
+
+impl<T> Clone for Sender<T> {
+    fn clone(&self) -> Self {
+        Sender {
+            chan: add_sender(&self.chan),
+        }
+    }
+}
+
+impl<T> Clone for SyncSender<T> {
+    fn clone(&self) -> Self {
+        SyncSender {
+            chan: add_sender(&self.chan),
+        }
+    }
+}
+
+impl<T> Drop for Sender<T> {
+    fn drop(&mut self) {
+        drop_sender(&self.chan);
+    }
+}
+
+impl<T> Drop for SyncSender<T> {
+    fn drop(&mut self) {
+        drop_sender(&self.chan);
+    }
+}
+
+impl<T> Receiver<T> {
+    /// Waits for a message; fails once every sender is gone and the queue is empty.
+    pub fn recv(&self) -> Result<T, RecvError> {
+        self.chan.recv(None).map_err(|_| RecvError)
+    }
+
+    /// Waits for a message at most `timeout`.
+    pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
+        self.chan.recv(Some(Instant::now() + timeout))
+    }
+
+    /// Takes a message if one is queued.
+    pub fn try_recv(&self) -> Result<T, TryRecvError> {
+        let mut st = lock(&self.chan.state);
+        match st.queue.pop_front() {
+            Some(v) => {
+                let s = st.senders_waiting.pop_front();
+                drop(st);
+                if let Some(s) = s {
+                    s.wake();
+                }
+                Ok(v)
+            }
+            None if st.senders == 0 => Err(TryRecvError::Disconnected),
+            None => Err(TryRecvError::Empty),
+        }
+    }
+
+    /// An iterator that receives until every sender is gone.
+    pub fn iter(&self) -> impl Iterator<Item = T> + '_ {
+        std::iter::from_fn(move || self.recv().ok())
+    }
+}
+
+impl<T> Drop for Receiver<T> {
+    fn drop(&mut self) {
+        let waiting = {
+            let mut st = lock(&self.chan.state);
+            st.receiver_alive = false;
+            std::mem::take(&mut st.senders_waiting)
+        };
+        for w in waiting {
+            w.wake();
+        }
+    }
+}
+
+macro_rules! debug_named {
+    ($($t:ident),*) => {$(
+        impl<T> std::fmt::Debug for $t<T> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(concat!("mpsc::", stringify!($t)))
+            }
+        }
+    )*};
+}
+debug_named!(Sender, SyncSender, Receiver);

@@ -1,0 +1,63 @@
+//! Sleeping and the cached coarse clock.
+//!
+//! Inside a fiber, time comes from the worker's clock, refreshed once per scheduler round, and
+//! a sleep is a parked fiber plus (at most) one timer-heap entry. Outside fibers these functions
+//! fall back to `std`.
+
+use crate::fiber;
+use crate::timer;
+use crate::worker;
+use std::time::{Duration, Instant};
+
+/// The current time: the worker's cached clock inside a fiber (refreshed every scheduler
+/// round, so cheap and coarse), `Instant::now()` elsewhere.
+pub fn now() -> Instant {
+    worker::try_with(|w| w.now.get()).unwrap_or_else(Instant::now)
+}
+
+/// Puts the current fiber (or thread) to sleep for at least `dur`.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// fibra::run(|| {
+///     let start = Instant::now();
+///     fibra::time::sleep(Duration::from_millis(5));
+///     assert!(start.elapsed() >= Duration::from_millis(5));
+/// });
+/// ```
+pub fn sleep(dur: Duration) {
+    if !fiber::in_fiber() {
+        std::thread::sleep(dur);
+        return;
+    }
+    sleep_until(Instant::now() + dur);
+}
+
+/// Puts the current fiber (or thread) to sleep until `deadline`.
+pub fn sleep_until(deadline: Instant) {
+    let Some(task) = fiber::current_task() else {
+        let now = Instant::now();
+        if deadline > now {
+            std::thread::sleep(deadline - now);
+        }
+        return;
+    };
+    let due = timer::ticks_at(deadline);
+    loop {
+        if worker::with(|w| w.now_ticks.get()) >= due && Instant::now() >= deadline {
+            return;
+        }
+        fiber::park_fiber(&task, due);
+    }
+}
+
+/// A deadline helper: the instant `dur` from now (on the coarse clock).
+pub fn deadline_in(dur: Duration) -> Instant {
+    now() + dur
+}
+
+/// Time left until `deadline`, or `None` if it has passed.
+pub fn remaining(deadline: Instant) -> Option<Duration> {
+    let left = deadline.saturating_duration_since(now());
+    (!left.is_zero()).then_some(left)
+}

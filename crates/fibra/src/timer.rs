@@ -1,0 +1,115 @@
+//! Per-worker timers: a coarse millisecond clock and a lazily re-armed deadline heap.
+//!
+//! Arming a timeout must cost no syscall and no allocation on hot paths (Warp's timeout manager:
+//! "tickling" a connection is one memory write). Each fiber has one `deadline` word. Parking with
+//! a deadline stores it; a heap entry is pushed only when the fiber has no entry queued at or
+//! before that deadline. When an entry comes due, the fiber's current deadline decides: expired
+//! (wake it, timed out), later (push the entry again for the new deadline), or none (drop it).
+//! A connection that parks for every request with the same idle timeout therefore pushes about
+//! one entry per timeout period, not one per request.
+
+use crate::fiber::Task;
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+/// The process-wide origin of millisecond ticks. Tick 0 means "no deadline".
+fn origin() -> Instant {
+    static ORIGIN: OnceLock<Instant> = OnceLock::new();
+    *ORIGIN.get_or_init(|| Instant::now() - Duration::from_millis(1))
+}
+
+/// Converts an instant to ticks, rounding up so a timer never fires early.
+pub(crate) fn ticks_at(at: Instant) -> u64 {
+    let since = at.saturating_duration_since(origin());
+    let ms = since.as_nanos().div_ceil(1_000_000);
+    (ms as u64).max(1)
+}
+
+struct Entry {
+    when: u64,
+    task: Arc<Task>,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        self.when == other.when
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Entry {
+    fn cmp(&self, other: &Self) -> Ordering {
+        // Reversed: BinaryHeap is a max-heap and we want the earliest deadline on top.
+        other.when.cmp(&self.when)
+    }
+}
+
+/// The deadline heap of one worker.
+///
+/// # Invariant
+/// Whenever a fiber's `deadline` is non-zero, the heap holds an entry for it due at or before
+/// that deadline. A fiber's `timer_queued` is non-zero only while an entry due then is queued.
+#[derive(Default)]
+pub(crate) struct Timers {
+    heap: BinaryHeap<Entry>,
+}
+
+impl Timers {
+    /// Arms `task`'s timeout for tick `when`. The caller is the task itself, on its home worker.
+    pub(crate) fn arm(&mut self, task: &Arc<Task>, when: u64) {
+        task.deadline.store(when, Relaxed);
+        let queued = task.timer_queued.load(Relaxed);
+        if queued == 0 || queued > when {
+            task.timer_queued.store(when, Relaxed);
+            self.heap.push(Entry {
+                when,
+                task: task.clone(),
+            });
+        }
+    }
+
+    /// The tick of the earliest queued entry.
+    pub(crate) fn next_due(&self) -> Option<u64> {
+        self.heap.peek().map(|e| e.when)
+    }
+
+    /// Wakes every fiber whose deadline has passed at tick `now`.
+    pub(crate) fn fire(&mut self, now: u64) {
+        while let Some(top) = self.heap.peek() {
+            if top.when > now {
+                break;
+            }
+            let Some(Entry { task, .. }) = self.heap.pop() else {
+                break;
+            };
+            task.timer_queued.store(0, Relaxed);
+            let deadline = task.deadline.load(Relaxed);
+            if deadline == 0 {
+                continue;
+            }
+            if deadline <= now {
+                task.deadline.store(0, Relaxed);
+                task.timed_out.store(true, Relaxed);
+                crate::fiber::unpark(&task);
+            } else {
+                task.timer_queued.store(deadline, Relaxed);
+                self.heap.push(Entry {
+                    when: deadline,
+                    task,
+                });
+            }
+        }
+    }
+
+    /// Drops every entry (at shutdown).
+    pub(crate) fn clear(&mut self) {
+        self.heap.clear();
+    }
+}

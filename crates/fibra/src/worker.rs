@@ -1,0 +1,355 @@
+//! A worker: one OS thread with its run queue, fiber slab, stack pool, timers and poller.
+//!
+//! The loop: run the fibers that are ready (those that yield go to the next round), take what
+//! other threads sent through the inbox, then `epoll_wait` — with a zero timeout if fibers are
+//! still runnable, otherwise until the next timer — refresh the cached clock, wake the fibers
+//! whose sockets became ready, and fire due timers.
+//!
+//! Cross-thread wake-ups and spawns go through [`WorkerShared::inbox`]; the producer interrupts
+//! the poller (an eventfd) only when the worker said it is about to sleep.
+
+use crate::fiber::{self, Body, FiberCoroutine, Task};
+use crate::reactor::{self, IoState};
+use crate::runtime::RtShared;
+use crate::stack::{self, StackPool};
+use crate::timer::{self, Timers};
+use mio::{Events, Poll, Token};
+use slab::Slab;
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering::{Relaxed, SeqCst};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The token of the worker's inbox waker; socket tokens are pointers and never equal it.
+pub(crate) const WAKER_TOKEN: Token = Token(usize::MAX);
+
+/// While fibers stay runnable, the poller and timers are checked after this many fiber runs.
+const POLL_INTERVAL: usize = 61;
+
+/// A message to a worker from another thread.
+pub(crate) enum Message {
+    /// A new fiber to start.
+    Spawn(Arc<Task>, Body),
+    /// A parked fiber to resume.
+    Wake(Arc<Task>),
+    /// A socket registered with this worker's poller was closed elsewhere: drop the poller's
+    /// reference once no event for it can be pending.
+    Release(reactor::Token),
+}
+
+/// The part of a worker other threads can reach.
+pub(crate) struct WorkerShared {
+    pub(crate) inbox: Mutex<Vec<Message>>,
+    /// Set when a message is pushed, so the worker can skip locking an empty inbox.
+    pending: AtomicBool,
+    /// True while the worker is in (or about to enter) a blocking `epoll_wait`.
+    pub(crate) sleeping: AtomicBool,
+    pub(crate) waker: mio::Waker,
+}
+
+impl WorkerShared {
+    pub(crate) fn send(&self, msg: Message) {
+        self.inbox
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(msg);
+        self.pending.store(true, SeqCst);
+        if self.sleeping.load(SeqCst) && self.sleeping.swap(false, SeqCst) {
+            let _ = self.waker.wake();
+        }
+    }
+}
+
+/// A fiber's slot in its worker's slab.
+enum FiberState {
+    NotStarted(Body),
+    /// The coroutine and its stack's guard-page range.
+    Suspended(FiberCoroutine, (usize, usize)),
+    /// Taken out by the loop while it runs.
+    Running,
+}
+
+struct Slot {
+    task: Arc<Task>,
+    state: FiberState,
+}
+
+/// Everything a worker thread owns. Lives on the worker thread's stack; fibers reach it through
+/// the thread-local [`with`]. No `RefCell` borrow is ever held across a fiber switch.
+pub(crate) struct Worker {
+    pub(crate) index: usize,
+    pub(crate) rt: Arc<RtShared>,
+    pub(crate) queue: RefCell<VecDeque<usize>>,
+    fibers: RefCell<Slab<Slot>>,
+    stacks: RefCell<StackPool>,
+    pub(crate) timers: RefCell<Timers>,
+    poll: RefCell<Poll>,
+    pub(crate) registry: mio::Registry,
+    /// Cached coarse clock, refreshed once per loop iteration.
+    pub(crate) now: Cell<Instant>,
+    pub(crate) now_ticks: Cell<u64>,
+}
+
+thread_local! {
+    static WORKER: Cell<*const Worker> = const { Cell::new(std::ptr::null()) };
+}
+
+/// Runs `f` on the current thread's worker. Panics outside a worker thread.
+pub(crate) fn with<R>(f: impl FnOnce(&Worker) -> R) -> R {
+    try_with(f).expect("fibra: not on a fibra worker thread")
+}
+
+/// Runs `f` on the current thread's worker, if this is a worker thread.
+pub(crate) fn try_with<R>(f: impl FnOnce(&Worker) -> R) -> Option<R> {
+    let ptr = WORKER.with(|w| w.get());
+    // SAFETY: WORKER is set by `run` to a Worker living on this thread's stack for the whole
+    // loop and reset to null before that Worker is dropped; only this thread reads it.
+    unsafe { ptr.as_ref() }.map(f)
+}
+
+/// Queues a fiber that was just unparked.
+pub(crate) fn schedule(task: &Arc<Task>) {
+    let local = try_with(|w| {
+        if Arc::ptr_eq(&w.rt, &task.rt) && w.index == task.home {
+            w.queue.borrow_mut().push_back(task.key.load(Relaxed));
+            true
+        } else {
+            false
+        }
+    });
+    if local != Some(true) {
+        task.rt.workers[task.home].send(Message::Wake(task.clone()));
+    }
+}
+
+/// Hands a new fiber to its home worker.
+pub(crate) fn submit(task: Arc<Task>, body: Body) {
+    let local = try_with(|w| Arc::ptr_eq(&w.rt, &task.rt) && w.index == task.home);
+    if local == Some(true) {
+        with(|w| w.insert(task, body));
+    } else {
+        let home = task.home;
+        task.rt.workers[home].send(Message::Spawn(task.clone(), body));
+    }
+}
+
+impl Worker {
+    fn insert(&self, task: Arc<Task>, body: Body) {
+        let key = self.fibers.borrow_mut().insert(Slot {
+            task: task.clone(),
+            state: FiberState::NotStarted(body),
+        });
+        task.key.store(key, Relaxed);
+        self.queue.borrow_mut().push_back(key);
+    }
+
+    fn refresh_clock(&self) {
+        let now = Instant::now();
+        self.now.set(now);
+        self.now_ticks.set(timer::ticks_at(now));
+    }
+
+    /// Runs fiber `key` until it parks, yields or ends.
+    fn run_fiber(&self, key: usize) {
+        let (task, state) = {
+            let mut fibers = self.fibers.borrow_mut();
+            let Some(slot) = fibers.get_mut(key) else {
+                return;
+            };
+            let state = std::mem::replace(&mut slot.state, FiberState::Running);
+            (slot.task.clone(), state)
+        };
+        let (mut co, guard) = match state {
+            FiberState::Suspended(co, guard) => (co, guard),
+            FiberState::NotStarted(body) => {
+                let stack = self.stacks.borrow_mut().get();
+                match stack {
+                    Ok(stack) => {
+                        let guard = stack::guard_range(&stack);
+                        (fiber::make_coroutine(stack, body), guard)
+                    }
+                    Err(e) => {
+                        // Out of memory or mappings: the body (and its JoinHandle sender) is
+                        // dropped, so a joiner sees the fiber as cancelled.
+                        eprintln!("fibra: cannot allocate a fiber stack: {e}");
+                        task.mark_done();
+                        self.fibers.borrow_mut().remove(key);
+                        return;
+                    }
+                }
+            }
+            FiberState::Running => return,
+        };
+        let finished = fiber::resume(&task, &mut co, guard);
+        if finished {
+            task.mark_done();
+            self.fibers.borrow_mut().remove(key);
+            self.stacks.borrow_mut().put(co.into_stack());
+        } else if let Some(slot) = self.fibers.borrow_mut().get_mut(key) {
+            slot.state = FiberState::Suspended(co, guard);
+        }
+    }
+
+    fn drain_inbox(&self) {
+        let shared = &self.rt.workers[self.index];
+        if !shared.pending.load(SeqCst) {
+            return;
+        }
+        shared.pending.store(false, SeqCst);
+        let msgs = std::mem::take(
+            &mut *self.rt.workers[self.index]
+                .inbox
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        );
+        for msg in msgs {
+            match msg {
+                Message::Spawn(task, body) => self.insert(task, body),
+                Message::Wake(task) => self.queue.borrow_mut().push_back(task.key.load(Relaxed)),
+                Message::Release(token) => reactor::release(token),
+            }
+        }
+    }
+
+    fn inbox_empty(&self) -> bool {
+        !self.rt.workers[self.index].pending.load(SeqCst)
+    }
+
+    /// The loop of one worker thread; returns at runtime shutdown.
+    fn run_loop(&self) {
+        let shared = &self.rt.workers[self.index];
+        let mut events = Events::with_capacity(1024);
+        let mut ran_since_poll = 0usize;
+        loop {
+            let n = self.queue.borrow().len();
+            for _ in 0..n {
+                let next = self.queue.borrow_mut().pop_front();
+                match next {
+                    Some(key) => self.run_fiber(key),
+                    None => break,
+                }
+            }
+            ran_since_poll += n;
+            self.drain_inbox();
+            if self.rt.is_shutdown() {
+                break;
+            }
+            // While fibers keep each other busy, look at I/O and timers only every
+            // POLL_INTERVAL fiber runs: an epoll_wait per round would dominate a yield.
+            if ran_since_poll < POLL_INTERVAL && !self.queue.borrow().is_empty() {
+                continue;
+            }
+            ran_since_poll = 0;
+            let mut timeout = if self.queue.borrow().is_empty() {
+                self.timers
+                    .borrow()
+                    .next_due()
+                    .map(|due| Duration::from_millis(due.saturating_sub(self.now_ticks.get())))
+            } else {
+                Some(Duration::ZERO)
+            };
+            if timeout != Some(Duration::ZERO) {
+                shared.sleeping.store(true, SeqCst);
+                if !self.inbox_empty() || self.rt.is_shutdown() {
+                    timeout = Some(Duration::ZERO);
+                }
+            }
+            let polled = self.poll.borrow_mut().poll(&mut events, timeout);
+            shared.sleeping.store(false, SeqCst);
+            if let Err(e) = polled {
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    eprintln!("fibra: epoll_wait failed: {e}");
+                }
+            }
+            self.refresh_clock();
+            for event in events.iter() {
+                if event.token() != WAKER_TOKEN {
+                    IoState::on_event(event);
+                }
+            }
+            self.timers.borrow_mut().fire(self.now_ticks.get());
+        }
+        self.cancel_all();
+    }
+
+    /// Unwinds every fiber still alive on this worker (runtime shutdown).
+    fn cancel_all(&self) {
+        fiber::set_cancelling(true);
+        for _round in 0..8 {
+            let keys: Vec<usize> = self.fibers.borrow().iter().map(|(k, _)| k).collect();
+            if keys.is_empty() {
+                break;
+            }
+            for key in keys {
+                let not_started = matches!(
+                    self.fibers.borrow().get(key).map(|s| &s.state),
+                    Some(FiberState::NotStarted(_))
+                );
+                if not_started {
+                    let slot = self.fibers.borrow_mut().remove(key);
+                    slot.task.mark_done();
+                    drop(slot);
+                } else {
+                    self.run_fiber(key);
+                }
+            }
+            self.drain_inbox();
+        }
+        // Fibers that refused to unwind (they caught `Cancelled` and parked again) are leaked
+        // rather than dropped: dropping a suspended coroutine would unwind it from here.
+        for (_, slot) in std::mem::take(&mut *self.fibers.borrow_mut()) {
+            if let FiberState::Suspended(co, _) = slot.state {
+                std::mem::forget(co);
+            }
+        }
+        fiber::set_cancelling(false);
+        self.timers.borrow_mut().clear();
+        self.queue.borrow_mut().clear();
+    }
+}
+
+/// Creates the poller and the shared half of a worker (on the thread that builds the runtime,
+/// so set-up errors surface from `Builder::build`).
+pub(crate) fn new_poller() -> std::io::Result<(Poll, WorkerShared)> {
+    let poll = Poll::new()?;
+    let waker = mio::Waker::new(poll.registry(), WAKER_TOKEN)?;
+    Ok((
+        poll,
+        WorkerShared {
+            inbox: Mutex::new(Vec::new()),
+            pending: AtomicBool::new(false),
+            sleeping: AtomicBool::new(false),
+            waker,
+        },
+    ))
+}
+
+/// Body of worker thread `index`.
+pub(crate) fn run(index: usize, rt: Arc<RtShared>, poll: Poll) {
+    let registry = match poll.registry().try_clone() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("fibra: worker {index} cannot clone its poll registry: {e}");
+            return;
+        }
+    };
+    let _altstack = crate::overflow::install();
+    let now = Instant::now();
+    let worker = Worker {
+        index,
+        stacks: RefCell::new(StackPool::new(rt.stack_size, rt.max_idle_stacks)),
+        rt,
+        queue: RefCell::new(VecDeque::with_capacity(1024)),
+        fibers: RefCell::new(Slab::with_capacity(1024)),
+        timers: RefCell::new(Timers::default()),
+        poll: RefCell::new(poll),
+        registry,
+        now: Cell::new(now),
+        now_ticks: Cell::new(timer::ticks_at(now)),
+    };
+    WORKER.with(|w| w.set(&worker as *const Worker));
+    worker.run_loop();
+    WORKER.with(|w| w.set(std::ptr::null()));
+}

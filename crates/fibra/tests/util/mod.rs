@@ -1,0 +1,53 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+/// A generous bound for anything a test waits on (the machine may be loaded).
+pub const PATIENCE: Duration = Duration::from_secs(60);
+
+/// Raises the soft `RLIMIT_NOFILE` to `want` (capped at the hard limit); returns the new soft limit.
+pub fn raise_nofile(want: u64) -> u64 {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit with a valid, initialised rlimit struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return 0;
+        }
+        lim.rlim_cur = want.min(lim.rlim_max);
+        libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
+    }
+    lim.rlim_cur
+}
+
+/// The role this test process was started in by [`child`], if any.
+pub fn child_role() -> Option<String> {
+    std::env::var("FIBRA_TEST_CHILD").ok()
+}
+
+/// Re-runs this test binary's test `test_name` in a child process with `FIBRA_TEST_CHILD=role`
+/// and `args` in `FIBRA_TEST_ARGS`.
+pub fn child(test_name: &str, role: &str, args: &str) -> Command {
+    let mut cmd = Command::new(std::env::current_exe().expect("test binary path"));
+    cmd.args([test_name, "--exact", "--nocapture", "--test-threads=1"])
+        .env("FIBRA_TEST_CHILD", role)
+        .env("FIBRA_TEST_ARGS", args)
+        .env("RUST_BACKTRACE", "0")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+/// Runs a child to completion and returns its output.
+pub fn run_child(test_name: &str, role: &str, args: &str) -> Output {
+    child(test_name, role, args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("spawn child test process")
+}
