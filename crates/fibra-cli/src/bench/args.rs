@@ -1,0 +1,281 @@
+//! Command-line flags of `fibra bench` and their validation into a [`Config`].
+//!
+//! The flags follow weighttp (`-n -c -t -k -H`) with wrk's `-d` and a few
+//! extras. Validation is a pure function (apart from reading `--body`), so
+//! every contradiction has a unit test and a one-line message.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::request::{self, RequestSpec};
+use super::url::Target;
+
+/// `fibra bench [OPTIONS] URL`: load an HTTP/1.x server and report what it did.
+#[derive(clap::Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// Number of requests to send in total (weighttp's -n).
+    #[arg(short = 'n', long = "requests", value_name = "N")]
+    pub requests: Option<u64>,
+
+    /// Run for this long instead of a fixed count: 10s, 500ms, 2m, or plain seconds.
+    #[arg(short = 'd', long = "duration", value_name = "DURATION")]
+    pub duration: Option<String>,
+
+    /// Number of concurrent connections (one fiber each).
+    #[arg(
+        short = 'c',
+        long = "connections",
+        value_name = "N",
+        default_value_t = 1
+    )]
+    pub connections: usize,
+
+    /// Number of worker threads (fibra workers) the connections are spread over.
+    #[arg(short = 't', long = "threads", value_name = "N", default_value_t = 1)]
+    pub threads: usize,
+
+    /// Keep connections alive; without it every request opens a new connection.
+    #[arg(short = 'k', long = "keep-alive")]
+    pub keep_alive: bool,
+
+    /// Extra request header 'Name: value' (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    pub headers: Vec<String>,
+
+    /// Request method [default: GET, or POST with --body].
+    #[arg(long, value_name = "METHOD")]
+    pub method: Option<String>,
+
+    /// Send this file as the request body (with a Content-Length).
+    #[arg(long, value_name = "FILE")]
+    pub body: Option<PathBuf>,
+
+    /// Speak HTTP/1.0 instead of HTTP/1.1.
+    #[arg(long = "http1.0")]
+    pub http10: bool,
+
+    /// Requests in flight per connection, sent in one write (needs -k).
+    #[arg(long, value_name = "N")]
+    pub pipeline: Option<usize>,
+
+    /// The Anon pattern: send one request on every connection of a worker, then
+    /// read every response, repeat.
+    #[arg(long)]
+    pub batch: bool,
+
+    /// Per-request timeout in seconds (connect, send and the whole response).
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+
+    /// Print a machine-readable JSON summary instead of the text report.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Target URL: http://host[:port][/path]
+    #[arg(value_name = "URL")]
+    pub url: String,
+}
+
+/// When the run stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// After exactly this many requests are done.
+    Requests(u64),
+    /// When this much time has passed (requests in flight then are dropped).
+    Duration(Duration),
+}
+
+/// A validated benchmark configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where to send requests.
+    pub target: Target,
+    /// When to stop.
+    pub limit: Limit,
+    /// Concurrent connections.
+    pub connections: usize,
+    /// Worker threads.
+    pub workers: usize,
+    /// Reuse connections.
+    pub keep_alive: bool,
+    /// Requests per write on one connection (1 = ping-pong).
+    pub pipeline: usize,
+    /// Drive all connections of a worker in rounds (the Anon pattern).
+    pub batch: bool,
+    /// Per-request timeout.
+    pub timeout: Option<Duration>,
+    /// JSON output.
+    pub json: bool,
+    /// The method is HEAD, so responses carry no body.
+    pub head_request: bool,
+    /// Method, for the report.
+    pub method: String,
+    /// One rendered request.
+    pub request: Vec<u8>,
+}
+
+/// A flag or combination of flags that cannot work.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgError(pub String);
+
+impl std::fmt::Display for ArgError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn err<T>(msg: impl Into<String>) -> Result<T, ArgError> {
+    Err(ArgError(msg.into()))
+}
+
+/// Parses `10s`, `500ms`, `2m`, `1h`, `1.5s` or plain seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, ArgError> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| c.is_ascii_alphabetic())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let scale = match unit {
+        "" | "s" => 1.0,
+        "ms" => 1e-3,
+        "us" => 1e-6,
+        "m" => 60.0,
+        "h" => 3600.0,
+        _ => {
+            return err(format!(
+                "invalid duration {text:?}: unknown unit {unit:?} (use ms, s, m or h)"
+            ))
+        }
+    };
+    match number.parse::<f64>() {
+        Ok(n) if n.is_finite() && n > 0.0 && n * scale < 1e9 => {
+            Ok(Duration::from_secs_f64(n * scale))
+        }
+        _ => err(format!(
+            "invalid duration {text:?}: expected a positive number, e.g. 10s"
+        )),
+    }
+}
+
+fn is_token(s: &str) -> bool {
+    const SPECIAL: &[u8] = b"!#$%&'*+-.^_`|~";
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || SPECIAL.contains(&b))
+}
+
+/// Splits `Name: value`, checking the name is a token and the value has no
+/// control characters.
+fn parse_header(text: &str) -> Result<(String, String), ArgError> {
+    let Some((name, value)) = text.split_once(':') else {
+        return err(format!("invalid header {text:?}: expected 'Name: value'"));
+    };
+    if !is_token(name) {
+        return err(format!("invalid header {text:?}: bad header name {name:?}"));
+    }
+    let value = value.trim_matches([' ', '\t']);
+    if value.bytes().any(|b| (b < b' ' && b != b'\t') || b == 0x7f) {
+        return err(format!(
+            "invalid header {text:?}: control character in value"
+        ));
+    }
+    Ok((name.to_string(), value.to_string()))
+}
+
+impl BenchArgs {
+    /// Checks the flags against each other and renders the request.
+    pub fn validate(&self) -> Result<Config, ArgError> {
+        let target = Target::parse(&self.url).map_err(|e| ArgError(e.to_string()))?;
+        let limit = match (self.requests, &self.duration) {
+            (Some(_), Some(_)) => return err("-n and -d contradict each other: give one of them"),
+            (None, None) => {
+                return err("give the number of requests (-n N) or a duration (-d 10s)")
+            }
+            (Some(0), None) => return err("-n must be at least 1"),
+            (Some(n), None) => Limit::Requests(n),
+            (None, Some(d)) => Limit::Duration(parse_duration(d)?),
+        };
+        if self.connections == 0 {
+            return err("-c must be at least 1");
+        }
+        if self.threads == 0 {
+            return err("-t must be at least 1");
+        }
+        if self.connections < self.threads {
+            return err(format!(
+                "-c {} is less than -t {}: every worker needs at least one connection",
+                self.connections, self.threads
+            ));
+        }
+        if let Limit::Requests(n) = limit {
+            if n < self.connections as u64 {
+                return err(format!(
+                    "-n {n} is less than -c {}: some connections would idle",
+                    self.connections
+                ));
+            }
+        }
+        let pipeline = match (self.pipeline, self.batch) {
+            (Some(_), true) => return err("--pipeline and --batch contradict each other: give one of them"),
+            (Some(0), _) => return err("--pipeline must be at least 1"),
+            (Some(p), _) if p > 1 && !self.keep_alive => {
+                return err("--pipeline needs -k: a connection that closes after one response cannot carry a pipeline")
+            }
+            (Some(p), _) => p,
+            (None, _) => 1,
+        };
+        let timeout = match self.timeout {
+            None => None,
+            Some(t) if t.is_finite() && t > 0.0 && t < 1e9 => Some(Duration::from_secs_f64(t)),
+            Some(t) => {
+                return err(format!(
+                    "--timeout {t}: expected a positive number of seconds"
+                ))
+            }
+        };
+        let headers = self
+            .headers
+            .iter()
+            .map(|h| parse_header(h))
+            .collect::<Result<Vec<_>, _>>()?;
+        let body = match &self.body {
+            None => None,
+            Some(path) => Some(
+                std::fs::read(path)
+                    .map_err(|e| ArgError(format!("--body {}: {e}", path.display())))?,
+            ),
+        };
+        let method = match &self.method {
+            Some(m) if !is_token(m) => return err(format!("invalid method {m:?}")),
+            Some(m) => m.clone(),
+            None if body.is_some() => "POST".to_string(),
+            None => "GET".to_string(),
+        };
+        let request = request::render(&RequestSpec {
+            method: &method,
+            target: &target,
+            headers: &headers,
+            body: body.as_deref(),
+            http10: self.http10,
+            keep_alive: self.keep_alive,
+        });
+        Ok(Config {
+            target,
+            limit,
+            connections: self.connections,
+            workers: self.threads,
+            keep_alive: self.keep_alive,
+            pipeline,
+            batch: self.batch,
+            timeout,
+            json: self.json,
+            head_request: method == "HEAD",
+            method,
+            request,
+        })
+    }
+}
+
+#[cfg(test)]
+#[path = "args_tests.rs"]
+mod tests;

@@ -1,0 +1,107 @@
+//! Flag-validation tests: every contradiction gets a clear message.
+
+use super::*;
+use clap::Parser;
+
+#[derive(Parser)]
+struct Cli {
+    #[command(flatten)]
+    args: BenchArgs,
+}
+
+fn parse(argv: &str) -> Result<Config, String> {
+    let argv = std::iter::once("bench").chain(argv.split_whitespace());
+    let cli = Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
+    cli.args.validate().map_err(|e| e.0)
+}
+
+fn rejects(argv: &str, needle: &str) {
+    match parse(argv) {
+        Ok(c) => panic!("{argv:?} was accepted: {c:?}"),
+        Err(msg) => assert!(msg.contains(needle), "{argv:?}: {msg:?} lacks {needle:?}"),
+    }
+}
+
+#[test]
+fn weighttp_style_flags() {
+    let c = parse("-n 1000 -c 10 -t 2 -k -H X-A:1 -H Accept:*/* http://127.0.0.1:8080/").unwrap();
+    assert_eq!(c.limit, Limit::Requests(1000));
+    assert_eq!(
+        (c.connections, c.workers, c.keep_alive, c.pipeline),
+        (10, 2, true, 1)
+    );
+    let text = String::from_utf8(c.request).unwrap();
+    assert!(text.starts_with("GET / HTTP/1.1\r\n"));
+    assert!(text.contains("X-A: 1\r\nAccept: */*\r\n"));
+    assert!(!c.batch && !c.json && c.timeout.is_none());
+}
+
+#[test]
+fn extra_flags() {
+    let c = parse("-d 1.5s --method HEAD --http1.0 -k --pipeline 16 --timeout 2 --json http://h/x")
+        .unwrap();
+    assert_eq!(c.limit, Limit::Duration(Duration::from_millis(1500)));
+    assert_eq!(c.pipeline, 16);
+    assert_eq!(c.timeout, Some(Duration::from_secs(2)));
+    assert!(c.head_request && c.json);
+    let text = String::from_utf8(c.request).unwrap();
+    assert!(text.starts_with("HEAD /x HTTP/1.0\r\n"));
+    assert!(text.contains("Connection: keep-alive\r\n"));
+    let c = parse("-n 5 -c 5 --batch http://h/").unwrap();
+    assert!(c.batch && c.pipeline == 1);
+}
+
+#[test]
+fn body_file_defaults_to_post() {
+    let path = std::env::temp_dir().join(format!("fibra-bench-body-{}", std::process::id()));
+    std::fs::write(&path, b"abc").unwrap();
+    let c = parse(&format!("-n 1 --body {} http://h/", path.display())).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let text = String::from_utf8(c.request).unwrap();
+    assert!(text.starts_with("POST / HTTP/1.1\r\n"));
+    assert!(text.ends_with("Content-Length: 3\r\n\r\nabc"));
+    rejects(
+        "-n 1 --body /nonexistent/fibra/body http://h/",
+        "--body /nonexistent/fibra/body",
+    );
+}
+
+#[test]
+fn durations() {
+    assert_eq!(parse_duration("10").unwrap(), Duration::from_secs(10));
+    assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+    assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+    assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
+    for bad in ["", "0", "-1s", "abc", "10x", "s", "inf", "NaN"] {
+        assert!(parse_duration(bad).is_err(), "{bad:?}");
+    }
+}
+
+#[test]
+fn contradictions_and_bad_values() {
+    rejects("-n 10 -d 5s http://h/", "-n and -d");
+    rejects("http://h/", "-n N");
+    rejects("-n 0 http://h/", "-n must be at least 1");
+    rejects("-n 10 -c 2 -t 3 http://h/", "-c 2 is less than -t 3");
+    rejects("-n 10 -c 0 http://h/", "-c must be at least 1");
+    rejects("-n 10 -t 0 http://h/", "-t must be at least 1");
+    rejects("-n 5 -c 10 http://h/", "-n 5 is less than -c 10");
+    rejects(
+        "-n 10 -k --pipeline 4 --batch http://h/",
+        "--pipeline and --batch",
+    );
+    rejects("-n 10 --pipeline 4 http://h/", "--pipeline needs -k");
+    rejects(
+        "-n 10 -k --pipeline 0 http://h/",
+        "--pipeline must be at least 1",
+    );
+    rejects("-n 10 --timeout 0 http://h/", "--timeout");
+    rejects("-n 10 --timeout=-1 http://h/", "--timeout");
+    rejects("-d 10q http://h/", "unknown unit");
+    rejects("-n 10 -H NoColon http://h/", "invalid header");
+    rejects("-n 10 -H Bad(Name):x http://h/", "bad header name");
+    rejects("-n 10 --method G{T http://h/", "invalid method");
+    rejects("-n 10 https://h/", "https is not supported");
+    rejects("-n 10 localhost:80", "invalid URL");
+    rejects("-n ten http://h/", "invalid value");
+}

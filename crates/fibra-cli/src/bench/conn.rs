@@ -1,0 +1,164 @@
+//! One client connection: a fibra `TcpStream`, its reused receive buffer and
+//! its response parser.
+//!
+//! The buffer is allocated once per connection and the parser consumes from
+//! it in place; nothing here allocates per request. Bytes left over after one
+//! response stay for the next (pipelining), a partial head is kept and
+//! completed by the next read, and the buffer only grows for a response head
+//! larger than itself (up to [`MAX_HEAD`]).
+
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use fibra::net::TcpStream;
+
+use super::parser::{ParseError, Response, ResponseParser, Step, MAX_HEAD};
+
+/// Initial receive-buffer size.
+const BUF_SIZE: usize = 16 * 1024;
+
+/// Why no response could be read.
+#[derive(Debug)]
+pub enum RecvError {
+    /// The socket failed (or timed out).
+    Io(io::Error),
+    /// The bytes did not make a response, or the server closed.
+    Parse(ParseError),
+}
+
+/// A connection slot that (re)connects on demand.
+#[derive(Debug)]
+pub struct Conn {
+    stream: Option<TcpStream>,
+    /// Receive buffer; its whole length is usable, `start..end` is unparsed.
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    parser: ResponseParser,
+    /// Bytes received since the last [`Conn::take_bytes_read`].
+    bytes_read: u64,
+}
+
+impl Conn {
+    /// An unconnected slot; responses answer `HEAD` requests if `head_request`.
+    pub fn new(head_request: bool) -> Conn {
+        Conn {
+            stream: None,
+            buf: vec![0; BUF_SIZE],
+            start: 0,
+            end: 0,
+            parser: ResponseParser::new(head_request),
+            bytes_read: 0,
+        }
+    }
+
+    /// Connects if not connected. Returns `Ok(true)` when a new connection
+    /// was opened.
+    pub fn ensure_connected(
+        &mut self,
+        addr: &SocketAddr,
+        timeout: Option<Duration>,
+    ) -> io::Result<bool> {
+        if self.stream.is_some() {
+            return Ok(false);
+        }
+        let stream = match timeout {
+            Some(t) => TcpStream::connect_timeout(addr, t)?,
+            None => TcpStream::connect(addr)?,
+        };
+        stream.set_nodelay(true)?;
+        stream.set_read_timeout(timeout)?;
+        stream.set_write_timeout(timeout)?;
+        self.stream = Some(stream);
+        Ok(true)
+    }
+
+    /// Drops the stream and anything buffered from it.
+    pub fn close(&mut self) {
+        self.stream = None;
+        self.parser.reset();
+        self.start = 0;
+        self.end = 0;
+    }
+
+    /// Writes all of `bytes`. The connection must be open.
+    pub fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
+        match &self.stream {
+            Some(s) => {
+                let mut s: &TcpStream = s;
+                s.write_all(bytes)
+            }
+            None => Err(io::ErrorKind::NotConnected.into()),
+        }
+    }
+
+    /// Bytes received since the last call.
+    pub fn take_bytes_read(&mut self) -> u64 {
+        std::mem::take(&mut self.bytes_read)
+    }
+
+    /// Response-head bytes parsed since the last call.
+    pub fn take_head_bytes(&mut self) -> u64 {
+        self.parser.take_head_bytes()
+    }
+
+    /// Reads until one complete response is parsed. On an error, or at the
+    /// end of a response that does not keep the connection alive, the caller
+    /// must [`close`](Conn::close) (end of stream closes by itself).
+    pub fn recv(&mut self) -> Result<Response, RecvError> {
+        loop {
+            if self.start < self.end {
+                match self.parser.feed(&self.buf[self.start..self.end]) {
+                    Ok(Step::Done(n, response)) => {
+                        self.start += n;
+                        if self.start == self.end {
+                            self.start = 0;
+                            self.end = 0;
+                        }
+                        return Ok(response);
+                    }
+                    Ok(Step::NeedMore(n)) => self.start += n,
+                    Err(e) => return Err(RecvError::Parse(e)),
+                }
+            }
+            self.make_room();
+            let Some(stream) = &self.stream else {
+                return Err(RecvError::Io(io::ErrorKind::NotConnected.into()));
+            };
+            let mut stream: &TcpStream = stream;
+            match stream.read(&mut self.buf[self.end..]) {
+                Ok(0) => {
+                    let result = self.parser.eof(self.end - self.start);
+                    self.close();
+                    return result.map_err(RecvError::Parse);
+                }
+                Ok(n) => {
+                    self.end += n;
+                    self.bytes_read += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(RecvError::Io(e)),
+            }
+        }
+    }
+
+    /// Ensures free space after `end`: reset when empty, move a partial
+    /// response to the front, or grow (only for an oversized head).
+    fn make_room(&mut self) {
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        } else if self.end == self.buf.len() {
+            if self.start > 0 {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.start = 0;
+            } else {
+                // The parser rejects a head of MAX_HEAD bytes, so this stops there.
+                let len = (self.buf.len() * 2).min(MAX_HEAD);
+                self.buf.resize(len.max(self.buf.len() + 1), 0);
+            }
+        }
+    }
+}

@@ -1,0 +1,370 @@
+//! Runs the load on a fibra runtime: one fiber per connection, or with
+//! `--batch` one fiber per worker driving all of that worker's connections in
+//! rounds (the Anon pattern).
+//!
+//! Each worker gets a share of the request budget and a statistics slot
+//! ([`stats`]); fibers are pinned to workers so a fiber only ever touches its
+//! own worker's slot. The request bytes are rendered once and shared. Per
+//! request a fiber does one `write`, one `read` (usually), two clock reads and
+//! a few counter updates: no allocation, no lock, no shared cache line.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use fibra::sync::mpsc;
+
+use super::args::{Config, Limit};
+use super::conn::{Conn, RecvError};
+use super::parser::ParseError;
+use super::stats::{self, Problem, Stats, WorkerState};
+
+/// Pause after a failed connect in a timed run, so a refused port is not
+/// hammered in a busy loop for the whole duration.
+const CONNECT_BACKOFF: Duration = Duration::from_millis(10);
+/// How long a timed run waits past its end for requests in flight (when no
+/// `--timeout` says otherwise).
+const DEFAULT_GRACE: Duration = Duration::from_secs(2);
+
+/// Read-only state shared by every connection fiber.
+#[derive(Debug)]
+struct Shared {
+    addr: SocketAddr,
+    /// The request repeated `pipeline` times.
+    requests: Vec<u8>,
+    request_len: usize,
+    pipeline: u64,
+    keep_alive: bool,
+    head_request: bool,
+    timeout: Option<Duration>,
+    /// End of a timed run.
+    deadline: Option<Instant>,
+}
+
+impl Shared {
+    /// The bytes of `n` back-to-back requests.
+    fn requests(&self, n: u64) -> &[u8] {
+        &self.requests[..n as usize * self.request_len]
+    }
+
+    /// Takes up to `want` requests from this worker's budget.
+    #[inline]
+    fn take(&self, want: u64) -> u64 {
+        if self.deadline.is_some_and(|d| fibra::time::now() >= d) {
+            return 0;
+        }
+        stats::with(|w| w.take(want))
+    }
+}
+
+/// What a run produced.
+#[derive(Debug)]
+pub struct Outcome {
+    /// Merged statistics of all workers.
+    pub stats: Stats,
+    /// From the first connection attempt to the last response.
+    pub elapsed: Duration,
+}
+
+/// `total` split into `parts` shares differing by at most one.
+fn share(total: u64, parts: usize, index: usize) -> u64 {
+    let parts = parts as u64;
+    total / parts + u64::from((index as u64) < total % parts)
+}
+
+/// Runs the benchmark described by `config` against `addr`. `progress`, if
+/// given, holds one live counter of finished requests per worker.
+pub fn execute(
+    config: &Config,
+    addr: SocketAddr,
+    progress: Option<Vec<Arc<AtomicU64>>>,
+) -> io::Result<Outcome> {
+    let workers = config.workers;
+    let runtime = fibra::Runtime::builder().workers(workers).build()?;
+    let pipeline = config.pipeline;
+    let mut shared = Shared {
+        addr,
+        requests: config.request.repeat(pipeline),
+        request_len: config.request.len(),
+        pipeline: pipeline as u64,
+        keep_alive: config.keep_alive,
+        head_request: config.head_request,
+        timeout: config.timeout,
+        deadline: None,
+    };
+    let (limit, connections, batch) = (config.limit, config.connections, config.batch);
+    let grace = config.timeout.unwrap_or(DEFAULT_GRACE);
+    let outcome = runtime.block_on(move || -> io::Result<Outcome> {
+        for w in 0..workers {
+            let budget = match limit {
+                Limit::Requests(n) => share(n, workers, w),
+                Limit::Duration(_) => u64::MAX,
+            };
+            let counter = progress.as_ref().map(|p| p[w].clone());
+            let state = WorkerState::new(budget, counter);
+            fibra::fiber::Builder::new()
+                .worker(w)
+                .spawn(move || stats::install(state))?
+                .join()
+                .expect("installing worker state cannot panic");
+        }
+        let start = Instant::now();
+        if let Limit::Duration(d) = limit {
+            shared.deadline = Some(start + d);
+        }
+        let shared = Arc::new(shared);
+        let (done_tx, done_rx) = mpsc::channel::<()>();
+        let fibers = if batch { workers } else { connections };
+        for i in 0..fibers {
+            let (shared, done) = (shared.clone(), FinishGuard(done_tx.clone()));
+            let builder = fibra::fiber::Builder::new()
+                .name(format!("bench-{i}"))
+                .worker(i % workers);
+            if batch {
+                let conns = share(connections as u64, workers, i) as usize;
+                builder.spawn(move || batch_fiber(&shared, conns, done))?;
+            } else {
+                builder.spawn(move || connection_fiber(&shared, done))?;
+            }
+        }
+        drop(done_tx);
+        let give_up = shared.deadline.map(|d| d + grace);
+        let mut finished = 0;
+        while finished < fibers {
+            let got = match give_up {
+                None => done_rx.recv().is_ok(),
+                Some(at) => done_rx
+                    .recv_timeout(at.saturating_duration_since(Instant::now()))
+                    .is_ok(),
+            };
+            if !got {
+                break;
+            }
+            finished += 1;
+        }
+        let mut total = Stats::new();
+        let mut last = None;
+        for w in 0..workers {
+            let state = fibra::fiber::Builder::new()
+                .worker(w)
+                .spawn(stats::take)?
+                .join();
+            if let Ok(Some(state)) = state {
+                total.merge(&state.stats);
+                last = last.max(state.finished);
+            }
+        }
+        let end = match last {
+            Some(t) if finished == fibers => t,
+            _ => Instant::now(),
+        };
+        Ok(Outcome {
+            stats: total,
+            elapsed: end.saturating_duration_since(start),
+        })
+    });
+    // Dropping the runtime cancels any fiber still stuck past the grace period.
+    drop(runtime);
+    outcome
+}
+
+/// Signals the root fiber when a driver fiber ends, even by panic.
+struct FinishGuard(mpsc::Sender<()>);
+
+impl Drop for FinishGuard {
+    fn drop(&mut self) {
+        stats::with(|w| w.fiber_finished(Instant::now()));
+        let _ = self.0.send(());
+    }
+}
+
+/// One connection: take requests (`pipeline` at a time), send them in one
+/// write, read every response, repeat until the budget or the time is spent.
+fn connection_fiber(shared: &Shared, _done: FinishGuard) {
+    let mut conn = Conn::new(shared.head_request);
+    let mut last = Instant::now();
+    loop {
+        let n = shared.take(shared.pipeline);
+        if n == 0 {
+            break;
+        }
+        let Some(opened) = connect(&mut conn, shared, n) else {
+            continue;
+        };
+        // On a reused connection the next request leaves right after the
+        // last response was timed: reuse that clock reading.
+        let sent = if opened { Instant::now() } else { last };
+        let bytes = shared.requests(n);
+        if send(&mut conn, bytes, n) {
+            last = read_responses(&mut conn, shared, n, sent, bytes.len() as u64);
+        }
+    }
+}
+
+/// The Anon pattern: one request on every connection of this worker, then
+/// every response in turn, round after round.
+fn batch_fiber(shared: &Shared, connections: usize, _done: FinishGuard) {
+    let mut conns: Vec<(Conn, Option<Instant>)> = (0..connections)
+        .map(|_| (Conn::new(shared.head_request), None))
+        .collect();
+    loop {
+        let mut taken = 0;
+        for (conn, sent) in conns.iter_mut() {
+            if shared.take(1) == 0 {
+                break;
+            }
+            taken += 1;
+            if connect(conn, shared, 1).is_some() {
+                let at = Instant::now();
+                if send(conn, shared.requests(1), 1) {
+                    *sent = Some(at);
+                }
+            }
+        }
+        if taken == 0 {
+            break;
+        }
+        for (conn, sent) in conns.iter_mut() {
+            if let Some(at) = sent.take() {
+                read_responses(conn, shared, 1, at, shared.request_len as u64);
+            }
+        }
+    }
+}
+
+/// Connects `conn` if needed: `Some(true)` when a connection was opened,
+/// `Some(false)` when the open one is reused, `None` on failure (recorded as
+/// `n` errored requests).
+fn connect(conn: &mut Conn, shared: &Shared, n: u64) -> Option<bool> {
+    match conn.ensure_connected(&shared.addr, shared.timeout) {
+        Ok(opened) => {
+            if opened {
+                stats::with(|w| w.stats.connects += 1);
+            }
+            Some(opened)
+        }
+        Err(e) => {
+            let problem = if e.kind() == io::ErrorKind::TimedOut {
+                Problem::Timeout
+            } else {
+                Problem::Connect
+            };
+            stats::with(|w| {
+                w.stats.problem(problem, n, || format!("connect: {e}"));
+                w.advance(n);
+            });
+            if shared.deadline.is_some() {
+                fibra::time::sleep(CONNECT_BACKOFF);
+            }
+            None
+        }
+    }
+}
+
+/// Sends `bytes` (`n` requests); on failure closes and records them errored.
+/// On success the bytes are counted by [`read_responses`].
+fn send(conn: &mut Conn, bytes: &[u8], n: u64) -> bool {
+    match conn.send(bytes) {
+        Ok(()) => true,
+        Err(e) => {
+            conn.close();
+            let problem = if e.kind() == io::ErrorKind::TimedOut {
+                Problem::Timeout
+            } else {
+                Problem::Write
+            };
+            stats::with(|w| {
+                w.stats.problem(problem, n, || format!("write: {e}"));
+                w.advance(n);
+            });
+            false
+        }
+    }
+}
+
+/// Classifies a failed read.
+fn problem_of(e: &RecvError) -> Problem {
+    match e {
+        RecvError::Io(e) if e.kind() == io::ErrorKind::TimedOut => Problem::Timeout,
+        RecvError::Io(_) => Problem::Read,
+        RecvError::Parse(ParseError::Closed) => Problem::Closed,
+        RecvError::Parse(ParseError::Truncated) => Problem::Truncated,
+        RecvError::Parse(_) => Problem::Malformed,
+    }
+}
+
+/// Reads the responses to `n` requests (`written` bytes) sent together at
+/// `sent` and records each; returns when the last one completed. If the
+/// server ends the connection early, requests it can no longer answer are
+/// returned to the budget (after `Connection: close`) or counted as errored
+/// or failed (after an error).
+fn read_responses(
+    conn: &mut Conn,
+    shared: &Shared,
+    n: u64,
+    sent: Instant,
+    mut written: u64,
+) -> Instant {
+    let mut left = n;
+    loop {
+        let result = conn.recv();
+        let now = Instant::now();
+        let (read, head) = (conn.take_bytes_read(), conn.take_head_bytes());
+        match result {
+            Ok(response) => {
+                left -= 1;
+                let reuse = shared.keep_alive && response.keep_alive;
+                stats::with(|w| {
+                    w.stats.response(response.status, now - sent);
+                    w.stats.bytes_read += read;
+                    w.stats.bytes_head += head;
+                    w.stats.bytes_written += written;
+                    w.advance(1);
+                    if !reuse && left > 0 {
+                        w.give_back(left);
+                    }
+                });
+                written = 0;
+                if !reuse {
+                    conn.close();
+                    return now;
+                }
+                if left == 0 {
+                    return now;
+                }
+            }
+            Err(e) => {
+                conn.close();
+                let problem = problem_of(&e);
+                stats::with(|w| {
+                    w.stats.problem(problem, left, || match &e {
+                        RecvError::Io(e) => format!("read: {e}"),
+                        RecvError::Parse(e) => e.to_string(),
+                    });
+                    w.stats.bytes_read += read;
+                    w.stats.bytes_head += head;
+                    w.stats.bytes_written += written;
+                    w.advance(left);
+                });
+                return now;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::share;
+
+    #[test]
+    fn shares_add_up() {
+        for (total, parts) in [(10, 3), (1000, 7), (5, 5), (2, 4), (u64::MAX, 1)] {
+            let sum: u64 = (0..parts).map(|i| share(total, parts, i)).sum();
+            assert_eq!(sum, total);
+            let (lo, hi) = (share(total, parts, parts - 1), share(total, parts, 0));
+            assert!(hi - lo <= 1);
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! `fibra bench`: an HTTP/1.x load generator built on fibra fibers, with
+//! weighttp's flags and report.
+//!
+//! Layout: [`args`] (flags and validation), [`url`], [`request`] (rendered
+//! once), [`parser`] (incremental response parser), [`conn`] (one connection
+//! and its buffer), [`driver`] (fibers on a runtime), [`stats`] (per-worker
+//! counters and histogram), [`report`] (text and JSON), [`progress`].
+//!
+//! Exit status: 0 after a run in which some request succeeded, 1 when none
+//! did or the host cannot be reached, 2 for invalid flags.
+
+pub mod args;
+pub mod conn;
+pub mod driver;
+pub mod parser;
+pub mod progress;
+pub mod report;
+pub mod request;
+pub mod stats;
+pub mod url;
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::process::ExitCode;
+use std::time::Duration;
+
+pub use args::BenchArgs;
+use args::Config;
+use progress::Progress;
+use report::Summary;
+
+/// How long the reachability probe waits without `--timeout`.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Runs `fibra bench` and prints its report to stdout.
+pub fn run(args: BenchArgs) -> ExitCode {
+    let config = match args.validate() {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("fibra bench: error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let addr = match resolve(&config) {
+        Ok(addr) => addr,
+        Err(e) => {
+            eprintln!("fibra bench: error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    raise_fd_limit(config.connections);
+    let progress = Progress::start(config.limit, config.workers);
+    let outcome = driver::execute(&config, addr, progress.as_ref().map(Progress::counters));
+    if let Some(p) = progress {
+        p.finish();
+    }
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            eprintln!("fibra bench: error: cannot start the fibra runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let summary = Summary {
+        config: &config,
+        stats: &outcome.stats,
+        elapsed: outcome.elapsed,
+    };
+    if config.json {
+        println!("{}", summary.json());
+    } else {
+        print!("{}", summary.text());
+    }
+    if outcome.stats.succeeded == 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Resolves the target and picks the first address that accepts a
+/// connection. A refused connection is not fatal (the run counts it), but a
+/// name that does not resolve or a host that cannot be reached is.
+fn resolve(config: &Config) -> Result<SocketAddr, String> {
+    let target = &config.target;
+    let addrs: Vec<SocketAddr> = target
+        .socket_addr_string()
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve host {:?}: {e}", target.host))?
+        .collect();
+    let mut refused = None;
+    let mut last_error = None;
+    for addr in &addrs {
+        match std::net::TcpStream::connect_timeout(addr, config.timeout.unwrap_or(PROBE_TIMEOUT)) {
+            Ok(_) => return Ok(*addr),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                refused.get_or_insert(*addr);
+            }
+            Err(e) => last_error = Some(format!("cannot reach {} ({addr}): {e}", target.authority)),
+        }
+    }
+    refused.ok_or_else(|| {
+        last_error.unwrap_or_else(|| format!("host {:?} has no address", target.host))
+    })
+}
+
+/// Raises the soft open-files limit to the hard one when `connections`
+/// sockets would not fit; failure just leaves connects to fail visibly.
+fn raise_fd_limit(connections: usize) {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `limit` is a valid, writable rlimit for getrlimit to fill.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return;
+    }
+    let wanted = connections as libc::rlim_t + 64;
+    if limit.rlim_cur < wanted && limit.rlim_cur < limit.rlim_max {
+        limit.rlim_cur = wanted.min(limit.rlim_max);
+        // SAFETY: `limit` is a valid rlimit; setrlimit only reads it.
+        unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) };
+    }
+}

@@ -1,0 +1,191 @@
+//! Response-head composer: writes the status line, `Date`, `Server`, the handler's headers and
+//! the framing headers straight into the connection's reused write buffer.
+
+use http::header::{CONNECTION, CONTENT_LENGTH, DATE, SERVER, TRANSFER_ENCODING};
+use http::{HeaderMap, StatusCode};
+
+use crate::date::with_date;
+
+/// Pre-rendered status lines for the common codes; others are rendered on the fly.
+fn status_line(status: StatusCode) -> Option<&'static [u8]> {
+    Some(match status.as_u16() {
+        100 => b"HTTP/1.1 100 Continue\r\n",
+        101 => b"HTTP/1.1 101 Switching Protocols\r\n",
+        200 => b"HTTP/1.1 200 OK\r\n",
+        201 => b"HTTP/1.1 201 Created\r\n",
+        204 => b"HTTP/1.1 204 No Content\r\n",
+        206 => b"HTTP/1.1 206 Partial Content\r\n",
+        301 => b"HTTP/1.1 301 Moved Permanently\r\n",
+        302 => b"HTTP/1.1 302 Found\r\n",
+        304 => b"HTTP/1.1 304 Not Modified\r\n",
+        400 => b"HTTP/1.1 400 Bad Request\r\n",
+        403 => b"HTTP/1.1 403 Forbidden\r\n",
+        404 => b"HTTP/1.1 404 Not Found\r\n",
+        405 => b"HTTP/1.1 405 Method Not Allowed\r\n",
+        408 => b"HTTP/1.1 408 Request Timeout\r\n",
+        413 => b"HTTP/1.1 413 Payload Too Large\r\n",
+        414 => b"HTTP/1.1 414 URI Too Long\r\n",
+        416 => b"HTTP/1.1 416 Range Not Satisfiable\r\n",
+        431 => b"HTTP/1.1 431 Request Header Fields Too Large\r\n",
+        500 => b"HTTP/1.1 500 Internal Server Error\r\n",
+        501 => b"HTTP/1.1 501 Not Implemented\r\n",
+        503 => b"HTTP/1.1 503 Service Unavailable\r\n",
+        505 => b"HTTP/1.1 505 HTTP Version Not Supported\r\n",
+        _ => return None,
+    })
+}
+
+/// Appends the status line for `status` to `out`.
+pub(crate) fn put_status(out: &mut Vec<u8>, status: StatusCode) {
+    match status_line(status) {
+        Some(line) => out.extend_from_slice(line),
+        None => {
+            out.extend_from_slice(b"HTTP/1.1 ");
+            out.extend_from_slice(status.as_str().as_bytes());
+            out.push(b' ');
+            out.extend_from_slice(status.canonical_reason().unwrap_or("Unknown").as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+    }
+}
+
+/// Framing the composer writes after the handler's headers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Framing {
+    /// `Content-Length: n`.
+    Length(u64),
+    /// `Transfer-Encoding: chunked`.
+    Chunked,
+    /// No framing header (1xx, 204, 304, or a body delimited by close).
+    None,
+}
+
+/// What the connection header says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ConnHeader {
+    /// `Connection: close`.
+    Close,
+    /// `Connection: keep-alive` (HTTP/1.0 clients).
+    KeepAlive,
+    /// Nothing (HTTP/1.1 keep-alive default).
+    Omit,
+    /// The handler's own `Connection` header is passed through (101 responses).
+    Handler,
+}
+
+/// Appends a complete response head to `out`.
+pub(crate) fn put_head(
+    out: &mut Vec<u8>,
+    status: StatusCode,
+    headers: &HeaderMap,
+    server: Option<&str>,
+    framing: Framing,
+    conn: ConnHeader,
+) {
+    put_status(out, status);
+    if !headers.contains_key(DATE) {
+        with_date(|d| {
+            out.extend_from_slice(b"Date: ");
+            out.extend_from_slice(d);
+            out.extend_from_slice(b"\r\n");
+        });
+    }
+    if let Some(server) = server {
+        if !headers.contains_key(SERVER) {
+            out.extend_from_slice(b"Server: ");
+            out.extend_from_slice(server.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+    }
+    let keep_user_length = framing == Framing::None && status == StatusCode::NOT_MODIFIED;
+    for (name, value) in headers {
+        if (name == CONTENT_LENGTH && !keep_user_length)
+            || name == TRANSFER_ENCODING
+            || (name == CONNECTION && conn != ConnHeader::Handler)
+        {
+            continue;
+        }
+        out.extend_from_slice(name.as_str().as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    match framing {
+        Framing::Length(n) => {
+            out.extend_from_slice(b"Content-Length: ");
+            out.extend_from_slice(itoa_buf(n).as_slice());
+            out.extend_from_slice(b"\r\n");
+        }
+        Framing::Chunked => out.extend_from_slice(b"Transfer-Encoding: chunked\r\n"),
+        Framing::None => {}
+    }
+    match conn {
+        ConnHeader::Close => out.extend_from_slice(b"Connection: close\r\n"),
+        ConnHeader::KeepAlive => out.extend_from_slice(b"Connection: keep-alive\r\n"),
+        ConnHeader::Omit | ConnHeader::Handler => {}
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Decimal digits of `n` without allocating.
+fn itoa_buf(mut n: u64) -> Digits {
+    let mut d = Digits {
+        buf: [0; 20],
+        start: 20,
+    };
+    loop {
+        d.start -= 1;
+        d.buf[d.start] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return d;
+        }
+    }
+}
+
+struct Digits {
+    buf: [u8; 20],
+    start: usize,
+}
+
+impl Digits {
+    fn as_slice(&self) -> &[u8] {
+        &self.buf[self.start..]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn composes_head() {
+        let mut headers = HeaderMap::new();
+        headers.insert("content-type", "text/plain".parse().unwrap());
+        headers.insert("content-length", "999".parse().unwrap());
+        headers.insert("date", "Thu, 01 Jan 1970 00:00:00 GMT".parse().unwrap());
+        let mut out = Vec::new();
+        put_head(
+            &mut out,
+            StatusCode::OK,
+            &headers,
+            Some("fibra"),
+            Framing::Length(13),
+            ConnHeader::Close,
+        );
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "HTTP/1.1 200 OK\r\nServer: fibra\r\ncontent-type: text/plain\r\n\
+             date: Thu, 01 Jan 1970 00:00:00 GMT\r\nContent-Length: 13\r\nConnection: close\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn rare_status_and_digits() {
+        let mut out = Vec::new();
+        put_status(&mut out, StatusCode::IM_A_TEAPOT);
+        assert_eq!(out, b"HTTP/1.1 418 I'm a teapot\r\n");
+        assert_eq!(itoa_buf(0).as_slice(), b"0");
+        assert_eq!(itoa_buf(u64::MAX).as_slice(), b"18446744073709551615");
+    }
+}

@@ -1,0 +1,873 @@
+//! The connection loop: read heads, run the handler, write responses — one fiber per
+//! connection, readable top to bottom (Go's `conn.serve`).
+//!
+//! One read buffer and one write buffer per connection, allocated once. All requests already
+//! in the read buffer are answered before the socket is read again, and their responses leave
+//! in one `write` (pipelining). The write buffer is flushed only before the connection would
+//! block on a read, before a large body, or at close.
+
+use std::cell::RefCell;
+use std::io::{self, Write};
+use std::net::{Shutdown, SocketAddr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use http::header::CONNECTION;
+use http::{Method, StatusCode, Version};
+
+use crate::body::{Body, BodySource, Request};
+use crate::chunked::ChunkedDecoder;
+use crate::compose::{put_head, ConnHeader, Framing};
+use crate::parse::{parse_head, BodyKind, ProtocolError};
+use crate::response::{BodyWriter, Kind, Response, StreamSink, UpgradeFn, Upgraded, FLUSH_BYTES};
+use crate::settings::Settings;
+use crate::transport::{is_timeout, Transport};
+
+/// In-memory bodies up to this size are copied into the write buffer (one write with the
+/// head); bigger ones are written from where they are.
+const INLINE_BODY_BYTES: usize = 64 * 1024;
+/// Files up to this size are read into the write buffer instead of `sendfile`: one `pread`
+/// and one `write` beat `write` + `sendfile` + two cork toggles.
+const INLINE_FILE_BYTES: u64 = 16 * 1024;
+/// Lingering close: how long and how much to read after `shutdown(Write)` so the client
+/// sees our last response instead of a reset.
+const LINGER_TIME: Duration = Duration::from_secs(2);
+const LINGER_BYTES: usize = 1 << 20;
+
+/// Connection lifecycle flags shared with the server for graceful shutdown.
+#[derive(Debug)]
+pub(crate) struct ConnCtl<'a> {
+    /// Set while the connection waits for the next request with nothing buffered.
+    pub idle: &'a AtomicBool,
+    /// Set by the server when shutting down: finish the current request with
+    /// `Connection: close`, and do not wait for another.
+    pub shutting_down: &'a AtomicBool,
+}
+
+/// Serves HTTP/1.1 on one connection until it closes, running `handler` for each request.
+///
+/// This is the loop `Server` runs in each connection's fiber; call it yourself to serve over
+/// another transport (e.g. TLS), from a fiber or a plain thread.
+pub fn serve_connection<T, H>(io: T, settings: &Settings, handler: &H)
+where
+    T: Transport,
+    H: Fn(Request) -> Response + ?Sized,
+{
+    let idle = AtomicBool::new(false);
+    let down = AtomicBool::new(false);
+    serve_with(
+        io,
+        settings,
+        handler,
+        &ConnCtl {
+            idle: &idle,
+            shutting_down: &down,
+        },
+    );
+}
+
+enum BodyState {
+    Done,
+    Length(u64),
+    Chunked(ChunkedDecoder),
+}
+
+#[derive(Debug)]
+enum BodyError {
+    Protocol(ProtocolError),
+    Timeout,
+    Io,
+}
+
+/// The connection state a `Body` and the loop share.
+struct Shared<T> {
+    /// `None` after an upgrade took the transport.
+    io: Option<T>,
+    /// Read buffer; bytes `rpos..rend` are received and not yet consumed.
+    rbuf: Vec<u8>,
+    rpos: usize,
+    rend: usize,
+    /// Responses composed and not yet written.
+    wbuf: Vec<u8>,
+    /// Number of the current request; a `Body` of an older one reads nothing.
+    seq: u64,
+    body: BodyState,
+    /// `Expect: 100-continue` not yet answered.
+    continue_pending: bool,
+    body_error: Option<BodyError>,
+    body_read_timeout: Duration,
+    max_body: u64,
+    max_trailer: usize,
+    /// The read timeout last set on the transport (skips redundant sets).
+    read_timeout: Option<Duration>,
+    peer: Option<SocketAddr>,
+}
+
+fn not_connected() -> io::Error {
+    io::Error::new(io::ErrorKind::NotConnected, "transport taken by an upgrade")
+}
+
+impl<T: Transport> Shared<T> {
+    fn io(&mut self) -> io::Result<&mut T> {
+        self.io.as_mut().ok_or_else(not_connected)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if self.wbuf.is_empty() {
+            return Ok(());
+        }
+        let io = self.io.as_mut().ok_or_else(not_connected)?;
+        let r = io.write_all(&self.wbuf);
+        self.wbuf.clear();
+        r
+    }
+
+    fn set_read_timeout(&mut self, d: Duration) {
+        if self.read_timeout != Some(d) {
+            if let Some(io) = &self.io {
+                let _ = io.set_read_timeout(Some(d.max(Duration::from_millis(1))));
+            }
+            self.read_timeout = Some(d);
+        }
+    }
+
+    /// Makes room at the end of the read buffer, growing it up to `cap`. False if full.
+    fn make_room(&mut self, cap: usize) -> bool {
+        if self.rpos == self.rend {
+            self.rpos = 0;
+            self.rend = 0;
+        } else if self.rbuf.len() - self.rend < self.rbuf.len() / 4 && self.rpos > 0 {
+            self.rbuf.copy_within(self.rpos..self.rend, 0);
+            self.rend -= self.rpos;
+            self.rpos = 0;
+        }
+        if self.rend == self.rbuf.len() {
+            if self.rbuf.len() >= cap {
+                return false;
+            }
+            let new_len = (self.rbuf.len() * 2).min(cap);
+            self.rbuf.resize(new_len, 0);
+        }
+        true
+    }
+
+    /// Reads more bytes into the read buffer.
+    fn read_in(&mut self) -> io::Result<usize> {
+        let io = self.io.as_mut().ok_or_else(not_connected)?;
+        let n = io.read(&mut self.rbuf[self.rend..])?;
+        self.rend += n;
+        Ok(n)
+    }
+
+    /// Before blocking on a body read: push pending responses, answer 100-continue.
+    fn prepare_body_read(&mut self) -> io::Result<()> {
+        self.flush()?;
+        if self.continue_pending {
+            self.continue_pending = false;
+            self.io()?.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
+        }
+        self.set_read_timeout(self.body_read_timeout);
+        Ok(())
+    }
+
+    fn fail(&mut self, e: io::Error) -> io::Error {
+        self.body_error = Some(if is_timeout(&e) {
+            BodyError::Timeout
+        } else {
+            BodyError::Io
+        });
+        if is_timeout(&e) {
+            io::Error::new(io::ErrorKind::TimedOut, "request body read timed out")
+        } else {
+            e
+        }
+    }
+
+    fn body_read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        loop {
+            match &mut self.body {
+                BodyState::Done => return Ok(0),
+                BodyState::Length(rem) => {
+                    let rem_now = *rem;
+                    if self.rpos < self.rend {
+                        let n = out.len().min(self.rend - self.rpos).min(rem_now as usize);
+                        out[..n].copy_from_slice(&self.rbuf[self.rpos..self.rpos + n]);
+                        self.rpos += n;
+                        self.finish_length(rem_now - n as u64);
+                        return Ok(n);
+                    }
+                    self.prepare_body_read().map_err(|e| self.fail(e))?;
+                    let io = self.io.as_mut().ok_or_else(not_connected)?;
+                    let r = if out.len() >= 4096 {
+                        // big reads go straight to the caller's buffer
+                        let want = out.len().min(rem_now.min(usize::MAX as u64) as usize);
+                        io.read(&mut out[..want]).map(|n| (n, true))
+                    } else {
+                        self.rpos = 0;
+                        self.rend = 0;
+                        io.read(&mut self.rbuf).map(|n| (n, false))
+                    };
+                    match r {
+                        Ok((0, _)) => return Err(self.fail(io::ErrorKind::UnexpectedEof.into())),
+                        Ok((n, true)) => {
+                            self.finish_length(rem_now - n as u64);
+                            return Ok(n);
+                        }
+                        Ok((n, false)) => self.rend = n,
+                        Err(e) => return Err(self.fail(e)),
+                    }
+                }
+                BodyState::Chunked(dec) => {
+                    if self.rpos < self.rend {
+                        let src = &self.rbuf[self.rpos..self.rend];
+                        match dec.decode(src, out.len()) {
+                            Ok(d) => {
+                                let n = d.data.len();
+                                out[..n].copy_from_slice(&src[d.data]);
+                                self.rpos += d.consumed;
+                                if dec.is_done() {
+                                    self.body = BodyState::Done;
+                                }
+                                if n > 0 {
+                                    return Ok(n);
+                                }
+                                continue;
+                            }
+                            Err(e) => {
+                                self.body_error = Some(BodyError::Protocol(e));
+                                self.body = BodyState::Done;
+                                return Err(io::Error::new(io::ErrorKind::InvalidData, e));
+                            }
+                        }
+                    }
+                    self.prepare_body_read().map_err(|e| self.fail(e))?;
+                    self.rpos = 0;
+                    self.rend = 0;
+                    match self.read_in() {
+                        Ok(0) => return Err(self.fail(io::ErrorKind::UnexpectedEof.into())),
+                        Ok(_) => {}
+                        Err(e) => return Err(self.fail(e)),
+                    }
+                }
+            }
+        }
+    }
+
+    fn finish_length(&mut self, rem: u64) {
+        self.body = if rem == 0 {
+            BodyState::Done
+        } else {
+            BodyState::Length(rem)
+        };
+    }
+
+    /// Reads and discards the rest of the body, up to `limit` bytes. True if it all went.
+    fn drain(&mut self, limit: u64) -> bool {
+        if self.continue_pending || self.body_error.is_some() {
+            return false;
+        }
+        let mut scratch = [0u8; 4096];
+        let mut total = 0u64;
+        loop {
+            if let BodyState::Length(rem) = self.body {
+                if rem.saturating_sub((self.rend - self.rpos) as u64) > limit - total.min(limit) {
+                    return false;
+                }
+            }
+            match self.body_read(&mut scratch) {
+                Ok(0) => return matches!(self.body, BodyState::Done),
+                Ok(n) => {
+                    total += n as u64;
+                    if total > limit {
+                        return false;
+                    }
+                }
+                Err(_) => return false,
+            }
+        }
+    }
+
+    /// Appends an in-memory body to the output.
+    fn put_bytes(&mut self, b: &[u8]) -> io::Result<()> {
+        if b.len() <= INLINE_BODY_BYTES {
+            self.wbuf.extend_from_slice(b);
+            Ok(())
+        } else {
+            self.flush()?;
+            self.io()?.write_all(b)
+        }
+    }
+
+    /// Sends a file range; returns false if the file was shorter than promised.
+    fn put_file(&mut self, r: &crate::FileRange) -> io::Result<bool> {
+        use std::os::unix::fs::FileExt;
+        if r.len() <= INLINE_FILE_BYTES {
+            let start = self.wbuf.len();
+            let len = r.len() as usize;
+            self.wbuf.resize(start + len, 0);
+            let mut got = 0;
+            while got < len {
+                match r
+                    .file()
+                    .read_at(&mut self.wbuf[start + got..], r.offset() + got as u64)
+                {
+                    Ok(0) => break,
+                    Ok(n) => got += n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        self.wbuf.truncate(start);
+                        return Err(e);
+                    }
+                }
+            }
+            self.wbuf.truncate(start + got);
+            return Ok(got == len);
+        }
+        let io = self.io.as_mut().ok_or_else(not_connected)?;
+        let _ = io.set_cork(true);
+        let res = io.write_all(&self.wbuf);
+        self.wbuf.clear();
+        let res = res.and_then(|()| io.send_file(r.file(), r.offset(), r.len()));
+        let _ = io.set_cork(false);
+        Ok(res? == r.len())
+    }
+
+    /// Closes gracefully: push what is pending, stop sending, and read (bounded) what the
+    /// client still sends so closing does not reset the connection under our last response.
+    fn linger(&mut self) {
+        let _ = self.flush();
+        let Some(io) = self.io.as_mut() else { return };
+        if io.shutdown(Shutdown::Write).is_err() {
+            return;
+        }
+        let deadline = Instant::now() + LINGER_TIME;
+        let mut total = 0;
+        for _ in 0..256 {
+            let now = Instant::now();
+            if now >= deadline || total > LINGER_BYTES {
+                break;
+            }
+            let _ = io.set_read_timeout(Some(deadline - now));
+            match io.read(&mut self.rbuf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => total += n,
+            }
+        }
+    }
+}
+
+impl<T: Transport> BodySource for Shared<T> {
+    fn read_body(&mut self, seq: u64, out: &mut [u8]) -> io::Result<usize> {
+        if seq != self.seq {
+            return Ok(0);
+        }
+        if let Some(e) = &self.body_error {
+            return Err(match e {
+                BodyError::Protocol(p) => io::Error::new(io::ErrorKind::InvalidData, *p),
+                BodyError::Timeout => io::ErrorKind::TimedOut.into(),
+                BodyError::Io => io::ErrorKind::UnexpectedEof.into(),
+            });
+        }
+        self.body_read(out)
+    }
+    fn peer_addr(&self) -> Option<SocketAddr> {
+        self.peer
+    }
+    fn remaining_hint(&self, seq: u64) -> Option<u64> {
+        match self.body {
+            _ if seq != self.seq => Some(0),
+            BodyState::Done => Some(0),
+            BodyState::Length(n) => Some(n),
+            BodyState::Chunked(_) => None,
+        }
+    }
+}
+
+impl<T: Transport> StreamSink for Shared<T> {
+    fn sink_write(&mut self, data: &[u8], chunked: bool) -> io::Result<()> {
+        if self.wbuf.len() + data.len() + 32 > FLUSH_BYTES {
+            self.flush()?;
+        }
+        if chunked {
+            let _ = write!(self.wbuf, "{:x}\r\n", data.len());
+        }
+        if data.len() > FLUSH_BYTES {
+            self.flush()?;
+            self.io()?.write_all(data)?;
+        } else {
+            self.wbuf.extend_from_slice(data);
+        }
+        if chunked {
+            self.wbuf.extend_from_slice(b"\r\n");
+        }
+        Ok(())
+    }
+    fn sink_flush(&mut self) -> io::Result<()> {
+        self.flush()?;
+        self.io()?.flush()
+    }
+}
+
+/// Appends a complete error response (always `Connection: close`).
+fn put_error(out: &mut Vec<u8>, e: &ProtocolError, server: Option<&str>) {
+    let mut headers = http::HeaderMap::new();
+    headers.insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/plain"),
+    );
+    let reason = e.reason().as_bytes();
+    put_head(
+        out,
+        e.status(),
+        &headers,
+        server,
+        Framing::Length(reason.len() as u64 + 1),
+        ConnHeader::Close,
+    );
+    out.extend_from_slice(reason);
+    out.push(b'\n');
+}
+
+/// A fiber being cancelled (its runtime dropped) unwinds with `fibra::Cancelled`: that must
+/// not be mistaken for a handler panic, so it is re-raised.
+fn rethrow_cancel(p: Box<dyn std::any::Any + Send>) -> Box<dyn std::any::Any + Send> {
+    if p.is::<fibra::Cancelled>() {
+        std::panic::resume_unwind(p);
+    }
+    p
+}
+
+fn panic_message(p: &(dyn std::any::Any + Send)) -> &str {
+    p.downcast_ref::<&str>()
+        .copied()
+        .or_else(|| p.downcast_ref::<String>().map(|s| s.as_str()))
+        .unwrap_or("(non-string panic)")
+}
+
+/// The loop behind [`serve_connection`], with the server's lifecycle flags.
+pub(crate) fn serve_with<T, H>(io: T, settings: &Settings, handler: &H, ctl: &ConnCtl<'_>)
+where
+    T: Transport,
+    H: Fn(Request) -> Response + ?Sized,
+{
+    let start = Instant::now();
+    let _ = io.set_write_timeout(Some(settings.write_timeout));
+    let peer = io.peer_addr();
+    let server = settings.server_header.as_deref();
+    let rcap = settings.max_head_bytes.max(settings.read_buffer_bytes);
+    let shared = Rc::new(RefCell::new(Shared {
+        io: Some(io),
+        rbuf: vec![0; settings.read_buffer_bytes.clamp(512, rcap)],
+        rpos: 0,
+        rend: 0,
+        wbuf: Vec::with_capacity(4096),
+        seq: 0,
+        body: BodyState::Done,
+        continue_pending: false,
+        body_error: None,
+        body_read_timeout: settings.body_read_timeout,
+        max_body: settings.max_body_bytes,
+        max_trailer: settings.max_head_bytes,
+        read_timeout: None,
+        peer,
+    }));
+    let src: Rc<RefCell<dyn BodySource>> = shared.clone();
+    let mut head_deadline = Some(start + settings.header_timeout);
+    let mut first = true;
+    loop {
+        // 1. A complete request head.
+        let head = loop {
+            let mut sh = shared.borrow_mut();
+            if sh.rpos < sh.rend {
+                match parse_head(&sh.rbuf[sh.rpos..sh.rend], settings) {
+                    Ok(Some((head, n))) => {
+                        sh.rpos += n;
+                        break head;
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        log::debug!("{peer:?}: {e}");
+                        put_error(&mut sh.wbuf, &e, server);
+                        sh.linger();
+                        return;
+                    }
+                }
+            }
+            if sh.flush().is_err() {
+                return;
+            }
+            let partial = sh.rpos < sh.rend;
+            if !partial && !first {
+                ctl.idle.store(true, Ordering::SeqCst);
+                if ctl.shutting_down.load(Ordering::SeqCst) {
+                    return;
+                }
+                sh.set_read_timeout(settings.idle_timeout);
+            } else {
+                let now = Instant::now();
+                let deadline = *head_deadline.get_or_insert(now + settings.header_timeout);
+                if now >= deadline {
+                    if partial {
+                        put_error(
+                            &mut sh.wbuf,
+                            &ProtocolError::new(
+                                StatusCode::REQUEST_TIMEOUT,
+                                "request head timeout",
+                            ),
+                            server,
+                        );
+                        sh.linger();
+                    }
+                    return;
+                }
+                sh.set_read_timeout(deadline - now);
+            }
+            if !sh.make_room(rcap) {
+                let e = ProtocolError::new(
+                    StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                    "request head too large",
+                );
+                put_error(&mut sh.wbuf, &e, server);
+                sh.linger();
+                return;
+            }
+            let r = sh.read_in();
+            ctl.idle.store(false, Ordering::SeqCst);
+            match r {
+                Ok(0) => return,
+                Ok(_) => {}
+                Err(e) if is_timeout(&e) => {
+                    // loop around: the deadline check answers 408 for a partial head
+                    if !partial && !first && sh.rpos == sh.rend {
+                        return;
+                    }
+                    if sh.rpos == sh.rend {
+                        return;
+                    }
+                    head_deadline = Some(Instant::now());
+                }
+                Err(_) => return,
+            }
+        };
+        head_deadline = None;
+        first = false;
+
+        // 2. Run the handler.
+        let is_head = head.method == Method::HEAD;
+        let http11 = head.version == Version::HTTP_11;
+        let log_line = settings
+            .access_log
+            .then(|| format!("{} {} {:?}", head.method, head.uri, head.version));
+        let mut close =
+            !head.keep_alive || !settings.keep_alive || ctl.shutting_down.load(Ordering::Relaxed);
+        let seq = {
+            let mut sh = shared.borrow_mut();
+            sh.seq += 1;
+            sh.body = match head.body {
+                BodyKind::Empty => BodyState::Done,
+                BodyKind::Length(n) => BodyState::Length(n),
+                BodyKind::Chunked => {
+                    BodyState::Chunked(ChunkedDecoder::new(sh.max_body, sh.max_trailer))
+                }
+            };
+            sh.continue_pending = head.expect_continue;
+            sh.body_error = None;
+            sh.seq
+        };
+        let mut req = Request::new(Body::from_conn(src.clone(), seq));
+        *req.method_mut() = head.method;
+        *req.uri_mut() = head.uri;
+        *req.version_mut() = head.version;
+        *req.headers_mut() = head.headers;
+        let mut resp = match catch_unwind(AssertUnwindSafe(|| handler(req))) {
+            Ok(resp) => resp,
+            Err(p) => {
+                let p = rethrow_cancel(p);
+                log::error!("{peer:?}: handler panicked: {}", panic_message(&*p));
+                close = true;
+                error_response(StatusCode::INTERNAL_SERVER_ERROR, "internal server error")
+            }
+        };
+
+        // 3. Decide the connection's fate, then write the response.
+        {
+            let mut sh = shared.borrow_mut();
+            match sh.body_error.take() {
+                Some(BodyError::Protocol(e)) => {
+                    put_error(&mut sh.wbuf, &e, server);
+                    sh.linger();
+                    return;
+                }
+                Some(BodyError::Timeout) => {
+                    let e = ProtocolError::new(StatusCode::REQUEST_TIMEOUT, "request body timeout");
+                    put_error(&mut sh.wbuf, &e, server);
+                    sh.linger();
+                    return;
+                }
+                Some(BodyError::Io) => {
+                    let _ = sh.flush();
+                    return;
+                }
+                None => {}
+            }
+            if !close && !matches!(sh.body, BodyState::Done) {
+                let buffered = (sh.rend - sh.rpos) as u64;
+                close = sh.continue_pending
+                    || matches!(sh.body, BodyState::Length(n) if n.saturating_sub(buffered) > settings.max_drain_bytes);
+            }
+        }
+        // Shutdown may have begun while the handler ran.
+        if ctl.shutting_down.load(Ordering::SeqCst)
+            || resp
+                .headers()
+                .get(CONNECTION)
+                .is_some_and(|v| has_close_token(v.as_bytes()))
+        {
+            close = true;
+        }
+        let status = resp.status();
+        if status == StatusCode::SWITCHING_PROTOCOLS
+            && !matches!(resp.body().kind, Kind::Upgrade(_))
+        {
+            *resp.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+            *resp.body_mut() = "101 without an upgrade body\n".into();
+            close = true;
+        }
+        let upgrade = match write_response(&shared, resp, is_head, http11, server, &mut close) {
+            Ok(u) => u,
+            Err(_) => return,
+        };
+        if let Some(line) = log_line {
+            log::info!(target: "fibra_http::access", "{} \"{line}\" {}", peer.map(|p| p.to_string()).unwrap_or_default(), status.as_u16());
+        }
+        if let Some(f) = upgrade {
+            let mut sh = shared.borrow_mut();
+            if sh.flush().is_err() {
+                return;
+            }
+            let Some(io) = sh.io.take() else { return };
+            let buffered = sh.rbuf[sh.rpos..sh.rend].to_vec();
+            let _ = io.set_read_timeout(None);
+            drop(sh);
+            let up = Upgraded {
+                io: Box::new(io),
+                buffered,
+                pos: 0,
+            };
+            if let Err(p) = catch_unwind(AssertUnwindSafe(|| f(up))) {
+                let p = rethrow_cancel(p);
+                log::error!("{peer:?}: upgrade handler panicked: {}", panic_message(&*p));
+            }
+            return;
+        }
+        let mut sh = shared.borrow_mut();
+        if !close && !matches!(sh.body, BodyState::Done) && !sh.drain(settings.max_drain_bytes) {
+            close = true;
+        }
+        if close {
+            sh.linger();
+            return;
+        }
+    }
+}
+
+fn error_response(status: StatusCode, text: &'static str) -> Response {
+    let mut r = Response::new(text.into());
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/plain"),
+    );
+    r
+}
+
+fn has_close_token(v: &[u8]) -> bool {
+    v.split(|&b| b == b',')
+        .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"))
+}
+
+/// Composes the head and sends or buffers the body. Returns the upgrade callback of a 101.
+fn write_response<T: Transport>(
+    cell: &RefCell<Shared<T>>,
+    resp: Response,
+    is_head: bool,
+    http11: bool,
+    server: Option<&str>,
+    close: &mut bool,
+) -> io::Result<Option<UpgradeFn>> {
+    let (parts, body) = resp.into_parts();
+    let status = parts.status;
+    let no_framing = status.is_informational()
+        || status == StatusCode::NO_CONTENT
+        || status == StatusCode::NOT_MODIFIED;
+    let framing = match body.len() {
+        _ if no_framing => Framing::None,
+        Some(n) => Framing::Length(n),
+        None if http11 => Framing::Chunked,
+        None => {
+            *close = true;
+            Framing::None
+        }
+    };
+    let upgrade = status == StatusCode::SWITCHING_PROTOCOLS;
+    let conn = if upgrade {
+        ConnHeader::Handler
+    } else if *close {
+        ConnHeader::Close
+    } else if !http11 {
+        ConnHeader::KeepAlive
+    } else {
+        ConnHeader::Omit
+    };
+    let mut sh = cell.borrow_mut();
+    put_head(&mut sh.wbuf, status, &parts.headers, server, framing, conn);
+    if let Kind::Upgrade(f) = body.kind {
+        return Ok(upgrade.then_some(f));
+    }
+    if is_head || no_framing {
+        return Ok(None);
+    }
+    match body.kind {
+        Kind::Empty | Kind::Upgrade(_) => {}
+        Kind::Static(b) => sh.put_bytes(b)?,
+        Kind::Vec(v) => sh.put_bytes(&v)?,
+        Kind::Bytes(b) => sh.put_bytes(&b)?,
+        Kind::File(r) => {
+            if !sh.put_file(&r)? {
+                *close = true;
+            }
+        }
+        Kind::Stream { len, f } => {
+            drop(sh);
+            let chunked = framing == Framing::Chunked;
+            let mut w = BodyWriter {
+                sink: cell as &RefCell<dyn StreamSink>,
+                chunked,
+                remaining: len,
+            };
+            match catch_unwind(AssertUnwindSafe(|| f(&mut w))) {
+                Ok(Ok(())) if w.remaining.unwrap_or(0) == 0 => {
+                    if chunked {
+                        cell.borrow_mut().wbuf.extend_from_slice(b"0\r\n\r\n");
+                    }
+                }
+                Ok(Ok(())) => *close = true,
+                Ok(Err(e)) => {
+                    log::debug!("streaming body failed: {e}");
+                    *close = true;
+                }
+                Err(p) => {
+                    let p = rethrow_cancel(p);
+                    log::error!("streaming body panicked: {}", panic_message(&*p));
+                    *close = true;
+                }
+            }
+            sh = cell.borrow_mut();
+        }
+    }
+    if sh.wbuf.len() > FLUSH_BYTES {
+        sh.flush()?;
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    /// A transport fed from a byte string, recording every write.
+    struct Mock {
+        input: Vec<u8>,
+        pos: usize,
+        writes: Rc<RefCell<Vec<Vec<u8>>>>,
+    }
+
+    impl Read for Mock {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = buf.len().min(self.input.len() - self.pos);
+            buf[..n].copy_from_slice(&self.input[self.pos..self.pos + n]);
+            self.pos += n;
+            Ok(n)
+        }
+    }
+    impl Write for Mock {
+        fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+            self.writes.borrow_mut().push(data.to_vec());
+            Ok(data.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    impl Transport for Mock {
+        fn set_read_timeout(&self, _: Option<Duration>) -> io::Result<()> {
+            Ok(())
+        }
+        fn set_write_timeout(&self, _: Option<Duration>) -> io::Result<()> {
+            Ok(())
+        }
+        fn peer_addr(&self) -> Option<SocketAddr> {
+            None
+        }
+        fn shutdown(&self, _: Shutdown) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn run(input: &[u8], handler: impl Fn(Request) -> Response) -> Vec<Vec<u8>> {
+        let writes = Rc::new(RefCell::new(Vec::new()));
+        let mock = Mock {
+            input: input.to_vec(),
+            pos: 0,
+            writes: writes.clone(),
+        };
+        serve_connection(mock, &Settings::default(), &handler);
+        let w = writes.borrow().clone();
+        w
+    }
+
+    #[test]
+    fn pipelined_responses_leave_in_one_write() {
+        let req = b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n".repeat(8);
+        let writes = run(&req, |r| Response::new(r.uri().path().to_string().into()));
+        assert_eq!(writes.len(), 1);
+        let out = String::from_utf8(writes[0].clone()).unwrap();
+        assert_eq!(out.matches("HTTP/1.1 200 OK").count(), 8);
+    }
+
+    #[test]
+    fn continue_is_sent_before_reading_and_after_earlier_responses() {
+        let req = b"GET / HTTP/1.1\r\nHost: x\r\n\r\nPUT / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n";
+        let mut input = req.to_vec();
+        input.extend_from_slice(b"ok");
+        // The body is already buffered, so no 100 is needed: the client sent it anyway.
+        let writes = run(&input, |mut r| {
+            let mut s = String::new();
+            r.body_mut().read_to_string(&mut s).unwrap();
+            Response::new(s.into())
+        });
+        let all: Vec<u8> = writes.concat();
+        let out = String::from_utf8(all).unwrap();
+        assert!(!out.contains("100 Continue"), "{out}");
+        assert!(out.ends_with("\r\n\r\nok"), "{out}");
+    }
+
+    #[test]
+    fn streaming_body_is_chunked() {
+        let writes = run(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", |_| {
+            Response::new(crate::ResponseBody::stream(|w| {
+                w.write_all(b"hello ")?;
+                w.write_all(b"world")
+            }))
+        });
+        let out = String::from_utf8(writes.concat()).unwrap();
+        assert!(out.contains("Transfer-Encoding: chunked\r\n"), "{out}");
+        assert!(
+            out.ends_with("\r\n\r\n6\r\nhello \r\n5\r\nworld\r\n0\r\n\r\n"),
+            "{out}"
+        );
+    }
+}

@@ -1,0 +1,61 @@
+//! Static files: the job Mighty does on Warp, as a library module.
+//!
+//! [`FileServer`] serves one directory tree (optionally mounted under a URL prefix next to an
+//! application's own handlers); [`AccessLog`] writes a buffered combined-format log. The
+//! `fibra serve` subcommand is a thin CLI over these two.
+//!
+//! Wiring (what `fibra serve` does):
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use fibra_http::files::{AccessLog, FileServer, FileServerConfig};
+//!
+//! let mut config = FileServerConfig::new(".");
+//! config.listing = true;
+//! config.cache_control = Some("public, max-age=60".into());
+//! let files = FileServer::new(config)?.with_access_log(AccessLog::open("-")?);
+//! let files = Arc::new(files);
+//! fibra_http::Server::bind("127.0.0.1:8080")
+//!     .workers(1)
+//!     .run(move |req: fibra_http::Request| files.handle(&req))?;
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
+//! Behaviour, in the order a request meets it:
+//!
+//! - `GET`/`HEAD` only; anything else is `405` with `Allow: GET, HEAD`.
+//! - The path is percent-decoded segment by segment and may never leave the root
+//!   ([`path`]): `..`, `%2e%2e`, `%2f`, `\`, NUL are `400`; hidden names (`.git`, `.env`) are
+//!   `404` unless allowed; symlinks resolving outside the root are `403` unless allowed
+//!   ([`open`]).
+//! - A directory URL without trailing slash gets `301` to the slash form; with it, the index
+//!   file, else an HTML listing (when enabled, names escaped) or `403`.
+//! - `ETag` (strong) + `Last-Modified`; preconditions in RFC 9110 §13.2.2 order
+//!   ([`conditional`]): `If-Match`/`If-Unmodified-Since` -> `412`,
+//!   `If-None-Match`/`If-Modified-Since` -> `304`.
+//! - `Range` on GET ([`range`]): one range -> `206` + `Content-Range`; none satisfiable ->
+//!   `416` + `Content-Range: bytes */LEN`; **several satisfiable ranges -> `200` with the whole
+//!   file** (no `multipart/byteranges`); `If-Range` honoured; `Accept-Ranges: bytes`.
+//! - `NAME.br` / `NAME.gz` siblings served for `NAME` when `Accept-Encoding` allows (brotli
+//!   preferred), with `Content-Encoding`, and `Vary: Accept-Encoding` whenever a sibling exists.
+//! - `Content-Type` from the extension, `; charset=utf-8` for text types ([`meta`]).
+//! - Bodies are file ranges sent with `sendfile`; fds, stat results and pre-rendered header
+//!   values live in a TTL cache ([`cache`], 10 s by default).
+
+pub mod access_log;
+pub mod cache;
+pub mod conditional;
+mod handler;
+pub mod listing;
+pub mod meta;
+pub mod open;
+pub mod path;
+pub mod range;
+pub mod server;
+
+#[cfg(test)]
+mod tests;
+
+pub use access_log::{AccessLog, LogEntry};
+pub use cache::CacheStats;
+pub use server::{FileBody, FileReply, FileServer, FileServerConfig};

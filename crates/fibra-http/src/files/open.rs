@@ -1,0 +1,253 @@
+//! Where a safe request path meets the filesystem: symlink containment, `open` + `fstat`,
+//! index files, precompressed siblings, and the pre-rendered header values of each file.
+//!
+//! Containment: the candidate path is canonicalized (all symlinks resolved) and must still lie
+//! under the canonical root unless the server is configured to follow symlinks out of it; the
+//! canonical path is then opened with `O_NOFOLLOW`, so a symlink swapped in between the two
+//! steps makes the open fail instead of escaping.
+
+use std::ffi::OsString;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use http::HeaderValue;
+
+use super::conditional::make_etag;
+use super::meta::{content_type, Encoding};
+use super::path::SafePath;
+
+/// One open file with the header values that describe it, rendered once.
+#[derive(Debug)]
+pub struct OpenFile {
+    /// The open file (read-only); shared with in-flight responses.
+    pub file: Arc<File>,
+    /// Size in bytes at open time.
+    pub size: u64,
+    /// Modification time at open time.
+    pub mtime: SystemTime,
+    /// Strong `ETag` value, quotes included.
+    pub etag: HeaderValue,
+    /// `Last-Modified` value (IMF-fixdate).
+    pub last_modified: HeaderValue,
+}
+
+/// A servable file: the file itself plus its precompressed siblings, if any.
+#[derive(Debug)]
+pub struct FileEntry {
+    /// The file as named in the request.
+    pub identity: OpenFile,
+    /// `NAME.br`, when present.
+    pub brotli: Option<OpenFile>,
+    /// `NAME.gz`, when present.
+    pub gzip: Option<OpenFile>,
+    /// `Content-Type` of the file as named (siblings share it).
+    pub content_type: HeaderValue,
+}
+
+impl FileEntry {
+    /// The representation to send for the codings a client accepts (brotli preferred).
+    pub fn select(&self, br_ok: bool, gzip_ok: bool) -> (&OpenFile, Encoding) {
+        match (&self.brotli, &self.gzip) {
+            (Some(f), _) if br_ok => (f, Encoding::Brotli),
+            (_, Some(f)) if gzip_ok => (f, Encoding::Gzip),
+            _ => (&self.identity, Encoding::Identity),
+        }
+    }
+
+    /// Whether the response depends on `Accept-Encoding` (so caches need `Vary`).
+    pub fn has_variants(&self) -> bool {
+        self.brotli.is_some() || self.gzip.is_some()
+    }
+}
+
+/// What a request path names on disk.
+#[derive(Debug, Clone)]
+pub enum Lookup {
+    /// A regular file (for a slash-terminated directory path: its index file).
+    File(Arc<FileEntry>),
+    /// A directory: redirect to the slash form, or (slash form without index) list or 403.
+    Dir,
+    /// Nothing there (or not a regular file we would serve): 404.
+    NotFound,
+    /// Exists but may not be served (permissions, symlink out of the root, device): 403.
+    Forbidden,
+}
+
+/// Maps safe paths under one root to `Lookup`s.
+#[derive(Debug)]
+pub struct Resolver {
+    /// The served directory, canonicalized once at construction.
+    pub root: PathBuf,
+    /// Index file name for directories (`index.html`); `None` disables index files.
+    pub index: Option<String>,
+    /// Serve symlinks whose target lies outside `root`.
+    pub follow_outside: bool,
+}
+
+impl Resolver {
+    /// Canonicalizes `root`; fails if it does not exist or is not a directory.
+    pub fn new(root: &Path, index: Option<String>, follow_outside: bool) -> io::Result<Resolver> {
+        let root = std::fs::canonicalize(root)?;
+        if !root.is_dir() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "not a directory",
+            ));
+        }
+        Ok(Resolver {
+            root,
+            index,
+            follow_outside,
+        })
+    }
+
+    /// Looks a safe path up on disk (several syscalls: callers cache the result).
+    pub fn lookup(&self, p: &SafePath) -> Lookup {
+        let rel = p.rel_path();
+        let full = self.root.join(&rel);
+        match self.open_one(&full, &rel) {
+            Err(l) => l,
+            Ok(None) if p.trailing_slash => self.index_of(&rel).unwrap_or(Lookup::Dir),
+            Ok(None) => Lookup::Dir,
+            Ok(Some(_)) if p.trailing_slash => Lookup::NotFound,
+            Ok(Some(identity)) => Lookup::File(Arc::new(self.entry(identity, &full, &rel))),
+        }
+    }
+
+    /// The index file of directory `rel`, if there is one.
+    fn index_of(&self, rel: &Path) -> Option<Lookup> {
+        let name = self.index.as_deref()?;
+        let rel = rel.join(name);
+        let full = self.root.join(&rel);
+        match self.open_one(&full, &rel) {
+            Ok(Some(identity)) => Some(Lookup::File(Arc::new(self.entry(identity, &full, &rel)))),
+            Ok(None) | Err(Lookup::NotFound) => None,
+            Err(other) => Some(other),
+        }
+    }
+
+    fn entry(&self, identity: OpenFile, full: &Path, rel: &Path) -> FileEntry {
+        let sibling = |enc: Encoding| {
+            let mut name = OsString::from(full.as_os_str());
+            name.push(enc.suffix());
+            self.open_one(Path::new(&name), rel).ok().flatten()
+        };
+        FileEntry {
+            identity,
+            brotli: sibling(Encoding::Brotli),
+            gzip: sibling(Encoding::Gzip),
+            content_type: HeaderValue::from_str(&content_type(rel))
+                .unwrap_or(HeaderValue::from_static("application/octet-stream")),
+        }
+    }
+
+    /// Opens `full` if it is a regular file inside the root: `Ok(Some)` for a file,
+    /// `Ok(None)` for a directory, `Err(lookup)` otherwise.
+    fn open_one(&self, full: &Path, rel: &Path) -> Result<Option<OpenFile>, Lookup> {
+        let canon = std::fs::canonicalize(full).map_err(|e| io_lookup(&e))?;
+        if !self.follow_outside && !canon.starts_with(&self.root) {
+            log::debug!("refusing {}: resolves outside the root", rel.display());
+            return Err(Lookup::Forbidden);
+        }
+        let file = OpenOptions::new()
+            .read(true)
+            // NONBLOCK: opening a FIFO must not hang the worker; NOFOLLOW: see module docs.
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+            .open(&canon)
+            .map_err(|e| io_lookup(&e))?;
+        let md = file.metadata().map_err(|e| io_lookup(&e))?;
+        if md.is_dir() {
+            return Ok(None);
+        }
+        if !md.is_file() {
+            return Err(Lookup::Forbidden);
+        }
+        let mtime = md.modified().unwrap_or(UNIX_EPOCH);
+        let etag = make_etag(md.ino(), md.len(), mtime);
+        Ok(Some(OpenFile {
+            file: Arc::new(file),
+            size: md.len(),
+            mtime,
+            etag: HeaderValue::from_str(&etag).expect("etag is ASCII"),
+            last_modified: HeaderValue::from_str(&httpdate::fmt_http_date(mtime))
+                .expect("http date is ASCII"),
+        }))
+    }
+}
+
+fn io_lookup(e: &io::Error) -> Lookup {
+    match e.raw_os_error() {
+        Some(libc::EACCES) | Some(libc::EPERM) | Some(libc::ELOOP) => Lookup::Forbidden,
+        _ => Lookup::NotFound,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::path::resolve;
+    use super::*;
+    use std::fs;
+
+    fn tmp(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("fibra-open-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn look(r: &Resolver, p: &str) -> Lookup {
+        r.lookup(&resolve(p, true).unwrap())
+    }
+
+    #[test]
+    fn files_dirs_index_siblings_and_symlinks() {
+        let base = tmp("all");
+        let root = base.join("root");
+        fs::create_dir_all(root.join("d/e")).unwrap();
+        fs::write(root.join("a.js"), b"js").unwrap();
+        fs::write(root.join("a.js.gz"), b"gz").unwrap();
+        fs::write(root.join("d/index.html"), b"<p>").unwrap();
+        fs::write(base.join("secret"), b"s").unwrap();
+        std::os::unix::fs::symlink(base.join("secret"), root.join("out")).unwrap();
+        std::os::unix::fs::symlink(root.join("a.js"), root.join("in")).unwrap();
+        std::os::unix::fs::symlink(&base, root.join("outdir")).unwrap();
+        let r = Resolver::new(&root, Some("index.html".into()), false).unwrap();
+
+        let Lookup::File(f) = look(&r, "/a.js") else {
+            panic!()
+        };
+        assert_eq!(f.identity.size, 2);
+        assert!(f.gzip.is_some() && f.brotli.is_none() && f.has_variants());
+        assert_eq!(f.select(true, true).1, Encoding::Gzip);
+        assert_eq!(f.select(true, false).1, Encoding::Identity);
+        assert!(f.content_type.to_str().unwrap().contains("javascript"));
+        assert!(matches!(look(&r, "/a.js/"), Lookup::NotFound));
+        assert!(matches!(look(&r, "/d"), Lookup::Dir));
+        assert!(matches!(look(&r, "/d/e/"), Lookup::Dir));
+        let Lookup::File(f) = look(&r, "/d/") else {
+            panic!()
+        };
+        assert_eq!(f.content_type, "text/html; charset=utf-8");
+        assert!(matches!(look(&r, "/nope"), Lookup::NotFound));
+        assert!(matches!(look(&r, "/out"), Lookup::Forbidden));
+        assert!(matches!(look(&r, "/outdir/secret"), Lookup::Forbidden));
+        assert!(matches!(look(&r, "/in"), Lookup::File(_)));
+
+        // A FIFO is refused without blocking on open (O_NONBLOCK).
+        let fifo = std::process::Command::new("mkfifo")
+            .arg(root.join("pipe"))
+            .status();
+        if fifo.map(|s| s.success()).unwrap_or(false) {
+            assert!(matches!(look(&r, "/pipe"), Lookup::Forbidden));
+        }
+
+        let r = Resolver::new(&root, None, true).unwrap();
+        assert!(matches!(look(&r, "/out"), Lookup::File(_)));
+        assert!(matches!(look(&r, "/d/"), Lookup::Dir));
+        fs::remove_dir_all(&base).unwrap();
+    }
+}

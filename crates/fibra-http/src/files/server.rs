@@ -1,0 +1,375 @@
+//! `FileServer`: configuration and the request -> reply logic, independent of the connection
+//! loop. It sees a method, a path, a query and a `HeaderMap`, and answers a [`FileReply`]
+//! (status, headers, body description), which the `handler` glue turns into a `Response`.
+
+use std::fs::File;
+use std::io;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::header::{self, HeaderName, HeaderValue};
+use http::{HeaderMap, Method, StatusCode};
+
+use super::access_log::AccessLog;
+use super::cache::{CacheStats, FileCache};
+use super::conditional::{evaluate, Conditionals, Precondition};
+use super::listing;
+use super::meta::accepted_encodings;
+use super::open::{Lookup, Resolver};
+use super::path::{self, PathError};
+use super::range::{parse_range, RangeRequest};
+
+/// Everything a [`FileServer`] can be told, each with its default.
+#[derive(Debug, Clone)]
+pub struct FileServerConfig {
+    /// Directory to serve. Required.
+    pub root: PathBuf,
+    /// URL prefix the directory is mounted under, e.g. `/static` (no trailing slash).
+    /// Default: `""`, the whole URL space.
+    pub prefix: String,
+    /// Index file served for a directory URL. Default: `Some("index.html")`.
+    pub index: Option<String>,
+    /// Render an HTML listing for a directory without index file (else 403). Default: false.
+    pub listing: bool,
+    /// `Cache-Control` value sent with files and 304s. Default: none.
+    pub cache_control: Option<String>,
+    /// Serve names starting with `.` (`.git`, `.env`). Default: false (they are 404).
+    pub allow_hidden: bool,
+    /// Serve symlinks whose target is outside `root`. Default: false (403).
+    pub follow_symlinks: bool,
+    /// How long a cached stat + fd is trusted. Default: 10 s (Mighty's). Zero disables caching.
+    pub cache_ttl: Duration,
+    /// Most cached paths (each may hold up to 3 fds). Default: 256.
+    pub cache_capacity: usize,
+}
+
+impl FileServerConfig {
+    /// Defaults for serving `root` at `/`.
+    pub fn new(root: impl Into<PathBuf>) -> FileServerConfig {
+        FileServerConfig {
+            root: root.into(),
+            prefix: String::new(),
+            index: Some("index.html".to_string()),
+            listing: false,
+            cache_control: None,
+            allow_hidden: false,
+            follow_symlinks: false,
+            cache_ttl: Duration::from_secs(10),
+            cache_capacity: 256,
+        }
+    }
+}
+
+/// The body of a [`FileReply`].
+#[derive(Debug, Clone)]
+pub enum FileBody {
+    /// No body (304, HEAD-irrelevant statuses, 412, 416).
+    Empty,
+    /// A small generated body (error text, listing).
+    Bytes(bytes::Bytes),
+    /// `len` bytes of `file` from `offset`: send with `sendfile`.
+    File {
+        /// The open file, shared with the fd cache.
+        file: Arc<File>,
+        /// First byte to send.
+        offset: u64,
+        /// Number of bytes to send.
+        len: u64,
+    },
+}
+
+impl FileBody {
+    /// Length in bytes (the `Content-Length` of a GET, also announced for HEAD).
+    pub fn len(&self) -> u64 {
+        match self {
+            FileBody::Empty => 0,
+            FileBody::Bytes(b) => b.len() as u64,
+            FileBody::File { len, .. } => *len,
+        }
+    }
+
+    /// True when there is nothing to send.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// What to answer: status, header fields (never `Content-Length`, `Date`, `Connection`: the
+/// response writer owns those) and the body to send for a GET.
+#[derive(Debug, Clone)]
+pub struct FileReply {
+    /// Response status.
+    pub status: StatusCode,
+    /// Header fields in order.
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// Body (for HEAD: what a GET would send; the writer announces its length and skips it).
+    pub body: FileBody,
+}
+
+impl FileReply {
+    fn new(status: StatusCode) -> FileReply {
+        FileReply {
+            status,
+            headers: Vec::with_capacity(8),
+            body: FileBody::Empty,
+        }
+    }
+
+    /// A short `text/plain` error page, e.g. `404 Not Found`.
+    pub fn error(status: StatusCode) -> FileReply {
+        let mut r = FileReply::new(status);
+        let text = format!(
+            "{} {}\n",
+            status.as_str(),
+            status.canonical_reason().unwrap_or("")
+        );
+        r.header(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; charset=utf-8"),
+        );
+        r.body = FileBody::Bytes(text.into());
+        r
+    }
+
+    fn header(&mut self, name: HeaderName, value: HeaderValue) {
+        self.headers.push((name, value));
+    }
+
+    /// The first value of header `name`, if set.
+    pub fn get(&self, name: &HeaderName) -> Option<&HeaderValue> {
+        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+    }
+}
+
+/// Serves one directory tree: path safety, fd/stat cache, conditionals, ranges, encodings.
+/// Cheap to share (`Arc<FileServer>`) across all fibers and workers.
+#[derive(Debug)]
+pub struct FileServer {
+    resolver: Resolver,
+    cache: FileCache,
+    prefix: String,
+    listing: bool,
+    allow_hidden: bool,
+    cache_control: Option<HeaderValue>,
+    access_log: Option<AccessLog>,
+}
+
+impl FileServer {
+    /// Checks the configuration (the root must be a directory) and builds the server.
+    pub fn new(config: FileServerConfig) -> io::Result<FileServer> {
+        let invalid = |m: &str| io::Error::new(io::ErrorKind::InvalidInput, m.to_string());
+        let prefix = config.prefix.trim_end_matches('/').to_string();
+        if !prefix.is_empty() && !prefix.starts_with('/') {
+            return Err(invalid("prefix must start with '/'"));
+        }
+        let cache_control = match &config.cache_control {
+            Some(v) => Some(HeaderValue::from_str(v).map_err(|_| invalid("bad Cache-Control"))?),
+            None => None,
+        };
+        if let Some(i) = &config.index {
+            if i.is_empty() || i.contains('/') {
+                return Err(invalid("index must be a plain file name"));
+            }
+        }
+        Ok(FileServer {
+            resolver: Resolver::new(&config.root, config.index, config.follow_symlinks)?,
+            cache: FileCache::new(config.cache_ttl, config.cache_capacity),
+            prefix,
+            listing: config.listing,
+            allow_hidden: config.allow_hidden,
+            cache_control,
+            access_log: None,
+        })
+    }
+
+    /// Logs every request answered by [`FileServer::handle`] to `log` (combined format).
+    pub fn with_access_log(mut self, log: AccessLog) -> FileServer {
+        self.access_log = Some(log);
+        self
+    }
+
+    /// The attached access log, if any.
+    pub fn access_log(&self) -> Option<&AccessLog> {
+        self.access_log.as_ref()
+    }
+
+    /// The canonical root directory being served.
+    pub fn root(&self) -> &std::path::Path {
+        &self.resolver.root
+    }
+
+    /// The mount prefix (`""` for the root).
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// Whether a request path falls under this server's prefix (for routing next to other
+    /// handlers).
+    pub fn matches(&self, path: &str) -> bool {
+        path::strip_prefix(path, &self.prefix).is_some()
+    }
+
+    /// fd/stat cache counters.
+    pub fn cache_stats(&self) -> CacheStats {
+        self.cache.stats()
+    }
+
+    /// Answers one request. `path` and `query` are the request target's parts (still
+    /// percent-encoded); `headers` are the request's.
+    pub fn reply(
+        &self,
+        method: &Method,
+        path: &str,
+        query: Option<&str>,
+        headers: &HeaderMap,
+    ) -> FileReply {
+        let is_get = *method == Method::GET;
+        if !is_get && *method != Method::HEAD {
+            let mut r = FileReply::error(StatusCode::METHOD_NOT_ALLOWED);
+            r.header(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+            return r;
+        }
+        let Some(rest) = path::strip_prefix(path, &self.prefix) else {
+            return FileReply::error(StatusCode::NOT_FOUND);
+        };
+        let lookup = self.cache.get_or_fill(rest, fibra::time::now(), || {
+            path::resolve(rest, self.allow_hidden).map(|p| self.resolver.lookup(&p))
+        });
+        match lookup {
+            Err(PathError::BadRequest) => FileReply::error(StatusCode::BAD_REQUEST),
+            Err(PathError::NotFound) | Ok(Lookup::NotFound) => {
+                FileReply::error(StatusCode::NOT_FOUND)
+            }
+            Ok(Lookup::Forbidden) => FileReply::error(StatusCode::FORBIDDEN),
+            Ok(Lookup::Dir) => self.directory(rest, query),
+            Ok(Lookup::File(entry)) => {
+                let h = |name: HeaderName| headers.get(name).map(HeaderValue::as_bytes);
+                let (br_ok, gz_ok) = accepted_encodings(h(header::ACCEPT_ENCODING));
+                let (file, encoding) = entry.select(br_ok, gz_ok);
+                let conds = Conditionals {
+                    if_match: h(header::IF_MATCH),
+                    if_none_match: h(header::IF_NONE_MATCH),
+                    if_modified_since: h(header::IF_MODIFIED_SINCE),
+                    if_unmodified_since: h(header::IF_UNMODIFIED_SINCE),
+                    if_range: h(header::IF_RANGE),
+                };
+                let precondition = evaluate(&conds, file.etag.as_bytes(), file.mtime);
+                let status = match precondition {
+                    Precondition::Failed => {
+                        return FileReply::error(StatusCode::PRECONDITION_FAILED)
+                    }
+                    Precondition::NotModified => StatusCode::NOT_MODIFIED,
+                    Precondition::Proceed { .. } => StatusCode::OK,
+                };
+                let mut r = FileReply::new(status);
+                r.header(header::ETAG, file.etag.clone());
+                r.header(header::LAST_MODIFIED, file.last_modified.clone());
+                if let Some(cc) = &self.cache_control {
+                    r.header(header::CACHE_CONTROL, cc.clone());
+                }
+                if entry.has_variants() {
+                    r.header(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+                }
+                if status == StatusCode::NOT_MODIFIED {
+                    return r;
+                }
+                r.header(header::CONTENT_TYPE, entry.content_type.clone());
+                if let Some(enc) = encoding.header() {
+                    r.header(header::CONTENT_ENCODING, HeaderValue::from_static(enc));
+                }
+                r.header(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+                let range_allowed = matches!(
+                    precondition,
+                    Precondition::Proceed {
+                        range_allowed: true
+                    }
+                );
+                // Range is defined for GET only (RFC 9110 §14.2); HEAD ignores it.
+                let range = match headers.get(header::RANGE) {
+                    Some(v) if is_get && range_allowed => parse_range(v.as_bytes(), file.size),
+                    _ => RangeRequest::Full,
+                };
+                let (offset, len) = match range {
+                    RangeRequest::Full => (0, file.size),
+                    RangeRequest::Single { start, end } => {
+                        r.status = StatusCode::PARTIAL_CONTENT;
+                        let cr = format!("bytes {start}-{end}/{}", file.size);
+                        r.header(
+                            header::CONTENT_RANGE,
+                            HeaderValue::try_from(cr).expect("ascii"),
+                        );
+                        (start, end - start + 1)
+                    }
+                    RangeRequest::Unsatisfiable => {
+                        let mut e = FileReply::error(StatusCode::RANGE_NOT_SATISFIABLE);
+                        let cr = format!("bytes */{}", file.size);
+                        e.header(
+                            header::CONTENT_RANGE,
+                            HeaderValue::try_from(cr).expect("ascii"),
+                        );
+                        return e;
+                    }
+                };
+                r.body = FileBody::File {
+                    file: Arc::clone(&file.file),
+                    offset,
+                    len,
+                };
+                r
+            }
+        }
+    }
+
+    /// A directory URL: redirect to the slash form, list it, or refuse.
+    fn directory(&self, rest: &str, query: Option<&str>) -> FileReply {
+        let Ok(p) = path::resolve(rest, self.allow_hidden) else {
+            return FileReply::error(StatusCode::BAD_REQUEST);
+        };
+        if !p.trailing_slash {
+            let mut location = p.url_path(&self.prefix, true);
+            if let Some(q) = query {
+                location.push('?');
+                location.push_str(q);
+            }
+            let mut r = FileReply::error(StatusCode::MOVED_PERMANENTLY);
+            match HeaderValue::try_from(location) {
+                Ok(v) => r.header(header::LOCATION, v),
+                Err(_) => return FileReply::error(StatusCode::BAD_REQUEST),
+            }
+            return r;
+        }
+        if !self.listing {
+            return FileReply::error(StatusCode::FORBIDDEN);
+        }
+        let title = {
+            let mut t = self.prefix.clone();
+            for s in &p.segments {
+                t.push('/');
+                t.push_str(&String::from_utf8_lossy(s));
+            }
+            t.push('/');
+            t
+        };
+        match listing::render(
+            &self.resolver.root.join(p.rel_path()),
+            &title,
+            self.allow_hidden,
+        ) {
+            Ok(html) => {
+                let mut r = FileReply::new(StatusCode::OK);
+                r.header(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("text/html; charset=utf-8"),
+                );
+                r.header(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+                r.body = FileBody::Bytes(html.into());
+                r
+            }
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+                FileReply::error(StatusCode::FORBIDDEN)
+            }
+            Err(_) => FileReply::error(StatusCode::NOT_FOUND),
+        }
+    }
+}

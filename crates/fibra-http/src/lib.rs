@@ -1,0 +1,61 @@
+//! HTTP/1.1 server on fibra fibers: one fiber per connection, handlers in plain blocking Rust.
+//!
+//! A handler is `Fn(Request) -> Response`, where [`Request`] is `http::Request<Body>` (the
+//! body is a streaming `std::io::Read`) and [`Response`] is `http::Response<ResponseBody>`
+//! (bytes, a file range sent with `sendfile`, a streaming writer, or an upgrade).
+//!
+//! ```
+//! use std::io::{Read, Write};
+//! use std::time::Duration;
+//! use fibra_http::{Request, Response, Server};
+//!
+//! let server = Server::bind("127.0.0.1:0")
+//!     .workers(1)
+//!     .serve(|req: Request| match req.uri().path() {
+//!         "/plaintext" => http::Response::builder()
+//!             .header("content-type", "text/plain")
+//!             .body("Hello, World!".into())
+//!             .unwrap(),
+//!         _ => {
+//!             let mut r = Response::new("not found".into());
+//!             *r.status_mut() = http::StatusCode::NOT_FOUND;
+//!             r
+//!         }
+//!     })
+//!     .unwrap();
+//!
+//! let mut client = std::net::TcpStream::connect(server.local_addr()).unwrap();
+//! client.write_all(b"GET /plaintext HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+//! let mut reply = String::new();
+//! client.read_to_string(&mut reply).unwrap();
+//! assert!(reply.starts_with("HTTP/1.1 200 OK\r\n"));
+//! assert!(reply.ends_with("\r\n\r\nHello, World!"));
+//!
+//! server.shutdown(Duration::from_secs(1));
+//! ```
+//!
+//! Protocol handling follows RFC 9112 strictly (see [`parse`] and [`chunked`]); every knob is
+//! in [`Settings`]. Modules: [`parse`] (request heads), [`chunked`] (chunked bodies),
+//! [`body`] (request bodies), [`response`] (response bodies), [`conn`] (the connection loop,
+//! usable over any [`Transport`]), [`date`] (the cached `Date` header), `server` (accept
+//! loops, graceful shutdown).
+
+pub mod body;
+pub mod chunked;
+mod compose;
+pub mod conn;
+pub mod date;
+pub mod files;
+pub mod parse;
+pub mod response;
+mod server;
+pub mod settings;
+pub mod transport;
+
+pub use body::{Body, Request, RequestExt};
+pub use conn::serve_connection;
+pub use parse::ProtocolError;
+pub use response::{BodyWriter, FileRange, Response, ResponseBody, Upgraded};
+pub use server::{Server, ServerHandle, Tcp};
+pub use settings::Settings;
+pub use transport::Transport;

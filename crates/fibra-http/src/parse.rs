@@ -1,0 +1,606 @@
+//! Request-head parsing: `httparse` for the syntax, then the strict RFC 9112 framing rules
+//! (§2, §3, §6, §7) that decide how long the body is and whether the stream can be trusted.
+//!
+//! Pure functions over a byte slice: no I/O, no runtime. Every rejection is a
+//! [`ProtocolError`] carrying the status to answer with; after any of them the connection is
+//! closed, so a request smuggled behind a malformed one is never read, let alone answered.
+
+use std::fmt;
+
+use http::header::{HeaderName, HeaderValue};
+use http::{HeaderMap, Method, StatusCode, Uri, Version};
+
+use crate::settings::Settings;
+
+/// A request the server refuses to process: the status to answer with and a short reason.
+///
+/// Every protocol error closes the connection after the answer (`Connection: close`), because
+/// the server can no longer tell where the next request would start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProtocolError {
+    status: StatusCode,
+    reason: &'static str,
+}
+
+impl ProtocolError {
+    /// An error answered with `status`; `reason` is for logs and the response body.
+    pub const fn new(status: StatusCode, reason: &'static str) -> Self {
+        ProtocolError { status, reason }
+    }
+    pub(crate) const fn bad(reason: &'static str) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, reason)
+    }
+    /// The status code to answer with (400, 408, 413, 414, 431, 501 or 505).
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+    /// A short human-readable reason, e.g. `"invalid Content-Length"`.
+    pub fn reason(&self) -> &'static str {
+        self.reason
+    }
+    /// Whether the connection must be closed after answering. Always true: after a framing
+    /// error the position of the next request in the byte stream is unknown.
+    pub fn closes_connection(&self) -> bool {
+        true
+    }
+}
+
+impl fmt::Display for ProtocolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.reason, self.status)
+    }
+}
+
+impl std::error::Error for ProtocolError {}
+
+/// How the request body is delimited (RFC 9112 §6.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyKind {
+    /// No body (neither `Content-Length` nor `Transfer-Encoding`).
+    Empty,
+    /// Exactly this many bytes (`Content-Length`).
+    Length(u64),
+    /// `Transfer-Encoding: chunked`.
+    Chunked,
+}
+
+/// A parsed, validated request head.
+#[derive(Debug)]
+pub struct Head {
+    /// Request method.
+    pub method: Method,
+    /// Request target (origin-, absolute-, authority- or asterisk-form).
+    pub uri: Uri,
+    /// `HTTP/1.0` or `HTTP/1.1`.
+    pub version: Version,
+    /// All header fields, in order.
+    pub headers: HeaderMap,
+    /// How the body is framed.
+    pub body: BodyKind,
+    /// Whether the client allows the connection to stay open after this request.
+    pub keep_alive: bool,
+    /// `Expect: 100-continue` on an HTTP/1.1 request.
+    pub expect_continue: bool,
+    /// `Connection: upgrade` plus an `Upgrade` header.
+    pub upgrade: bool,
+}
+
+/// Header-array size kept on the stack; more headers than this (when allowed by
+/// `max_headers`) use a heap array for that request.
+const STACK_HEADERS: usize = 100;
+
+/// Parses one request head from the start of `buf`.
+///
+/// Returns `Ok(None)` when more bytes are needed, `Ok(Some((head, len)))` with the head's
+/// length in bytes, or the error to answer with. Limits come from `settings`: `max_head_bytes`
+/// (431, or 414 when even the request line does not fit), `max_target_bytes` (414),
+/// `max_headers` (431), `max_body_bytes` (413 for a bigger `Content-Length`).
+pub fn parse_head(buf: &[u8], settings: &Settings) -> Result<Option<(Head, usize)>, ProtocolError> {
+    let max_headers = settings.max_headers;
+    let mut stack = [httparse::EMPTY_HEADER; STACK_HEADERS];
+    let mut heap;
+    let headers: &mut [httparse::Header<'_>] = if max_headers <= STACK_HEADERS {
+        &mut stack[..max_headers]
+    } else {
+        heap = vec![httparse::EMPTY_HEADER; max_headers];
+        &mut heap[..]
+    };
+    let mut req = httparse::Request::new(headers);
+    let len = match req.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => return partial(buf, settings).map(|()| None),
+        Err(e) => return Err(map_httparse_error(e, buf)),
+    };
+    if len > settings.max_head_bytes {
+        return Err(head_too_large(buf, settings));
+    }
+    let target = req.path.unwrap_or("");
+    if target.len() > settings.max_target_bytes {
+        return Err(ProtocolError::new(
+            StatusCode::URI_TOO_LONG,
+            "request target too long",
+        ));
+    }
+    let method = Method::from_bytes(req.method.unwrap_or("").as_bytes())
+        .map_err(|_| ProtocolError::bad("invalid method"))?;
+    let version = if req.version == Some(1) {
+        Version::HTTP_11
+    } else {
+        Version::HTTP_10
+    };
+    let uri = parse_target(&method, target)?;
+    let head = validate_headers(req.headers, method, uri, version, settings)?;
+    Ok(Some((head, len)))
+}
+
+/// Decides, for an incomplete head, whether to wait for more bytes or give up.
+fn partial(buf: &[u8], settings: &Settings) -> Result<(), ProtocolError> {
+    // A request line longer than the target limit (plus room for method and version) is 414
+    // even before the head limit is reached.
+    if memchr::memchr(b'\n', buf).is_none() && buf.len() > settings.max_target_bytes + 32 {
+        return Err(ProtocolError::new(
+            StatusCode::URI_TOO_LONG,
+            "request target too long",
+        ));
+    }
+    if buf.len() >= settings.max_head_bytes {
+        return Err(head_too_large(buf, settings));
+    }
+    Ok(())
+}
+
+fn head_too_large(buf: &[u8], settings: &Settings) -> ProtocolError {
+    let limit = buf.len().min(settings.max_head_bytes);
+    if memchr::memchr(b'\n', &buf[..limit]).is_none() {
+        ProtocolError::new(StatusCode::URI_TOO_LONG, "request line too long")
+    } else {
+        ProtocolError::new(
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            "request head too large",
+        )
+    }
+}
+
+fn map_httparse_error(e: httparse::Error, buf: &[u8]) -> ProtocolError {
+    use httparse::Error as E;
+    match e {
+        E::TooManyHeaders => ProtocolError::new(
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            "too many headers",
+        ),
+        E::Version if looks_like_other_version(buf) => ProtocolError::new(
+            StatusCode::HTTP_VERSION_NOT_SUPPORTED,
+            "unsupported HTTP version",
+        ),
+        E::Version => ProtocolError::bad("malformed request line"),
+        E::HeaderName => ProtocolError::bad("invalid header name"),
+        E::HeaderValue => ProtocolError::bad("invalid header value"),
+        E::NewLine => ProtocolError::bad("invalid line ending"),
+        E::Token => ProtocolError::bad("malformed request line"),
+        E::Status => ProtocolError::bad("malformed request line"),
+    }
+}
+
+/// True when the request line ends in a well-formed `HTTP/x.y` other than 1.0/1.1.
+fn looks_like_other_version(buf: &[u8]) -> bool {
+    let line_end = memchr::memchr(b'\n', buf).unwrap_or(buf.len());
+    let line = buf[..line_end]
+        .strip_suffix(b"\r")
+        .unwrap_or(&buf[..line_end]);
+    let Some(sp) = memchr::memrchr(b' ', line) else {
+        return false;
+    };
+    match &line[sp + 1..] {
+        [b'H', b'T', b'T', b'P', b'/', major, b'.', minor] => {
+            major.is_ascii_digit() && minor.is_ascii_digit()
+        }
+        _ => false,
+    }
+}
+
+/// Validates the request target's form against the method (RFC 9112 §3.2).
+fn parse_target(method: &Method, target: &str) -> Result<Uri, ProtocolError> {
+    let bad = || ProtocolError::bad("invalid request target");
+    let first = *target.as_bytes().first().ok_or_else(bad)?;
+    if target == "*" {
+        return if method == Method::OPTIONS {
+            Ok(Uri::from_static("*"))
+        } else {
+            Err(bad())
+        };
+    }
+    if *method == Method::CONNECT {
+        // authority-form only
+        let uri = Uri::try_from(target).map_err(|_| bad())?;
+        return match (uri.authority(), uri.scheme(), uri.path_and_query()) {
+            (Some(_), None, None) => Ok(uri),
+            (Some(_), None, Some(p)) if p.as_str().is_empty() || p.as_str() == "/" => Ok(uri),
+            _ => Err(bad()),
+        };
+    }
+    let uri = Uri::try_from(target).map_err(|_| bad())?;
+    if first == b'/' {
+        return if uri.authority().is_none() {
+            Ok(uri)
+        } else {
+            Err(bad())
+        };
+    }
+    // absolute-form
+    match uri.scheme_str() {
+        Some(s)
+            if uri.authority().is_some()
+                && (s.eq_ignore_ascii_case("http") || s.eq_ignore_ascii_case("https")) =>
+        {
+            Ok(uri)
+        }
+        _ => Err(bad()),
+    }
+}
+
+/// Applies the framing and field rules and builds the header map.
+fn validate_headers(
+    raw: &[httparse::Header<'_>],
+    method: Method,
+    uri: Uri,
+    version: Version,
+    settings: &Settings,
+) -> Result<Head, ProtocolError> {
+    let http11 = version == Version::HTTP_11;
+    let mut content_length: Option<u64> = None;
+    let mut te_seen = false;
+    let mut chunked_last = false;
+    let mut hosts = 0usize;
+    let mut conn_close = false;
+    let mut conn_keep_alive = false;
+    let mut conn_upgrade = false;
+    let mut has_upgrade = false;
+    let mut expect_continue = false;
+    let mut headers = HeaderMap::with_capacity(raw.len());
+    for h in raw {
+        let name = h.name.as_bytes();
+        if name.is_empty() {
+            return Err(ProtocolError::bad("empty header name"));
+        }
+        if h.value.iter().any(|&b| b < 0x20 && b != b'\t' || b == 0x7f) {
+            return Err(ProtocolError::bad("control byte in header value"));
+        }
+        if name.eq_ignore_ascii_case(b"content-length") {
+            let n = parse_content_length(h.value)?;
+            if content_length.is_some_and(|prev| prev != n) {
+                return Err(ProtocolError::bad("conflicting Content-Length"));
+            }
+            content_length = Some(n);
+        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            if !http11 {
+                return Err(ProtocolError::bad("Transfer-Encoding on HTTP/1.0"));
+            }
+            for coding in list_items(h.value) {
+                if chunked_last {
+                    // anything after `chunked` (including a second `chunked`)
+                    return Err(ProtocolError::bad("chunked is not the final coding"));
+                }
+                if coding.eq_ignore_ascii_case(b"chunked") {
+                    chunked_last = true;
+                } else if !coding.iter().all(|&b| is_token(b)) {
+                    return Err(ProtocolError::bad("invalid transfer coding"));
+                } else {
+                    return Err(ProtocolError::new(
+                        StatusCode::NOT_IMPLEMENTED,
+                        "unsupported transfer coding",
+                    ));
+                }
+            }
+            te_seen = true;
+        } else if name.eq_ignore_ascii_case(b"host") {
+            hosts += 1;
+            if !valid_host(h.value) {
+                return Err(ProtocolError::bad("invalid Host"));
+            }
+        } else if name.eq_ignore_ascii_case(b"connection") {
+            for t in list_items(h.value) {
+                if t.eq_ignore_ascii_case(b"close") {
+                    conn_close = true;
+                } else if t.eq_ignore_ascii_case(b"keep-alive") {
+                    conn_keep_alive = true;
+                } else if t.eq_ignore_ascii_case(b"upgrade") {
+                    conn_upgrade = true;
+                }
+            }
+        } else if name.eq_ignore_ascii_case(b"expect") {
+            expect_continue = http11 && h.value.eq_ignore_ascii_case(b"100-continue");
+        } else if name.eq_ignore_ascii_case(b"upgrade") {
+            has_upgrade = true;
+        }
+        let name =
+            HeaderName::from_bytes(name).map_err(|_| ProtocolError::bad("invalid header name"))?;
+        let value = HeaderValue::from_bytes(h.value)
+            .map_err(|_| ProtocolError::bad("invalid header value"))?;
+        headers.append(name, value);
+    }
+    if http11 && hosts == 0 {
+        return Err(ProtocolError::bad("missing Host"));
+    }
+    if hosts > 1 {
+        return Err(ProtocolError::bad("duplicate Host"));
+    }
+    let body = match (te_seen, content_length) {
+        (true, Some(_)) => {
+            return Err(ProtocolError::bad(
+                "both Transfer-Encoding and Content-Length",
+            ))
+        }
+        (true, None) if chunked_last => BodyKind::Chunked,
+        (true, None) => return Err(ProtocolError::bad("empty Transfer-Encoding")),
+        (false, Some(0)) | (false, None) => BodyKind::Empty,
+        (false, Some(n)) if n > settings.max_body_bytes => {
+            return Err(ProtocolError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body too large",
+            ))
+        }
+        (false, Some(n)) => BodyKind::Length(n),
+    };
+    let keep_alive = if http11 {
+        !conn_close
+    } else {
+        conn_keep_alive && !conn_close
+    };
+    Ok(Head {
+        method,
+        uri,
+        version,
+        headers,
+        body,
+        keep_alive,
+        expect_continue: expect_continue && body != BodyKind::Empty,
+        upgrade: conn_upgrade && has_upgrade,
+    })
+}
+
+/// `Content-Length = 1*DIGIT`; a list of identical values (`5, 5`) is accepted as RFC 9110
+/// §8.6 allows, anything else (signs, blanks, `_`, differing values, overflow) is 400.
+fn parse_content_length(value: &[u8]) -> Result<u64, ProtocolError> {
+    let bad = || ProtocolError::bad("invalid Content-Length");
+    let mut result: Option<u64> = None;
+    let mut any = false;
+    for item in value.split(|&b| b == b',') {
+        let item = trim_ows(item);
+        if item.is_empty() || item.len() > 19 || !item.iter().all(u8::is_ascii_digit) {
+            return Err(bad());
+        }
+        let n = item
+            .iter()
+            .fold(0u64, |acc, &d| acc * 10 + u64::from(d - b'0'));
+        if result.is_some_and(|p| p != n) {
+            return Err(ProtocolError::bad("conflicting Content-Length"));
+        }
+        result = Some(n);
+        any = true;
+    }
+    if !any {
+        return Err(bad());
+    }
+    result.ok_or_else(bad)
+}
+
+/// Non-empty elements of a comma-separated list, trimmed of optional whitespace.
+fn list_items(value: &[u8]) -> impl Iterator<Item = &[u8]> {
+    value
+        .split(|&b| b == b',')
+        .map(trim_ows)
+        .filter(|s| !s.is_empty())
+}
+
+fn trim_ows(mut s: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = s {
+        s = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = s {
+        s = rest;
+    }
+    s
+}
+
+/// RFC 9110 `tchar`.
+pub(crate) fn is_token(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// `Host = uri-host [ ":" port ]`; empty is allowed (RFC 9110 §7.2), userinfo is not.
+fn valid_host(value: &[u8]) -> bool {
+    if value.is_empty() {
+        return true;
+    }
+    if value.contains(&b'@') || value.iter().any(|&b| b <= b' ' || b >= 0x7f) {
+        return false;
+    }
+    http::uri::Authority::try_from(value).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &[u8]) -> Result<Option<(Head, usize)>, ProtocolError> {
+        parse_head(s, &Settings::default())
+    }
+
+    fn status(s: &[u8]) -> u16 {
+        match parse(s) {
+            Err(e) => e.status().as_u16(),
+            Ok(Some(_)) => 200,
+            Ok(None) => 0,
+        }
+    }
+
+    #[test]
+    fn simple_get() {
+        let req = b"GET /a?b=c HTTP/1.1\r\nHost: x\r\nAccept: */*\r\n\r\nNEXT";
+        let (head, n) = parse(req).unwrap().unwrap();
+        assert_eq!(n, req.len() - 4);
+        assert_eq!(head.method, Method::GET);
+        assert_eq!(head.uri.path(), "/a");
+        assert_eq!(head.uri.query(), Some("b=c"));
+        assert_eq!(head.version, Version::HTTP_11);
+        assert_eq!(head.headers["accept"], "*/*");
+        assert_eq!(head.body, BodyKind::Empty);
+        assert!(head.keep_alive);
+    }
+
+    #[test]
+    fn partial_head_needs_more() {
+        assert!(parse(b"GET / HTTP/1.1\r\nHost: x\r\n").unwrap().is_none());
+        assert!(parse(b"GE").unwrap().is_none());
+    }
+
+    #[test]
+    fn keep_alive_rules() {
+        let ka = |s: &[u8]| parse(s).unwrap().unwrap().0.keep_alive;
+        assert!(!ka(b"GET / HTTP/1.0\r\n\r\n"));
+        assert!(ka(b"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n"));
+        assert!(!ka(
+            b"GET / HTTP/1.1\r\nHost: x\r\nConnection: foo, close\r\n\r\n"
+        ));
+    }
+
+    #[test]
+    fn framing() {
+        let body = |s: &[u8]| parse(s).unwrap().unwrap().0.body;
+        assert_eq!(
+            body(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n"),
+            BodyKind::Length(5)
+        );
+        assert_eq!(
+            body(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5, 5\r\n\r\n"),
+            BodyKind::Length(5)
+        );
+        assert_eq!(
+            body(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n"),
+            BodyKind::Length(5)
+        );
+        assert_eq!(
+            body(b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"),
+            BodyKind::Chunked
+        );
+        assert_eq!(
+            body(b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: Chunked\r\n\r\n"),
+            BodyKind::Chunked
+        );
+    }
+
+    #[test]
+    fn rejections() {
+        let table: &[(&[u8], u16)] = &[
+            (b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: +5\r\n\r\n", 400),
+            (b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n", 400),
+            (b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1_0\r\n\r\n", 400),
+            (b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: \r\n\r\n", 400),
+            (b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0x5\r\n\r\n", 400),
+            (b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999\r\n\r\n", 400),
+            (b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n", 400),
+            (b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5, 6\r\n\r\n", 400),
+            (b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n", 400),
+            (b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", 400),
+            (b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, chunked\r\n\r\n", 400),
+            (b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", 400),
+            (b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501),
+            (b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: foo\r\n\r\n", 501),
+            (b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: x\r\nX: a\r\n b\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: x\r\nX: a\rb\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: x\r\nX: a\0b\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: x\r\nX: a\x01b\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: x\r\nX: a\x7fb\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: x\r\n: b\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: x\r\nX(: b\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: x\r\nX : b\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: x\r\nX\t: b\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: a b\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: u@x\r\n\r\n", 400),
+            (b"GET  / HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+            (b"GET / HTTP/1.1 \r\nHost: x\r\n\r\n", 400),
+            (b"GET /\r\n\r\n", 400),
+            (b"GET / HTTX/1.1\r\nHost: x\r\n\r\n", 400),
+            (b"G(T / HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+            (b"GET * HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+            (b"GET x HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+            (b"GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505),
+            (b"GET / HTTP/1.2\r\nHost: x\r\n\r\n", 505),
+            (b"GET / HTTP/0.9\r\nHost: x\r\n\r\n", 505),
+            (b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 505),
+        ];
+        for (req, want) in table {
+            assert_eq!(status(req), *want, "{}", String::from_utf8_lossy(req));
+        }
+    }
+
+    #[test]
+    fn accepted_forms() {
+        assert_eq!(status(b"OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n"), 200);
+        assert_eq!(status(b"GET http://x/a HTTP/1.1\r\nHost: x\r\n\r\n"), 200);
+        assert_eq!(
+            status(b"CONNECT x:443 HTTP/1.1\r\nHost: x:443\r\n\r\n"),
+            200
+        );
+        assert_eq!(status(b"GET / HTTP/1.1\r\nHost:\r\n\r\n"), 200);
+        assert_eq!(status(b"GET / HTTP/1.1\r\nHost: [::1]:80\r\n\r\n"), 200);
+        assert_eq!(
+            status(b"GET / HTTP/1.1\r\nHost: x\r\nX: caf\xc3\xa9\r\n\r\n"),
+            200
+        );
+        assert_eq!(status(b"GET / HTTP/1.0\r\n\r\n"), 200);
+        let (h, _) = parse(
+            b"GET /ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n",
+        )
+        .unwrap()
+        .unwrap();
+        assert!(h.upgrade);
+        let (h, _) = parse(
+            b"PUT / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n",
+        )
+        .unwrap()
+        .unwrap();
+        assert!(h.expect_continue);
+    }
+
+    #[test]
+    fn limits() {
+        let s = Settings {
+            max_head_bytes: 100,
+            max_target_bytes: 50,
+            max_headers: 3,
+            max_body_bytes: 10,
+            ..Settings::default()
+        };
+        let p = |b: &[u8]| {
+            parse_head(b, &s)
+                .map(|o| o.is_some())
+                .map_err(|e| e.status().as_u16())
+        };
+        let long_target = format!("GET /{} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(60));
+        assert_eq!(p(long_target.as_bytes()), Err(414));
+        let long_line = format!("GET /{}", "a".repeat(90));
+        assert_eq!(p(long_line.as_bytes()), Err(414));
+        let big_head = format!(
+            "GET / HTTP/1.1\r\nHost: x\r\nX: {}\r\n\r\n",
+            "a".repeat(100)
+        );
+        assert_eq!(p(big_head.as_bytes()), Err(431));
+        assert_eq!(p(&big_head.as_bytes()[..99]), Ok(false));
+        assert_eq!(
+            p(b"GET / HTTP/1.1\r\nHost: x\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n"),
+            Err(431)
+        );
+        assert_eq!(
+            p(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\n\r\n"),
+            Err(413)
+        );
+        assert_eq!(
+            p(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n"),
+            Ok(true)
+        );
+    }
+}

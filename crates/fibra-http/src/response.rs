@@ -1,0 +1,369 @@
+//! Response bodies: empty, in-memory bytes, a byte range of a file (sent with `sendfile`), a
+//! streaming writer, or an upgrade that takes over the raw connection.
+//!
+//! A [`Response`] is a plain `http::Response<ResponseBody>`; the connection computes the
+//! framing headers (`Content-Length` or `Transfer-Encoding: chunked`) from the body, so
+//! handlers set only their own headers.
+
+use std::any::Any;
+use std::fmt;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+/// The response type handlers return.
+pub type Response = http::Response<ResponseBody>;
+
+/// A streaming body producer: called once with the writer; an `Err` or a panic aborts the
+/// response and closes the connection.
+pub type StreamFn = Box<dyn FnOnce(&mut BodyWriter<'_>) -> io::Result<()>>;
+
+/// Takes over the connection after a `101 Switching Protocols` head has been sent.
+pub type UpgradeFn = Box<dyn FnOnce(Upgraded)>;
+
+/// A byte range of an open file, sent with `sendfile` where the transport supports it.
+///
+/// This is the building block for static files: open (or take from a cache) the file, pick
+/// the range, and return it with whatever headers you need:
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use fibra_http::{FileRange, Response, ResponseBody};
+///
+/// let file = Arc::new(std::fs::File::open("index.html").unwrap());
+/// let resp: Response = http::Response::builder()
+///     .status(206)
+///     .header("content-type", "text/html")
+///     .header("content-range", "bytes 0-99/1234")
+///     .body(ResponseBody::file(FileRange::new(file, 0, 100)))
+///     .unwrap();
+/// ```
+///
+/// The server writes `Content-Length: len` itself (any `Content-Length` or
+/// `Transfer-Encoding` header on the response is replaced). The file must hold at least
+/// `offset + len` bytes when the response is sent; if it is shorter the connection is closed
+/// after the bytes available, since the promised length cannot be met.
+#[derive(Debug, Clone)]
+pub struct FileRange {
+    file: Arc<File>,
+    offset: u64,
+    len: u64,
+}
+
+impl FileRange {
+    /// `len` bytes of `file` starting at `offset`. Takes a `File` or an `Arc<File>` (shared,
+    /// e.g. from an fd cache; reads use positional I/O, so sharing is safe).
+    pub fn new(file: impl Into<Arc<File>>, offset: u64, len: u64) -> Self {
+        FileRange {
+            file: file.into(),
+            offset,
+            len,
+        }
+    }
+    /// The whole file, sized from its metadata.
+    pub fn whole(file: impl Into<Arc<File>>) -> io::Result<Self> {
+        let file = file.into();
+        let len = file.metadata()?.len();
+        Ok(FileRange {
+            file,
+            offset: 0,
+            len,
+        })
+    }
+    /// The file.
+    pub fn file(&self) -> &Arc<File> {
+        &self.file
+    }
+    /// First byte of the range.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+    /// Number of bytes in the range.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+    /// True if the range holds no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+pub(crate) enum Kind {
+    Empty,
+    Static(&'static [u8]),
+    Vec(Vec<u8>),
+    Bytes(Bytes),
+    File(FileRange),
+    Stream { len: Option<u64>, f: StreamFn },
+    Upgrade(UpgradeFn),
+}
+
+/// The body of a [`Response`].
+///
+/// Build it with `From` (`&'static str`, `&'static [u8]`, `String`, `Vec<u8>`, `Bytes`, `()`)
+/// or the constructors below.
+pub struct ResponseBody {
+    pub(crate) kind: Kind,
+}
+
+impl ResponseBody {
+    /// No body (`Content-Length: 0` where a length is allowed).
+    pub fn empty() -> Self {
+        ResponseBody { kind: Kind::Empty }
+    }
+    /// A byte range of a file, see [`FileRange`].
+    pub fn file(range: FileRange) -> Self {
+        ResponseBody {
+            kind: Kind::File(range),
+        }
+    }
+    /// A body written by `f` as the response goes out; sent chunked on HTTP/1.1 (on HTTP/1.0
+    /// it is delimited by closing the connection). `f` is dropped unrun for `HEAD`.
+    /// Whatever `f` owns is dropped when it returns, also when the client has gone away.
+    pub fn stream(f: impl FnOnce(&mut BodyWriter<'_>) -> io::Result<()> + 'static) -> Self {
+        ResponseBody {
+            kind: Kind::Stream {
+                len: None,
+                f: Box::new(f),
+            },
+        }
+    }
+    /// A streamed body of exactly `len` bytes, sent with `Content-Length`. Writing more fails;
+    /// writing fewer closes the connection after the response.
+    pub fn stream_sized(
+        len: u64,
+        f: impl FnOnce(&mut BodyWriter<'_>) -> io::Result<()> + 'static,
+    ) -> Self {
+        ResponseBody {
+            kind: Kind::Stream {
+                len: Some(len),
+                f: Box::new(f),
+            },
+        }
+    }
+    /// Upgrades the connection: send this with status `101` and an `Upgrade` header; after the
+    /// head is written, `f` runs in the connection's fiber with the raw connection.
+    pub fn upgrade(f: impl FnOnce(Upgraded) + 'static) -> Self {
+        ResponseBody {
+            kind: Kind::Upgrade(Box::new(f)),
+        }
+    }
+    /// The body's length when known in advance.
+    pub fn len(&self) -> Option<u64> {
+        match &self.kind {
+            Kind::Empty | Kind::Upgrade(_) => Some(0),
+            Kind::Static(b) => Some(b.len() as u64),
+            Kind::Vec(v) => Some(v.len() as u64),
+            Kind::Bytes(b) => Some(b.len() as u64),
+            Kind::File(r) => Some(r.len),
+            Kind::Stream { len, .. } => *len,
+        }
+    }
+    /// True if the body is known to be empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == Some(0)
+    }
+    /// The bytes of an in-memory body (`None` for files, streams and upgrades).
+    pub fn as_bytes(&self) -> Option<&[u8]> {
+        match &self.kind {
+            Kind::Empty => Some(&[]),
+            Kind::Static(b) => Some(b),
+            Kind::Vec(v) => Some(v),
+            Kind::Bytes(b) => Some(b),
+            _ => None,
+        }
+    }
+}
+
+impl Default for ResponseBody {
+    fn default() -> Self {
+        Self::empty()
+    }
+}
+
+impl fmt::Debug for ResponseBody {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            Kind::Empty => f.write_str("Empty"),
+            Kind::Static(b) => write!(f, "Static({} bytes)", b.len()),
+            Kind::Vec(b) => write!(f, "Vec({} bytes)", b.len()),
+            Kind::Bytes(b) => write!(f, "Bytes({} bytes)", b.len()),
+            Kind::File(r) => f.debug_tuple("File").field(r).finish(),
+            Kind::Stream { len, .. } => write!(f, "Stream(len: {len:?})"),
+            Kind::Upgrade(_) => f.write_str("Upgrade"),
+        }
+    }
+}
+
+impl From<()> for ResponseBody {
+    fn from(_: ()) -> Self {
+        Self::empty()
+    }
+}
+impl From<&'static str> for ResponseBody {
+    fn from(s: &'static str) -> Self {
+        ResponseBody {
+            kind: Kind::Static(s.as_bytes()),
+        }
+    }
+}
+impl From<&'static [u8]> for ResponseBody {
+    fn from(s: &'static [u8]) -> Self {
+        ResponseBody {
+            kind: Kind::Static(s),
+        }
+    }
+}
+impl From<String> for ResponseBody {
+    fn from(s: String) -> Self {
+        ResponseBody {
+            kind: Kind::Vec(s.into_bytes()),
+        }
+    }
+}
+impl From<Vec<u8>> for ResponseBody {
+    fn from(v: Vec<u8>) -> Self {
+        ResponseBody { kind: Kind::Vec(v) }
+    }
+}
+impl From<Bytes> for ResponseBody {
+    fn from(b: Bytes) -> Self {
+        ResponseBody {
+            kind: Kind::Bytes(b),
+        }
+    }
+}
+impl From<FileRange> for ResponseBody {
+    fn from(r: FileRange) -> Self {
+        Self::file(r)
+    }
+}
+
+/// Size at which buffered output is pushed to the socket.
+pub(crate) const FLUSH_BYTES: usize = 16 * 1024;
+
+/// Where a [`BodyWriter`] puts its bytes: the connection, borrowed per call so the closure
+/// may read the request body between writes.
+pub(crate) trait StreamSink {
+    /// Appends `data` (as one chunk if `chunked`) to the connection's output.
+    fn sink_write(&mut self, data: &[u8], chunked: bool) -> io::Result<()>;
+    /// Pushes buffered output to the socket.
+    fn sink_flush(&mut self) -> io::Result<()>;
+}
+
+/// The writer a streaming body's closure gets. Small writes are buffered in the connection's
+/// write buffer; when the length was not declared they are framed as chunks.
+pub struct BodyWriter<'a> {
+    pub(crate) sink: &'a std::cell::RefCell<dyn StreamSink>,
+    pub(crate) chunked: bool,
+    /// Bytes still allowed when the length was declared.
+    pub(crate) remaining: Option<u64>,
+}
+
+impl fmt::Debug for BodyWriter<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BodyWriter")
+            .field("chunked", &self.chunked)
+            .field("remaining", &self.remaining)
+            .finish()
+    }
+}
+
+impl Write for BodyWriter<'_> {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        if data.is_empty() {
+            return Ok(0);
+        }
+        if let Some(rem) = &mut self.remaining {
+            if data.len() as u64 > *rem {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "body longer than its declared length",
+                ));
+            }
+            *rem -= data.len() as u64;
+        }
+        self.sink.borrow_mut().sink_write(data, self.chunked)?;
+        Ok(data.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.sink.borrow_mut().sink_flush()
+    }
+}
+
+/// Object-safe view of a transport handed over by an upgrade.
+pub(crate) trait UpgradeIo: Read + Write {
+    fn as_any(&self) -> &dyn Any;
+    fn into_any(self: Box<Self>) -> Box<dyn Any>;
+}
+
+impl<T: Read + Write + 'static> UpgradeIo for T {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+}
+
+/// The raw connection after a `101` response: bytes the client sent after the request head
+/// come first when reading, then the socket.
+pub struct Upgraded {
+    pub(crate) io: Box<dyn UpgradeIo>,
+    pub(crate) buffered: Vec<u8>,
+    pub(crate) pos: usize,
+}
+
+impl fmt::Debug for Upgraded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Upgraded")
+            .field("buffered", &(self.buffered.len() - self.pos))
+            .finish()
+    }
+}
+
+impl Upgraded {
+    /// The underlying transport (for a fibra server: [`crate::Tcp`], which derefs to
+    /// `fibra::net::TcpStream`) and the bytes already read past the request head.
+    /// Fails (giving `self` back) if the transport is not a `T`.
+    pub fn downcast<T: 'static>(self) -> Result<(T, Vec<u8>), Self> {
+        if !(*self.io).as_any().is::<T>() {
+            return Err(self);
+        }
+        let Upgraded {
+            io,
+            mut buffered,
+            pos,
+        } = self;
+        match io.into_any().downcast::<T>() {
+            Ok(t) => {
+                buffered.drain(..pos);
+                Ok((*t, buffered))
+            }
+            Err(_) => unreachable!("type checked above"),
+        }
+    }
+}
+
+impl Read for Upgraded {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if self.pos < self.buffered.len() {
+            let n = out.len().min(self.buffered.len() - self.pos);
+            out[..n].copy_from_slice(&self.buffered[self.pos..self.pos + n]);
+            self.pos += n;
+            return Ok(n);
+        }
+        self.io.read(out)
+    }
+}
+
+impl Write for Upgraded {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        self.io.write(data)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.io.flush()
+    }
+}

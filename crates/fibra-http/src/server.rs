@@ -1,0 +1,486 @@
+//! `Server`: the builder, the per-worker accept loops and graceful shutdown.
+//!
+//! Each worker gets its own listener on the same address (`SO_REUSEPORT`) and one accept
+//! fiber pinned to it; a connection's fiber is pinned to the worker that accepted it. Why not
+//! one shared listener: the kernel then balances new connections over the workers by 4-tuple
+//! hash, with no thundering herd and no cross-worker wake-up per accept, and the same setup
+//! allows a graceful restart (a new process binds alongside the old one).
+
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
+use std::ops::Deref;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use fibra::net::{ListenOptions, TcpListener, TcpStream};
+
+use crate::body::Request;
+use crate::conn::{serve_with, ConnCtl};
+use crate::response::Response;
+use crate::settings::Settings;
+use crate::transport::Transport;
+
+/// How often a parked accept loop looks at the shutdown flag and the connection limit.
+const ACCEPT_POLL: Duration = Duration::from_millis(200);
+/// Pause after `EMFILE`/`ENFILE`/`ENOBUFS`/`ENOMEM` in accept before trying again.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// A connection known to the server: its socket (shared so shutdown can wake it) and whether
+/// it is idle between requests.
+#[derive(Debug)]
+struct ConnEntry {
+    stream: TcpStream,
+    idle: AtomicBool,
+}
+
+/// The transport of a server connection: a fibra `TcpStream` shared with the server's
+/// shutdown logic. Derefs to [`fibra::net::TcpStream`]; this is the type to
+/// [`crate::Upgraded::downcast`] to.
+#[derive(Debug)]
+pub struct Tcp(Arc<ConnEntry>);
+
+impl Deref for Tcp {
+    type Target = TcpStream;
+    fn deref(&self) -> &TcpStream {
+        &self.0.stream
+    }
+}
+
+impl Read for Tcp {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        (&self.0.stream).read(buf)
+    }
+}
+
+impl Write for Tcp {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        (&self.0.stream).write(buf)
+    }
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        (&self.0.stream).write_vectored(bufs)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Transport for Tcp {
+    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        self.0.stream.set_read_timeout(t)
+    }
+    fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        self.0.stream.set_write_timeout(t)
+    }
+    fn peer_addr(&self) -> Option<SocketAddr> {
+        self.0.stream.peer_addr().ok()
+    }
+    fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        self.0.stream.shutdown(how)
+    }
+    fn set_cork(&self, on: bool) -> io::Result<()> {
+        self.0.stream.set_cork(on)
+    }
+    fn send_file(&mut self, file: &std::fs::File, offset: u64, len: u64) -> io::Result<u64> {
+        self.0.stream.sendfile(file, offset, len)
+    }
+}
+
+/// State shared by the accept loops, the connections and the handle.
+#[derive(Debug)]
+struct State {
+    shutting_down: AtomicBool,
+    active: AtomicUsize,
+    next_id: AtomicU64,
+    conns: Mutex<HashMap<u64, Arc<ConnEntry>>>,
+    /// Woken when a connection ends (a slot under `max_connections` frees up).
+    slot_freed: fibra::sync::Notify,
+    /// Set when the server thread has finished.
+    done: Mutex<bool>,
+    done_cv: Condvar,
+}
+
+impl State {
+    fn each_conn(&self, f: impl Fn(&ConnEntry)) {
+        let conns = self.conns.lock().unwrap_or_else(|e| e.into_inner());
+        for c in conns.values() {
+            f(c);
+        }
+    }
+}
+
+/// Builder for an HTTP/1.1 server. See the crate docs for an example.
+#[derive(Debug)]
+pub struct Server {
+    addr: io::Result<SocketAddr>,
+    workers: Option<usize>,
+    stack_size: Option<usize>,
+    settings: Settings,
+}
+
+macro_rules! setters {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty),* $(,)?) => {$(
+        $(#[$doc])*
+        pub fn $name(mut self, value: $ty) -> Self {
+            self.settings.$name = value;
+            self
+        }
+    )*};
+}
+
+impl Server {
+    /// A server that will listen on `addr` (the first address it resolves to). Use port 0 for
+    /// an ephemeral port and read it back with [`ServerHandle::local_addr`].
+    pub fn bind(addr: impl ToSocketAddrs) -> Server {
+        let addr = addr.to_socket_addrs().and_then(|mut a| {
+            a.next()
+                .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no address"))
+        });
+        Server {
+            addr,
+            workers: None,
+            stack_size: None,
+            settings: Settings::default(),
+        }
+    }
+
+    /// Number of worker threads (default: one per core).
+    pub fn workers(mut self, n: usize) -> Self {
+        self.workers = Some(n.max(1));
+        self
+    }
+
+    /// Stack size of each connection's fiber (default: fibra's default).
+    pub fn stack_size(mut self, bytes: usize) -> Self {
+        self.stack_size = Some(bytes);
+        self
+    }
+
+    /// Replaces all settings at once.
+    pub fn settings(mut self, settings: Settings) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    setters! {
+        /// See [`Settings::header_timeout`].
+        header_timeout: Duration,
+        /// See [`Settings::body_read_timeout`].
+        body_read_timeout: Duration,
+        /// See [`Settings::idle_timeout`].
+        idle_timeout: Duration,
+        /// See [`Settings::write_timeout`].
+        write_timeout: Duration,
+        /// See [`Settings::max_head_bytes`].
+        max_head_bytes: usize,
+        /// See [`Settings::max_headers`].
+        max_headers: usize,
+        /// See [`Settings::max_body_bytes`].
+        max_body_bytes: u64,
+        /// See [`Settings::max_connections`].
+        max_connections: usize,
+        /// See [`Settings::keep_alive`].
+        keep_alive: bool,
+        /// See [`Settings::server_header`].
+        server_header: Option<String>,
+        /// See [`Settings::access_log`].
+        access_log: bool,
+    }
+
+    /// Starts serving on a background thread that owns a fibra runtime; returns once the
+    /// listeners are bound.
+    pub fn serve<H>(self, handler: H) -> io::Result<ServerHandle>
+    where
+        H: Fn(Request) -> Response + Send + Sync + 'static,
+    {
+        let addr = self.addr?;
+        let workers = self
+            .workers
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let mut rt = fibra::Runtime::builder()
+            .workers(workers)
+            .thread_name("fibra-http");
+        if let Some(s) = self.stack_size {
+            rt = rt.stack_size(s);
+        }
+        let rt = rt.build()?;
+        let state = Arc::new(State {
+            shutting_down: AtomicBool::new(false),
+            active: AtomicUsize::new(0),
+            next_id: AtomicU64::new(0),
+            conns: Mutex::new(HashMap::new()),
+            slot_freed: fibra::sync::Notify::new(),
+            done: Mutex::new(false),
+            done_cv: Condvar::new(),
+        });
+        let (cmd_tx, cmd_rx) = fibra::sync::mpsc::channel::<Duration>();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<io::Result<SocketAddr>>();
+        let settings = Arc::new(self.settings);
+        let handler = Arc::new(handler);
+        let st = state.clone();
+        let thread = std::thread::Builder::new()
+            .name("fibra-http-server".into())
+            .spawn(move || {
+                rt.block_on(move || {
+                    run_server(
+                        addr,
+                        workers,
+                        settings,
+                        handler,
+                        st.clone(),
+                        cmd_rx,
+                        ready_tx,
+                    )
+                });
+                drop(rt);
+            })?;
+        let local_addr = match ready_rx.recv() {
+            Ok(Ok(a)) => a,
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                return Err(e);
+            }
+            Err(_) => return Err(io::Error::other("server thread died during startup")),
+        };
+        Ok(ServerHandle {
+            local_addr,
+            state,
+            cmd: cmd_tx,
+            thread: Some(thread),
+        })
+    }
+
+    /// [`serve`](Self::serve), then block until the server is shut down.
+    pub fn run<H>(self, handler: H) -> io::Result<()>
+    where
+        H: Fn(Request) -> Response + Send + Sync + 'static,
+    {
+        self.serve(handler)?.join();
+        Ok(())
+    }
+}
+
+/// A running server. Dropping the handle leaves the server running (like a detached thread).
+#[derive(Debug)]
+pub struct ServerHandle {
+    local_addr: SocketAddr,
+    state: Arc<State>,
+    cmd: fibra::sync::mpsc::Sender<Duration>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ServerHandle {
+    /// The address the server listens on (with the real port when bound to port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Number of open connections.
+    pub fn connections(&self) -> usize {
+        self.state.active.load(Ordering::Relaxed)
+    }
+
+    /// Graceful shutdown: stop accepting, close idle keep-alive connections at once, let
+    /// requests in flight finish (their responses carry `Connection: close`), and force-close
+    /// whatever is left after `grace`. Blocks until the server has stopped; may be called from
+    /// any thread, also while another thread is in [`join`](Self::join).
+    pub fn shutdown(&self, grace: Duration) {
+        let _ = self.cmd.send(grace);
+        let mut done = self.state.done.lock().unwrap_or_else(|e| e.into_inner());
+        while !*done {
+            done = self
+                .state
+                .done_cv
+                .wait(done)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Blocks until the server has stopped (after a [`shutdown`](Self::shutdown) from
+    /// elsewhere).
+    pub fn join(mut self) {
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The root fiber: bind, start the accept loops, wait for the shutdown command, shut down.
+fn run_server<H>(
+    addr: SocketAddr,
+    workers: usize,
+    settings: Arc<Settings>,
+    handler: Arc<H>,
+    state: Arc<State>,
+    cmd_rx: fibra::sync::mpsc::Receiver<Duration>,
+    ready_tx: std::sync::mpsc::Sender<io::Result<SocketAddr>>,
+) where
+    H: Fn(Request) -> Response + Send + Sync + 'static,
+{
+    struct DoneGuard(Arc<State>);
+    impl Drop for DoneGuard {
+        fn drop(&mut self) {
+            *self.0.done.lock().unwrap_or_else(|e| e.into_inner()) = true;
+            self.0.done_cv.notify_all();
+        }
+    }
+    let _done = DoneGuard(state.clone());
+    let opts = ListenOptions {
+        reuse_port: workers > 1,
+        nodelay: true,
+        ..ListenOptions::default()
+    };
+    let mut listeners = Vec::with_capacity(workers);
+    let mut bound = addr;
+    for _ in 0..workers {
+        match TcpListener::bind_with(bound, &opts).and_then(|l| Ok((l.local_addr()?, l))) {
+            Ok((a, l)) => {
+                bound = a;
+                listeners.push(l);
+            }
+            Err(e) => {
+                let _ = ready_tx.send(Err(e));
+                return;
+            }
+        }
+    }
+    let mut accept_loops = Vec::with_capacity(workers);
+    for (i, listener) in listeners.into_iter().enumerate() {
+        let (settings, handler, st) = (settings.clone(), handler.clone(), state.clone());
+        let h = fibra::fiber::Builder::new()
+            .name(format!("accept-{i}"))
+            .worker(i)
+            .spawn(move || accept_loop(i, listener, settings, handler, st));
+        match h {
+            Ok(h) => accept_loops.push(h),
+            Err(e) => {
+                state.shutting_down.store(true, Ordering::SeqCst);
+                let _ = ready_tx.send(Err(e));
+                return;
+            }
+        }
+    }
+    let _ = ready_tx.send(Ok(bound));
+    let grace = cmd_rx.recv().unwrap_or(Duration::ZERO);
+
+    // Stop accepting; wake idle connections (they see the flag and close).
+    state.shutting_down.store(true, Ordering::SeqCst);
+    state.slot_freed.notify_all();
+    state.each_conn(|c| {
+        if c.idle.load(Ordering::SeqCst) {
+            let _ = c.stream.shutdown(Shutdown::Read);
+        }
+    });
+    let deadline = Instant::now() + grace;
+    while state.active.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
+        fibra::time::sleep(Duration::from_millis(5));
+    }
+    // Force-close what is left, and give those fibers a moment to unwind on their own.
+    state.each_conn(|c| {
+        let _ = c.stream.shutdown(Shutdown::Both);
+    });
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while state.active.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
+        fibra::time::sleep(Duration::from_millis(5));
+    }
+    for h in accept_loops {
+        let _ = h.join();
+    }
+}
+
+/// Decrements the connection count and unregisters the connection, also when the fiber is
+/// unwound by cancellation.
+struct ConnGuard {
+    state: Arc<State>,
+    id: u64,
+}
+
+impl Drop for ConnGuard {
+    fn drop(&mut self) {
+        self.state
+            .conns
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.id);
+        self.state.active.fetch_sub(1, Ordering::SeqCst);
+        self.state.slot_freed.notify_one();
+    }
+}
+
+fn accept_loop<H>(
+    worker: usize,
+    listener: TcpListener,
+    settings: Arc<Settings>,
+    handler: Arc<H>,
+    state: Arc<State>,
+) where
+    H: Fn(Request) -> Response + Send + Sync + 'static,
+{
+    let _ = listener.set_accept_timeout(Some(ACCEPT_POLL));
+    let mut last_warning: Option<Instant> = None;
+    while !state.shutting_down.load(Ordering::SeqCst) {
+        if state.active.load(Ordering::SeqCst) >= settings.max_connections {
+            // Leave new connections in the backlog until a slot frees up.
+            state.slot_freed.wait_timeout(ACCEPT_POLL);
+            continue;
+        }
+        let (stream, _peer) = match listener.accept() {
+            Ok(c) => c,
+            Err(e) => {
+                if is_resource_error(&e) {
+                    if last_warning.map_or(true, |t| t.elapsed() > Duration::from_secs(1)) {
+                        log::warn!("accept on worker {worker}: {e}; backing off");
+                        last_warning = Some(Instant::now());
+                    }
+                    fibra::time::sleep(ACCEPT_BACKOFF);
+                } else if !matches!(
+                    e.kind(),
+                    io::ErrorKind::TimedOut
+                        | io::ErrorKind::WouldBlock
+                        | io::ErrorKind::ConnectionAborted
+                        | io::ErrorKind::Interrupted
+                ) {
+                    log::debug!("accept on worker {worker}: {e}");
+                    fibra::time::sleep(Duration::from_millis(1));
+                }
+                continue;
+            }
+        };
+        let entry = Arc::new(ConnEntry {
+            stream,
+            idle: AtomicBool::new(false),
+        });
+        let id = state.next_id.fetch_add(1, Ordering::Relaxed);
+        state.active.fetch_add(1, Ordering::SeqCst);
+        state
+            .conns
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, entry.clone());
+        let guard = ConnGuard {
+            state: state.clone(),
+            id,
+        };
+        let (settings, handler) = (settings.clone(), handler.clone());
+        let spawned = fibra::fiber::Builder::new().worker(worker).spawn(move || {
+            let guard = guard;
+            let ctl = ConnCtl {
+                idle: &entry.idle,
+                shutting_down: &guard.state.shutting_down,
+            };
+            serve_with(Tcp(entry.clone()), &settings, &*handler, &ctl);
+        });
+        if let Err(e) = spawned {
+            log::warn!("cannot spawn a connection fiber: {e}");
+            fibra::time::sleep(ACCEPT_BACKOFF);
+        }
+    }
+}
+
+fn is_resource_error(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+    )
+}
