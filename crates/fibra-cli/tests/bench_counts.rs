@@ -169,3 +169,35 @@ fn text_report_has_weighttp_lines() {
         "no progress bar when stderr is not a terminal"
     );
 }
+
+#[test]
+fn interrupt_stops_the_run_and_reports() {
+    let server = Server::start(|_, _| Reply::Ok);
+    let url = server.url("/");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fibra"))
+        .args(["bench", "-n", "1000000000", "-c", "2", "-k", "--json", &url])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait (bounded) until the run is under way, then interrupt it.
+    for _ in 0..6000 {
+        if server.requests() >= 100 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(server.requests() >= 100, "the run never got going");
+    let pid = child.id() as libc::pid_t;
+    // SAFETY: kill(2) on our own child's pid has no memory-safety preconditions.
+    let rc = unsafe { libc::kill(pid, libc::SIGINT) };
+    assert_eq!(rc, 0);
+    let out = bench_util::wait(&mut child);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{v}");
+    let r = &v["requests"];
+    assert_eq!(r["done"], r["started"], "in-flight requests finish: {v}");
+    assert_eq!(r["succeeded"], r["done"], "{v}");
+    assert_eq!(r["succeeded"].as_u64(), Some(server.requests()), "{v}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("SIGINT"));
+}

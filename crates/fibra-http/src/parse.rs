@@ -9,6 +9,7 @@ use std::fmt;
 
 use http::header::{HeaderName, HeaderValue};
 use http::{HeaderMap, Method, StatusCode, Uri, Version};
+use std::mem::MaybeUninit;
 
 use crate::settings::Settings;
 
@@ -97,16 +98,19 @@ const STACK_HEADERS: usize = 100;
 /// `max_headers` (431), `max_body_bytes` (413 for a bigger `Content-Length`).
 pub fn parse_head(buf: &[u8], settings: &Settings) -> Result<Option<(Head, usize)>, ProtocolError> {
     let max_headers = settings.max_headers;
-    let mut stack = [httparse::EMPTY_HEADER; STACK_HEADERS];
+    // Uninitialised header slots: initialising 100 of them (3 KiB) per request showed up as
+    // half of this function's time in profiles.
+    let mut stack = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; STACK_HEADERS];
     let mut heap;
-    let headers: &mut [httparse::Header<'_>] = if max_headers <= STACK_HEADERS {
+    let headers: &mut [MaybeUninit<httparse::Header<'_>>] = if max_headers <= STACK_HEADERS {
         &mut stack[..max_headers]
     } else {
-        heap = vec![httparse::EMPTY_HEADER; max_headers];
+        heap = Vec::with_capacity(max_headers);
+        heap.resize_with(max_headers, MaybeUninit::uninit);
         &mut heap[..]
     };
-    let mut req = httparse::Request::new(headers);
-    let len = match req.parse(buf) {
+    let mut req = httparse::Request::new(&mut []);
+    let len = match req.parse_with_uninit_headers(buf, headers) {
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) => return partial(buf, settings).map(|()| None),
         Err(e) => return Err(map_httparse_error(e, buf)),

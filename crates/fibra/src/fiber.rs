@@ -114,6 +114,14 @@ pub(crate) fn current_task() -> Option<Arc<Task>> {
     }
 }
 
+/// The slab key of the current fiber, without touching its reference count.
+fn current_key() -> Option<usize> {
+    let ptr = CURRENT.with(|c| c.get());
+    // SAFETY: as in `current_task`: null, or a task kept alive by the worker's slab while the
+    // fiber runs, which covers this call.
+    unsafe { ptr.as_ref() }.map(|t| t.key.load(Relaxed))
+}
+
 /// Suspends the running fiber back to its worker. Must be called inside a fiber.
 fn suspend() {
     let yielder = YIELDER.with(|y| y.get());
@@ -212,11 +220,11 @@ pub(crate) fn park_until(deadline: Option<std::time::Instant>) -> bool {
 ///
 /// Outside a fiber it yields the OS thread.
 pub fn yield_now() {
-    let Some(task) = current_task() else {
+    let Some(key) = current_key() else {
         thread::yield_now();
         return;
     };
-    worker::with(|w| w.queue.borrow_mut().push_back(task.key.load(Relaxed)));
+    worker::with(|w| w.queue.borrow_mut().push_back(key));
     suspend();
 }
 
@@ -356,8 +364,8 @@ pub(crate) fn make_coroutine(stack: DefaultStack, body: Body) -> FiberCoroutine 
 }
 
 /// Resumes fiber `task` on the current worker. Returns true if it finished.
-pub(crate) fn resume(task: &Arc<Task>, co: &mut FiberCoroutine, guard: (usize, usize)) -> bool {
-    CURRENT.with(|c| c.set(Arc::as_ptr(task)));
+pub(crate) fn resume(task: &Task, co: &mut FiberCoroutine, guard: (usize, usize)) -> bool {
+    CURRENT.with(|c| c.set(task as *const Task));
     crate::overflow::enter_fiber(guard, task);
     let result = co.resume(());
     crate::overflow::leave_fiber();

@@ -153,14 +153,18 @@ impl Worker {
 
     /// Runs fiber `key` until it parks, yields or ends.
     fn run_fiber(&self, key: usize) {
-        let (task, state) = {
+        let (task_ptr, state) = {
             let mut fibers = self.fibers.borrow_mut();
             let Some(slot) = fibers.get_mut(key) else {
                 return;
             };
             let state = std::mem::replace(&mut slot.state, FiberState::Running);
-            (slot.task.clone(), state)
+            (Arc::as_ptr(&slot.task), state)
         };
+        // SAFETY: the slot keeps its `Arc<Task>` until this function removes it below (slots
+        // are removed nowhere else while the loop runs), and a task never moves inside its Arc,
+        // even when the slab reallocates because the fiber spawned others.
+        let task = unsafe { &*task_ptr };
         let (mut co, guard) = match state {
             FiberState::Suspended(co, guard) => (co, guard),
             FiberState::NotStarted(body) => {
@@ -182,7 +186,7 @@ impl Worker {
             }
             FiberState::Running => return,
         };
-        let finished = fiber::resume(&task, &mut co, guard);
+        let finished = fiber::resume(task, &mut co, guard);
         if finished {
             task.mark_done();
             self.fibers.borrow_mut().remove(key);

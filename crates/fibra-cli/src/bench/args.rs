@@ -63,7 +63,8 @@ pub struct BenchArgs {
     #[arg(long)]
     pub batch: bool,
 
-    /// Per-request timeout in seconds (connect, send and the whole response).
+    /// Timeout in seconds for connecting and for each wait on a response or a send;
+    /// a request that times out counts as errored.
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<f64>,
 

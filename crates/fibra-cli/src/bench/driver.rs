@@ -10,7 +10,7 @@
 
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -27,6 +27,8 @@ const CONNECT_BACKOFF: Duration = Duration::from_millis(10);
 /// How long a timed run waits past its end for requests in flight (when no
 /// `--timeout` says otherwise).
 const DEFAULT_GRACE: Duration = Duration::from_secs(2);
+/// How often the root fiber looks at the stop flag while it waits.
+const STOP_POLL: Duration = Duration::from_millis(100);
 
 /// Read-only state shared by every connection fiber.
 #[derive(Debug)]
@@ -41,6 +43,8 @@ struct Shared {
     timeout: Option<Duration>,
     /// End of a timed run.
     deadline: Option<Instant>,
+    /// Set when the user interrupts the run: start nothing more.
+    stop: Arc<AtomicBool>,
 }
 
 impl Shared {
@@ -52,7 +56,9 @@ impl Shared {
     /// Takes up to `want` requests from this worker's budget.
     #[inline]
     fn take(&self, want: u64) -> u64 {
-        if self.deadline.is_some_and(|d| fibra::time::now() >= d) {
+        if self.stop.load(Ordering::Relaxed)
+            || self.deadline.is_some_and(|d| fibra::time::now() >= d)
+        {
             return 0;
         }
         stats::with(|w| w.take(want))
@@ -75,11 +81,13 @@ fn share(total: u64, parts: usize, index: usize) -> u64 {
 }
 
 /// Runs the benchmark described by `config` against `addr`. `progress`, if
-/// given, holds one live counter of finished requests per worker.
+/// given, holds one live counter of finished requests per worker; setting
+/// `stop` ends the run early (requests in flight still finish).
 pub fn execute(
     config: &Config,
     addr: SocketAddr,
     progress: Option<Vec<Arc<AtomicU64>>>,
+    stop: Arc<AtomicBool>,
 ) -> io::Result<Outcome> {
     let workers = config.workers;
     let runtime = fibra::Runtime::builder().workers(workers).build()?;
@@ -93,6 +101,7 @@ pub fn execute(
         head_request: config.head_request,
         timeout: config.timeout,
         deadline: None,
+        stop,
     };
     let (limit, connections, batch) = (config.limit, config.connections, config.batch);
     let grace = config.timeout.unwrap_or(DEFAULT_GRACE);
@@ -130,19 +139,24 @@ pub fn execute(
             }
         }
         drop(done_tx);
-        let give_up = shared.deadline.map(|d| d + grace);
+        // Wait for every driver fiber; past the end of a timed run or an
+        // interrupt, give requests in flight `grace` to finish.
+        let mut give_up = shared.deadline.map(|d| d + grace);
         let mut finished = 0;
         while finished < fibers {
-            let got = match give_up {
-                None => done_rx.recv().is_ok(),
-                Some(at) => done_rx
-                    .recv_timeout(at.saturating_duration_since(Instant::now()))
-                    .is_ok(),
-            };
-            if !got {
-                break;
+            match done_rx.recv_timeout(STOP_POLL) {
+                Ok(()) => finished += 1,
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    let now = Instant::now();
+                    if shared.stop.load(Ordering::Relaxed) {
+                        give_up = Some(give_up.unwrap_or(now + grace).min(now + grace));
+                    }
+                    if give_up.is_some_and(|at| now >= at) {
+                        break;
+                    }
+                }
             }
-            finished += 1;
         }
         let mut total = Stats::new();
         let mut last = None;

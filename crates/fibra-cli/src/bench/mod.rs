@@ -21,6 +21,8 @@ pub mod url;
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use args::BenchArgs;
@@ -48,8 +50,11 @@ pub fn run(args: BenchArgs) -> ExitCode {
         }
     };
     raise_fd_limit(config.connections);
+    let stop = Arc::new(AtomicBool::new(false));
+    watch_interrupts(stop.clone());
     let progress = Progress::start(config.limit, config.workers);
-    let outcome = driver::execute(&config, addr, progress.as_ref().map(Progress::counters));
+    let counters = progress.as_ref().map(Progress::counters);
+    let outcome = driver::execute(&config, addr, counters, stop);
     if let Some(p) = progress {
         p.finish();
     }
@@ -75,6 +80,25 @@ pub fn run(args: BenchArgs) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// On the first SIGINT or SIGTERM, sets `stop` so the run ends and reports
+/// what it did; on the second, exits at once. Must run before the runtime
+/// starts, so that its threads inherit the blocked signals.
+fn watch_interrupts(stop: Arc<AtomicBool>) {
+    if crate::signals::block_shutdown_signals().is_err() {
+        return; // the default action (terminate) stays in force
+    }
+    let watcher = move || {
+        let sig = crate::signals::wait_for_shutdown_signal();
+        stop.store(true, Ordering::Relaxed);
+        eprintln!("fibra bench: {sig}, finishing requests in flight (again to quit)");
+        crate::signals::wait_for_shutdown_signal();
+        std::process::exit(130);
+    };
+    let _ = std::thread::Builder::new()
+        .name("bench-signals".into())
+        .spawn(watcher);
 }
 
 /// Resolves the target and picks the first address that accepts a

@@ -5,7 +5,7 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -136,10 +136,11 @@ fn serve(state: &State, mut conn: TcpStream, index: u64) {
             buf.drain(..end + 4);
             let reply = (state.script)(index, n);
             n += 1;
+            // Counted before the write, so the count is final once the client has the reply.
+            state.sent[reply as usize].fetch_add(1, Ordering::SeqCst);
             if conn.write_all(reply.bytes()).is_err() {
                 return;
             }
-            state.sent[reply as usize].fetch_add(1, Ordering::SeqCst);
             if reply.closes() {
                 return;
             }
@@ -162,15 +163,32 @@ pub fn run(args: &[&str]) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("run the fibra binary");
+    wait(&mut child)
+}
+
+/// Waits for `child` (output piped) and collects its output, killing it and
+/// failing the test after [`RUN_LIMIT`].
+pub fn wait(child: &mut Child) -> Output {
     let start = Instant::now();
     while child.try_wait().expect("wait for fibra").is_none() {
         if start.elapsed() > RUN_LIMIT {
             let _ = child.kill();
-            panic!("fibra bench {args:?} did not finish within {RUN_LIMIT:?}");
+            panic!("fibra bench did not finish within {RUN_LIMIT:?}");
         }
         thread::sleep(Duration::from_millis(20));
     }
-    child.wait_with_output().expect("collect fibra output")
+    let mut out = Output {
+        status: child.wait().expect("exit status"),
+        stdout: Vec::new(),
+        stderr: Vec::new(),
+    };
+    if let Some(mut s) = child.stdout.take() {
+        s.read_to_end(&mut out.stdout).expect("read stdout");
+    }
+    if let Some(mut s) = child.stderr.take() {
+        s.read_to_end(&mut out.stderr).expect("read stderr");
+    }
+    out
 }
 
 /// Runs `fibra bench ARGS URL` (ARGS including `--json`) and returns its exit
