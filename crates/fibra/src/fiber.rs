@@ -9,16 +9,18 @@
 //! queued twice and a wake-up that races with parking is never lost.
 
 use crate::runtime::{self, RtShared};
-use crate::sync::oneshot;
+use crate::sync::lock;
 use crate::worker;
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
+use std::any::Any;
 use std::cell::Cell;
 use std::io;
+use std::marker::PhantomData;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread;
 
 const EMPTY: u8 = 0;
@@ -53,6 +55,20 @@ pub(crate) struct Task {
     pub(crate) timer_queued: AtomicU64,
     /// Set by the timer when the deadline passed. Home worker only.
     pub(crate) timed_out: AtomicBool,
+    /// The fiber's outcome, kept here (no separate allocation) until joined.
+    join: Mutex<JoinSlot>,
+}
+
+/// A fiber's outcome as its [`JoinHandle`] will see it.
+#[derive(Default)]
+struct JoinSlot {
+    /// Set once the fiber has ended, or is known never to run.
+    finished: bool,
+    /// The boxed value (no allocation for `()`) or the panic payload; `None` if the fiber was
+    /// dropped before producing either.
+    result: Option<thread::Result<Box<dyn Any + Send>>>,
+    /// The fiber or thread blocked in `join`.
+    waiter: Option<Waiter>,
 }
 
 impl Task {
@@ -67,6 +83,23 @@ impl Task {
             deadline: AtomicU64::new(0),
             timer_queued: AtomicU64::new(0),
             timed_out: AtomicBool::new(false),
+            join: Mutex::new(JoinSlot::default()),
+        }
+    }
+
+    /// Records the fiber's outcome (`None`: it will never produce one) and wakes its joiner.
+    pub(crate) fn complete(&self, result: Option<thread::Result<Box<dyn Any + Send>>>) {
+        let waiter = {
+            let mut j = lock(&self.join);
+            if j.finished {
+                return;
+            }
+            j.finished = true;
+            j.result = result;
+            j.waiter.take()
+        };
+        if let Some(w) = waiter {
+            w.wake();
         }
     }
 
@@ -232,35 +265,52 @@ pub fn yield_now() {
 ///
 /// Dropping it detaches the fiber.
 pub struct JoinHandle<T> {
-    rx: oneshot::Receiver<thread::Result<T>>,
-    id: u64,
+    task: Arc<Task>,
+    _result: PhantomData<fn() -> T>,
 }
 
-impl<T> JoinHandle<T> {
-    /// Waits for the fiber to finish and returns its result, or the payload of its panic.
+impl<T: 'static> JoinHandle<T> {
+    /// Waits for the fiber to finish and returns its result, or the payload of its panic
+    /// ([`Cancelled`] if its runtime shut down before it finished).
     ///
     /// Called from a fiber, only that fiber parks; from a thread, the thread blocks.
     pub fn join(self) -> thread::Result<T> {
-        match self.rx.recv() {
-            Ok(result) => result,
-            Err(_) => Err(Box::new(Cancelled)),
+        loop {
+            {
+                let mut j = lock(&self.task.join);
+                if j.finished {
+                    return match j.result.take() {
+                        Some(Ok(value)) => Ok(*value
+                            .downcast::<T>()
+                            .expect("a fiber's result has the JoinHandle's type")),
+                        Some(Err(payload)) => Err(payload),
+                        None => Err(Box::new(Cancelled)),
+                    };
+                }
+                j.waiter = Some(Waiter::current());
+            }
+            park_until(None);
         }
     }
+}
 
+impl<T> JoinHandle<T> {
     /// Whether the fiber has finished.
     pub fn is_finished(&self) -> bool {
-        self.rx.is_ready()
+        lock(&self.task.join).finished
     }
 
     /// The fiber's unique id.
     pub fn id(&self) -> u64 {
-        self.id
+        self.task.id
     }
 }
 
 impl<T> std::fmt::Debug for JoinHandle<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("JoinHandle").field("id", &self.id).finish()
+        f.debug_struct("JoinHandle")
+            .field("id", &self.task.id)
+            .finish()
     }
 }
 
@@ -338,7 +388,6 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    let (tx, rx) = oneshot::channel();
     let home = match worker {
         Some(i) => i % rt.workers.len(),
         None => rt.next_worker(),
@@ -346,11 +395,21 @@ where
     let id = rt.next_id();
     let task = Arc::new(Task::new(id, name.map(Into::into), home, rt.clone()));
     let body: Body = Box::new(move || {
-        let result = panic::catch_unwind(AssertUnwindSafe(f));
-        let _ = tx.send(result);
+        let result = panic::catch_unwind(AssertUnwindSafe(f))
+            .map(|value| Box::new(value) as Box<dyn Any + Send>);
+        let ptr = CURRENT.with(|c| c.get());
+        // SAFETY: the body runs inside its own fiber, whose task CURRENT points to and the
+        // worker's slab keeps alive while it runs.
+        if let Some(task) = unsafe { ptr.as_ref() } {
+            task.complete(Some(result));
+        }
     });
+    let handle = JoinHandle {
+        task: task.clone(),
+        _result: PhantomData,
+    };
     worker::submit(task, body);
-    JoinHandle { rx, id }
+    handle
 }
 
 /// Creates the coroutine for a fiber's body on a pooled stack.

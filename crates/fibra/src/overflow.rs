@@ -12,25 +12,20 @@ use std::cell::Cell;
 use std::sync::Once;
 
 thread_local! {
-    /// Guard-page range `[lo, hi)` of the fiber running on this thread; (0, 0) outside fibers.
-    static GUARD: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
-    /// Id of the running fiber.
-    static FIBER_ID: Cell<u64> = const { Cell::new(0) };
-    /// Name of the running fiber (pointer and length into its `Task`).
-    static FIBER_NAME: Cell<(*const u8, usize)> = const { Cell::new((std::ptr::null(), 0)) };
+    /// Guard-page range `[lo, hi)` of the fiber running on this thread and its task; all zero
+    /// outside fibers. One cell, so entering a fiber is a single thread-local store.
+    static RUNNING: Cell<(usize, usize, *const Task)> =
+        const { Cell::new((0, 0, std::ptr::null())) };
 }
 
 /// Records the fiber about to run on this thread.
 pub(crate) fn enter_fiber(guard: (usize, usize), task: &Task) {
-    GUARD.with(|g| g.set(guard));
-    FIBER_ID.with(|i| i.set(task.id));
-    let name = task.display_name();
-    FIBER_NAME.with(|n| n.set((name.as_ptr(), name.len())));
+    RUNNING.with(|r| r.set((guard.0, guard.1, task as *const Task)));
 }
 
 /// Records that no fiber runs on this thread.
 pub(crate) fn leave_fiber() {
-    GUARD.with(|g| g.set((0, 0)));
+    RUNNING.with(|r| r.set((0, 0, std::ptr::null())));
 }
 
 static INSTALL: Once = Once::new();
@@ -134,15 +129,14 @@ extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut l
     // SAFETY: the kernel passes a valid siginfo for SA_SIGINFO handlers of SIGSEGV/SIGBUS.
     let addr = unsafe { (*info).si_addr() } as usize;
     // Const-initialised thread-locals without destructors are plain TLS reads, safe here.
-    let (lo, hi) = GUARD.with(|g| g.get());
+    let (lo, hi, task) = RUNNING.with(|r| r.get());
     if lo <= addr && addr < hi {
-        let id = FIBER_ID.with(|i| i.get());
-        let (ptr, len) = FIBER_NAME.with(|n| n.get());
+        // SAFETY: RUNNING's task pointer is set from a live `&Task` for exactly as long as that
+        // fiber runs on this thread, and the fault happened while it ran.
+        let task = unsafe { &*task };
+        let id = task.id;
         write_stderr(b"\nfibra: fiber '");
-        if !ptr.is_null() {
-            // SAFETY: FIBER_NAME points into the running fiber's Task, alive while it runs.
-            write_stderr(unsafe { std::slice::from_raw_parts(ptr, len) });
-        }
+        write_stderr(task.display_name().as_bytes());
         write_stderr(b"' (id ");
         let mut buf = [0u8; 20];
         let mut n = id;

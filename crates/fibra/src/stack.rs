@@ -6,6 +6,8 @@
 
 use corosensei::stack::{DefaultStack, Stack};
 use std::io;
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering::Relaxed;
 
 /// A LIFO pool of guard-paged stacks of one size, owned by one worker thread.
 pub(crate) struct StackPool {
@@ -53,13 +55,16 @@ pub(crate) fn guard_range(stack: &DefaultStack) -> (usize, usize) {
     (limit.saturating_sub(page), limit + page)
 }
 
-/// The system page size.
+/// The system page size (asked once).
 pub(crate) fn page_size() -> usize {
+    static PAGE: AtomicUsize = AtomicUsize::new(0);
+    let cached = PAGE.load(Relaxed);
+    if cached != 0 {
+        return cached;
+    }
     // SAFETY: sysconf has no preconditions; _SC_PAGESIZE is always supported on Linux.
     let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if size > 0 {
-        size as usize
-    } else {
-        4096
-    }
+    let size = if size > 0 { size as usize } else { 4096 };
+    PAGE.store(size, Relaxed);
+    size
 }

@@ -65,10 +65,12 @@ impl WorkerShared {
 /// A fiber's slot in its worker's slab.
 enum FiberState {
     NotStarted(Body),
-    /// The coroutine and its stack's guard-page range.
+    /// The coroutine and its stack's guard-page range. Resumed in place: the slab is never
+    /// mutated while a fiber runs (spawns made meanwhile are deferred), so the coroutine does
+    /// not move.
     Suspended(FiberCoroutine, (usize, usize)),
-    /// Taken out by the loop while it runs.
-    Running,
+    /// Transient, while the slot changes state.
+    Empty,
 }
 
 struct Slot {
@@ -83,6 +85,10 @@ pub(crate) struct Worker {
     pub(crate) rt: Arc<RtShared>,
     pub(crate) queue: RefCell<VecDeque<usize>>,
     fibers: RefCell<Slab<Slot>>,
+    /// True while a fiber runs: the slab must not change then.
+    running: Cell<bool>,
+    /// Fibers spawned onto this worker while a fiber ran; inserted once it stops.
+    deferred: RefCell<VecDeque<(Arc<Task>, Body)>>,
     stacks: RefCell<StackPool>,
     pub(crate) timers: RefCell<Timers>,
     poll: RefCell<Poll>,
@@ -137,6 +143,10 @@ pub(crate) fn submit(task: Arc<Task>, body: Body) {
 
 impl Worker {
     fn insert(&self, task: Arc<Task>, body: Body) {
+        if self.running.get() {
+            self.deferred.borrow_mut().push_back((task, body));
+            return;
+        }
         let key = self.fibers.borrow_mut().insert(Slot {
             task: task.clone(),
             state: FiberState::NotStarted(body),
@@ -153,46 +163,60 @@ impl Worker {
 
     /// Runs fiber `key` until it parks, yields or ends.
     fn run_fiber(&self, key: usize) {
-        let (task_ptr, state) = {
+        let (task_ptr, co_ptr, guard) = {
             let mut fibers = self.fibers.borrow_mut();
             let Some(slot) = fibers.get_mut(key) else {
                 return;
             };
-            let state = std::mem::replace(&mut slot.state, FiberState::Running);
-            (Arc::as_ptr(&slot.task), state)
-        };
-        // SAFETY: the slot keeps its `Arc<Task>` until this function removes it below (slots
-        // are removed nowhere else while the loop runs), and a task never moves inside its Arc,
-        // even when the slab reallocates because the fiber spawned others.
-        let task = unsafe { &*task_ptr };
-        let (mut co, guard) = match state {
-            FiberState::Suspended(co, guard) => (co, guard),
-            FiberState::NotStarted(body) => {
-                let stack = self.stacks.borrow_mut().get();
-                match stack {
+            if let FiberState::NotStarted(_) = slot.state {
+                let FiberState::NotStarted(body) =
+                    std::mem::replace(&mut slot.state, FiberState::Empty)
+                else {
+                    unreachable!()
+                };
+                match self.stacks.borrow_mut().get() {
                     Ok(stack) => {
                         let guard = stack::guard_range(&stack);
-                        (fiber::make_coroutine(stack, body), guard)
+                        slot.state =
+                            FiberState::Suspended(fiber::make_coroutine(stack, body), guard);
                     }
                     Err(e) => {
                         // Out of memory or mappings: the body (and its JoinHandle sender) is
                         // dropped, so a joiner sees the fiber as cancelled.
                         eprintln!("fibra: cannot allocate a fiber stack: {e}");
-                        task.mark_done();
-                        self.fibers.borrow_mut().remove(key);
+                        slot.task.mark_done();
+                        slot.task.complete(None);
+                        fibers.remove(key);
                         return;
                     }
                 }
             }
-            FiberState::Running => return,
+            let FiberState::Suspended(co, guard) = &mut slot.state else {
+                return;
+            };
+            (Arc::as_ptr(&slot.task), co as *mut FiberCoroutine, *guard)
         };
-        let finished = fiber::resume(task, &mut co, guard);
+        self.running.set(true);
+        // SAFETY: the slab is not mutated while `running` is set (`insert` defers, and slots
+        // are only removed below, after the fiber stopped), so the slot — its `Arc<Task>` and
+        // the coroutine stored in place — stays where these pointers point, and nothing else
+        // borrows the coroutine meanwhile. A task never moves inside its Arc.
+        let finished = unsafe { fiber::resume(&*task_ptr, &mut *co_ptr, guard) };
+        self.running.set(false);
         if finished {
-            task.mark_done();
-            self.fibers.borrow_mut().remove(key);
-            self.stacks.borrow_mut().put(co.into_stack());
-        } else if let Some(slot) = self.fibers.borrow_mut().get_mut(key) {
-            slot.state = FiberState::Suspended(co, guard);
+            let slot = self.fibers.borrow_mut().remove(key);
+            slot.task.mark_done();
+            if let FiberState::Suspended(co, _) = slot.state {
+                self.stacks.borrow_mut().put(co.into_stack());
+            }
+        }
+        // In spawn order; the queue keeps its capacity for the next burst.
+        loop {
+            let next = self.deferred.borrow_mut().pop_front();
+            match next {
+                Some((task, body)) => self.insert(task, body),
+                None => break,
+            }
         }
     }
 
@@ -294,6 +318,7 @@ impl Worker {
                 if not_started {
                     let slot = self.fibers.borrow_mut().remove(key);
                     slot.task.mark_done();
+                    slot.task.complete(None);
                     drop(slot);
                 } else {
                     self.run_fiber(key);
@@ -304,6 +329,7 @@ impl Worker {
         // Fibers that refused to unwind (they caught `Cancelled` and parked again) are leaked
         // rather than dropped: dropping a suspended coroutine would unwind it from here.
         for (_, slot) in std::mem::take(&mut *self.fibers.borrow_mut()) {
+            slot.task.complete(None);
             if let FiberState::Suspended(co, _) = slot.state {
                 std::mem::forget(co);
             }
@@ -347,6 +373,8 @@ pub(crate) fn run(index: usize, rt: Arc<RtShared>, poll: Poll) {
         rt,
         queue: RefCell::new(VecDeque::with_capacity(1024)),
         fibers: RefCell::new(Slab::with_capacity(1024)),
+        running: Cell::new(false),
+        deferred: RefCell::new(VecDeque::new()),
         timers: RefCell::new(Timers::default()),
         poll: RefCell::new(poll),
         registry,
