@@ -488,7 +488,7 @@ where
                     }
                     Ok(None) => {}
                     Err(e) => {
-                        log::debug!("{peer:?}: {e}");
+                        settings.report_rejected(peer, e);
                         put_error(&mut sh.wbuf, &e, server);
                         sh.linger();
                         return;
@@ -510,14 +510,10 @@ where
                 let deadline = *head_deadline.get_or_insert(now + settings.header_timeout);
                 if now >= deadline {
                     if partial {
-                        put_error(
-                            &mut sh.wbuf,
-                            &ProtocolError::new(
-                                StatusCode::REQUEST_TIMEOUT,
-                                "request head timeout",
-                            ),
-                            server,
-                        );
+                        let e =
+                            ProtocolError::new(StatusCode::REQUEST_TIMEOUT, "request head timeout");
+                        settings.report_rejected(peer, e);
+                        put_error(&mut sh.wbuf, &e, server);
                         sh.linger();
                     }
                     return;
@@ -529,6 +525,7 @@ where
                     StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
                     "request head too large",
                 );
+                settings.report_rejected(peer, e);
                 put_error(&mut sh.wbuf, &e, server);
                 sh.linger();
                 return;
@@ -585,7 +582,7 @@ where
             Ok(resp) => resp,
             Err(p) => {
                 let p = rethrow_cancel(p);
-                log::error!("{peer:?}: handler panicked: {}", panic_message(&*p));
+                settings.report_panic(peer, panic_message(&*p));
                 close = true;
                 error_response(StatusCode::INTERNAL_SERVER_ERROR, "internal server error")
             }
@@ -596,12 +593,14 @@ where
             let mut sh = shared.borrow_mut();
             match sh.body_error.take() {
                 Some(BodyError::Protocol(e)) => {
+                    settings.report_rejected(peer, e);
                     put_error(&mut sh.wbuf, &e, server);
                     sh.linger();
                     return;
                 }
                 Some(BodyError::Timeout) => {
                     let e = ProtocolError::new(StatusCode::REQUEST_TIMEOUT, "request body timeout");
+                    settings.report_rejected(peer, e);
                     put_error(&mut sh.wbuf, &e, server);
                     sh.linger();
                     return;
@@ -635,7 +634,7 @@ where
             *resp.body_mut() = "101 without an upgrade body\n".into();
             close = true;
         }
-        let upgrade = match write_response(&shared, resp, is_head, http11, server, &mut close) {
+        let upgrade = match write_response(&shared, resp, is_head, http11, settings, &mut close) {
             Ok(u) => u,
             Err(_) => return,
         };
@@ -658,7 +657,7 @@ where
             };
             if let Err(p) = catch_unwind(AssertUnwindSafe(|| f(up))) {
                 let p = rethrow_cancel(p);
-                log::error!("{peer:?}: upgrade handler panicked: {}", panic_message(&*p));
+                settings.report_panic(peer, panic_message(&*p));
             }
             return;
         }
@@ -694,9 +693,10 @@ fn write_response<T: Transport>(
     resp: Response,
     is_head: bool,
     http11: bool,
-    server: Option<&str>,
+    settings: &Settings,
     close: &mut bool,
 ) -> io::Result<Option<UpgradeFn>> {
+    let server = settings.server_header.as_deref();
     let (parts, body) = resp.into_parts();
     let status = parts.status;
     let no_framing = status.is_informational()
@@ -760,7 +760,8 @@ fn write_response<T: Transport>(
                 }
                 Err(p) => {
                     let p = rethrow_cancel(p);
-                    log::error!("streaming body panicked: {}", panic_message(&*p));
+                    let peer = cell.borrow().peer;
+                    settings.report_panic(peer, panic_message(&*p));
                     *close = true;
                 }
             }

@@ -57,5 +57,5 @@ pub use conn::serve_connection;
 pub use parse::ProtocolError;
 pub use response::{BodyWriter, FileRange, Response, ResponseBody, Upgraded};
 pub use server::{Server, ServerHandle, Tcp};
-pub use settings::Settings;
+pub use settings::{ErrorHook, ServerError, ServerErrorKind, Settings};
 pub use transport::Transport;

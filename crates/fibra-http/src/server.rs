@@ -19,7 +19,7 @@ use fibra::net::{ListenOptions, TcpListener, TcpStream};
 use crate::body::Request;
 use crate::conn::{serve_with, ConnCtl};
 use crate::response::Response;
-use crate::settings::Settings;
+use crate::settings::{ErrorHook, ServerError, ServerErrorKind, Settings};
 use crate::transport::Transport;
 
 /// How often a parked accept loop looks at the shutdown flag and the connection limit.
@@ -160,6 +160,13 @@ impl Server {
     /// Replaces all settings at once.
     pub fn settings(mut self, settings: Settings) -> Self {
         self.settings = settings;
+        self
+    }
+
+    /// Calls `f` for every handler panic, rejected request and failed `accept`, instead of
+    /// logging them. See [`Settings::on_error`] and [`ServerError`].
+    pub fn on_error(mut self, f: impl Fn(&ServerError) + Send + Sync + 'static) -> Self {
+        self.settings.on_error = Some(ErrorHook::new(f));
         self
     }
 
@@ -427,32 +434,37 @@ fn accept_loop<H>(
         }
         let (stream, _peer) = match listener.accept() {
             Ok(c) => c,
+            Err(e) if is_benign(&e) => continue,
             Err(e) => {
-                if is_resource_error(&e) {
-                    if last_warning.map_or(true, |t| t.elapsed() > Duration::from_secs(1)) {
-                        log::warn!("accept on worker {worker}: {e}; backing off");
-                        last_warning = Some(Instant::now());
-                    }
-                    fibra::time::sleep(ACCEPT_BACKOFF);
-                } else if !matches!(
-                    e.kind(),
-                    io::ErrorKind::TimedOut
-                        | io::ErrorKind::WouldBlock
-                        | io::ErrorKind::ConnectionAborted
-                        | io::ErrorKind::Interrupted
-                ) {
-                    log::debug!("accept on worker {worker}: {e}");
-                    fibra::time::sleep(Duration::from_millis(1));
+                let resource = is_resource_error(&e);
+                let quiet = last_warning.is_some_and(|t| t.elapsed() < Duration::from_secs(1));
+                if settings.on_error.is_some() || !quiet {
+                    last_warning = Some(Instant::now());
+                    settings.report(ServerError::new(None, ServerErrorKind::Accept(e)));
                 }
+                // Out of descriptors or memory: the pending connection stays in the backlog,
+                // so the listener stays readable and an immediate retry would spin. Wait.
+                fibra::time::sleep(if resource {
+                    ACCEPT_BACKOFF
+                } else {
+                    Duration::from_millis(1)
+                });
                 continue;
             }
         };
+        // Another worker may have taken the last slot since the check above: then hold this
+        // connection (unserved) until a slot frees up, so the limit holds over all workers.
+        while !take_slot(&state.active, settings.max_connections) {
+            if state.shutting_down.load(Ordering::SeqCst) {
+                return;
+            }
+            state.slot_freed.wait_timeout(ACCEPT_POLL);
+        }
         let entry = Arc::new(ConnEntry {
             stream,
             idle: AtomicBool::new(false),
         });
         let id = state.next_id.fetch_add(1, Ordering::Relaxed);
-        state.active.fetch_add(1, Ordering::SeqCst);
         state
             .conns
             .lock()
@@ -476,6 +488,27 @@ fn accept_loop<H>(
             fibra::time::sleep(ACCEPT_BACKOFF);
         }
     }
+}
+
+/// Counts one more connection in `active` unless it is already at `max`.
+fn take_slot(active: &AtomicUsize, max: usize) -> bool {
+    active
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+            (n < max).then_some(n + 1)
+        })
+        .is_ok()
+}
+
+/// Errors that need no report and no pause: the accept timeout (so the loop can look at the
+/// shutdown flag) and a client that gave up before we accepted.
+fn is_benign(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::TimedOut
+            | io::ErrorKind::WouldBlock
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::Interrupted
+    )
 }
 
 fn is_resource_error(e: &io::Error) -> bool {

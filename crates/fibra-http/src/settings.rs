@@ -1,9 +1,16 @@
 //! Every knob of the HTTP server in one record, each with its default (Warp's `Settings.hs`).
 //!
 //! The defaults follow nginx and hyper: generous enough for browsers and API clients, tight
-//! enough that a slow or hostile client cannot hold a connection or memory for long.
+//! enough that a slow or hostile client cannot hold a connection or memory for long. Also here:
+//! the `on_error` hook (Warp's `settingsOnException`) and the [`ServerError`] it is handed.
 
+use std::fmt;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
+
+use crate::parse::ProtocolError;
 
 /// Server settings. Build with [`Settings::default()`] and change the fields you need, or use
 /// the setters on [`crate::Server`].
@@ -53,6 +60,11 @@ pub struct Settings {
     /// Log one line per request through the `log` facade (target `fibra_http::access`, level
     /// info). Default: false.
     pub access_log: bool,
+    /// Called for every handler panic, rejected request and failed `accept` (see
+    /// [`ServerError`]), in the fiber where it happened. `None` logs them through the `log`
+    /// facade instead: panics at level error, rejected requests at debug, accept failures at
+    /// warn (at most once a second). Default: `None`.
+    pub on_error: Option<ErrorHook>,
 }
 
 impl Default for Settings {
@@ -72,6 +84,138 @@ impl Default for Settings {
             server_header: None,
             read_buffer_bytes: 4 * 1024,
             access_log: false,
+            on_error: None,
+        }
+    }
+}
+
+impl Settings {
+    /// Hands `err` to [`on_error`](Self::on_error), or logs it when there is no hook.
+    pub(crate) fn report(&self, err: ServerError) {
+        match &self.on_error {
+            Some(hook) => (hook.0)(&err),
+            None => match err.kind {
+                ServerErrorKind::Panic(_) => log::error!("{err}"),
+                ServerErrorKind::Protocol(_) => log::debug!("{err}"),
+                ServerErrorKind::Accept(_) => log::warn!("{err}"),
+            },
+        }
+    }
+
+    /// Reports a request rejected with `e`.
+    pub(crate) fn report_rejected(&self, peer: Option<SocketAddr>, e: ProtocolError) {
+        self.report(ServerError::new(peer, ServerErrorKind::Protocol(e)));
+    }
+
+    /// Reports a panic of the handler, its streaming body or its upgrade callback.
+    pub(crate) fn report_panic(&self, peer: Option<SocketAddr>, message: &str) {
+        self.report(ServerError::new(
+            peer,
+            ServerErrorKind::Panic(message.to_owned()),
+        ));
+    }
+}
+
+/// The callback in [`Settings::on_error`]. It runs on the server's fibers, so it should be
+/// quick and must not panic; to do slow work (I/O to a remote collector), hand the error to a
+/// channel.
+#[derive(Clone)]
+pub struct ErrorHook(Arc<dyn Fn(&ServerError) + Send + Sync>);
+
+impl ErrorHook {
+    /// Wraps a callback.
+    pub fn new(f: impl Fn(&ServerError) + Send + Sync + 'static) -> Self {
+        ErrorHook(Arc::new(f))
+    }
+}
+
+impl fmt::Debug for ErrorHook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ErrorHook(..)")
+    }
+}
+
+/// Something that went wrong while serving, as handed to [`Settings::on_error`]. None of
+/// these stop the server: a panic or a rejected request closes only its connection, and the
+/// accept loop backs off and retries.
+#[derive(Debug)]
+pub struct ServerError {
+    peer: Option<SocketAddr>,
+    kind: ServerErrorKind,
+}
+
+/// What kind of [`ServerError`] happened.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ServerErrorKind {
+    /// The handler (or the writer closure of its streaming body, or its upgrade callback)
+    /// panicked, with the panic message (`"(non-string panic)"` for other payloads). The
+    /// client got a `500` if nothing had been sent yet; the connection is closed.
+    Panic(String),
+    /// A request was rejected before or while its body was read (malformed, too large, too
+    /// slow): the client got the error's status and the connection was closed.
+    Protocol(ProtocolError),
+    /// `accept` failed with something other than a benign race (e.g. `EMFILE`: out of file
+    /// descriptors). The accept loop waits a little and tries again; established connections
+    /// are unaffected. The error has no peer.
+    Accept(io::Error),
+}
+
+impl ServerError {
+    /// An error on the connection with `peer` (`None` when not known).
+    pub fn new(peer: Option<SocketAddr>, kind: ServerErrorKind) -> Self {
+        ServerError { peer, kind }
+    }
+    /// The client's address, if the error concerns a connection.
+    pub fn peer(&self) -> Option<SocketAddr> {
+        self.peer
+    }
+    /// What went wrong.
+    pub fn kind(&self) -> &ServerErrorKind {
+        &self.kind
+    }
+    /// The panic message, if this is a handler panic.
+    pub fn panic_message(&self) -> Option<&str> {
+        match &self.kind {
+            ServerErrorKind::Panic(m) => Some(m),
+            _ => None,
+        }
+    }
+    /// The status the request was rejected with, if this is a protocol error.
+    pub fn status(&self) -> Option<http::StatusCode> {
+        match &self.kind {
+            ServerErrorKind::Protocol(e) => Some(e.status()),
+            _ => None,
+        }
+    }
+    /// The I/O error, if this is an accept failure.
+    pub fn io_error(&self) -> Option<&io::Error> {
+        match &self.kind {
+            ServerErrorKind::Accept(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for ServerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(p) = self.peer {
+            write!(f, "{p}: ")?;
+        }
+        match &self.kind {
+            ServerErrorKind::Panic(m) => write!(f, "handler panicked: {m}"),
+            ServerErrorKind::Protocol(e) => write!(f, "request rejected: {e}"),
+            ServerErrorKind::Accept(e) => write!(f, "accept failed: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ServerError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.kind {
+            ServerErrorKind::Protocol(e) => Some(e),
+            ServerErrorKind::Accept(e) => Some(e),
+            ServerErrorKind::Panic(_) => None,
         }
     }
 }
