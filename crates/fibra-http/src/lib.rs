@@ -59,3 +59,9 @@ pub use response::{BodyWriter, FileRange, Response, ResponseBody, Upgraded};
 pub use server::{Server, ServerHandle, Tcp};
 pub use settings::{ErrorHook, ServerError, ServerErrorKind, Settings};
 pub use transport::Transport;
+
+/// The README's Rust examples, compiled (and run, unless marked `no_run`) as doctests so they
+/// stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;
