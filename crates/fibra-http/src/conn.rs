@@ -20,7 +20,7 @@ use http::{Method, StatusCode, Version};
 use crate::body::{Body, BodySource, Request};
 use crate::chunked::ChunkedDecoder;
 use crate::compose::{put_head, ConnHeader, Framing};
-use crate::parse::{parse_head, BodyKind, ProtocolError};
+use crate::parse::{parse_head_cached, BodyKind, HeadCache, ProtocolError};
 use crate::response::{BodyWriter, Kind, Response, StreamSink, UpgradeFn, Upgraded, FLUSH_BYTES};
 use crate::settings::Settings;
 use crate::transport::{is_timeout, Transport};
@@ -103,6 +103,8 @@ struct Shared<T> {
     /// The read timeout last set on the transport (skips redundant sets).
     read_timeout: Option<Duration>,
     peer: Option<SocketAddr>,
+    /// The previous request's parse, reused for identical targets and fields.
+    head_cache: HeadCache,
 }
 
 fn not_connected() -> io::Error {
@@ -264,6 +266,9 @@ impl<T: Transport> Shared<T> {
     }
 
     /// Reads and discards the rest of the body, up to `limit` bytes. True if it all went.
+    // Out of line: its 4 KiB scratch buffer would otherwise sit in every request's frame.
+    #[cold]
+    #[inline(never)]
     fn drain(&mut self, limit: u64) -> bool {
         if self.continue_pending || self.body_error.is_some() {
             return false;
@@ -336,6 +341,8 @@ impl<T: Transport> Shared<T> {
 
     /// Closes gracefully: push what is pending, stop sending, and read (bounded) what the
     /// client still sends so closing does not reset the connection under our last response.
+    #[cold]
+    #[inline(never)]
     fn linger(&mut self) {
         let _ = self.flush();
         let Some(io) = self.io.as_mut() else { return };
@@ -411,6 +418,8 @@ impl<T: Transport> StreamSink for Shared<T> {
 }
 
 /// Appends a complete error response (always `Connection: close`).
+#[cold]
+#[inline(never)]
 fn put_error(out: &mut Vec<u8>, e: &ProtocolError, server: Option<&str>) {
     let mut headers = http::HeaderMap::new();
     headers.insert(
@@ -472,6 +481,7 @@ where
         max_trailer: settings.max_head_bytes,
         read_timeout: None,
         peer,
+        head_cache: HeadCache::default(),
     }));
     let src: Rc<RefCell<dyn BodySource>> = shared.clone();
     let mut head_deadline = Some(start + settings.header_timeout);
@@ -481,7 +491,17 @@ where
         let head = loop {
             let mut sh = shared.borrow_mut();
             if sh.rpos < sh.rend {
-                match parse_head(&sh.rbuf[sh.rpos..sh.rend], settings) {
+                let parsed = {
+                    let Shared {
+                        rbuf,
+                        rpos,
+                        rend,
+                        head_cache,
+                        ..
+                    } = &mut *sh;
+                    parse_head_cached(&rbuf[*rpos..*rend], settings, head_cache)
+                };
+                match parsed {
                     Ok(Some((head, n))) => {
                         sh.rpos += n;
                         break head;

@@ -28,6 +28,14 @@ pub(crate) fn ticks_at(at: Instant) -> u64 {
     (ms as u64).max(1)
 }
 
+/// The tick `d` after the current worker's cached clock (no clock read, no `Instant` math).
+pub(crate) fn ticks_after(d: Duration) -> u64 {
+    let now =
+        crate::worker::try_with(|w| w.now_ticks.get()).unwrap_or_else(|| ticks_at(Instant::now()));
+    let ms = u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX / 2);
+    now.saturating_add(ms.max(1))
+}
+
 struct Entry {
     when: u64,
     task: Arc<Task>,

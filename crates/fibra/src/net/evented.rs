@@ -158,7 +158,7 @@ impl<S: AsRawFd> Evented<S> {
             }
             if deadline == 0 {
                 if let Some(t) = self.timeout(dir) {
-                    deadline = crate::timer::ticks_at(crate::time::now() + t);
+                    deadline = crate::timer::ticks_after(t);
                 }
             }
             reg.state.wait(dir, deadline)?;
