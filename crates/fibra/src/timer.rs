@@ -28,12 +28,11 @@ pub(crate) fn ticks_at(at: Instant) -> u64 {
     (ms as u64).max(1)
 }
 
-/// The tick `d` after the current worker's cached clock (no clock read, no `Instant` math).
+/// The tick `d` from now. Reads the real clock: the worker's cached one may be a little behind,
+/// and a timeout must never fire early.
 pub(crate) fn ticks_after(d: Duration) -> u64 {
-    let now =
-        crate::worker::try_with(|w| w.now_ticks.get()).unwrap_or_else(|| ticks_at(Instant::now()));
     let ms = u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX / 2);
-    now.saturating_add(ms.max(1))
+    ticks_at(Instant::now()).saturating_add(ms.max(1))
 }
 
 struct Entry {
