@@ -83,23 +83,17 @@ pub(crate) fn put_head(
     conn: ConnHeader,
 ) {
     put_status(out, status);
-    if !headers.contains_key(DATE) {
-        with_date(|d| {
-            out.extend_from_slice(b"Date: ");
-            out.extend_from_slice(d);
-            out.extend_from_slice(b"\r\n");
-        });
-    }
-    if let Some(server) = server {
-        if !headers.contains_key(SERVER) {
-            out.extend_from_slice(b"Server: ");
-            out.extend_from_slice(server.as_bytes());
-            out.extend_from_slice(b"\r\n");
-        }
-    }
+    // One pass over the handler's fields; `Date`/`Server` are added after them unless present
+    // (a scan of a few fields is cheaper than two hash lookups).
     let keep_user_length = framing == Framing::None && status == StatusCode::NOT_MODIFIED;
+    let mut has_date = false;
+    let mut has_server = false;
     for (name, value) in headers {
-        if (name == CONTENT_LENGTH && !keep_user_length)
+        if name == DATE {
+            has_date = true;
+        } else if name == SERVER {
+            has_server = true;
+        } else if (name == CONTENT_LENGTH && !keep_user_length)
             || name == TRANSFER_ENCODING
             || (name == CONNECTION && conn != ConnHeader::Handler)
         {
@@ -108,6 +102,18 @@ pub(crate) fn put_head(
         out.extend_from_slice(name.as_str().as_bytes());
         out.extend_from_slice(b": ");
         out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    if !has_date {
+        with_date(|d| {
+            out.extend_from_slice(b"Date: ");
+            out.extend_from_slice(d);
+            out.extend_from_slice(b"\r\n");
+        });
+    }
+    if let (Some(server), false) = (server, has_server) {
+        out.extend_from_slice(b"Server: ");
+        out.extend_from_slice(server.as_bytes());
         out.extend_from_slice(b"\r\n");
     }
     match framing {
@@ -175,8 +181,8 @@ mod tests {
         );
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "HTTP/1.1 200 OK\r\nServer: fibra\r\ncontent-type: text/plain\r\n\
-             date: Thu, 01 Jan 1970 00:00:00 GMT\r\nContent-Length: 13\r\nConnection: close\r\n\r\n"
+            "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n\
+             date: Thu, 01 Jan 1970 00:00:00 GMT\r\nServer: fibra\r\nContent-Length: 13\r\nConnection: close\r\n\r\n"
         );
     }
 

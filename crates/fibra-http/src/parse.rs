@@ -313,7 +313,11 @@ fn validate_headers(
         if name.is_empty() {
             return Err(ProtocolError::bad("empty header name"));
         }
-        if h.value.iter().any(|&b| b < 0x20 && b != b'\t' || b == 0x7f) {
+        // A field identical to the previous request's passed these checks already.
+        let cached = cache.fields.get(i).filter(|(n, v)| {
+            v.as_bytes() == h.value && n.as_str().as_bytes().eq_ignore_ascii_case(name)
+        });
+        if cached.is_none() && h.value.iter().any(|&b| b < 0x20 && b != b'\t' || b == 0x7f) {
             return Err(ProtocolError::bad("control byte in header value"));
         }
         if name.eq_ignore_ascii_case(b"content-length") {
@@ -345,7 +349,7 @@ fn validate_headers(
             te_seen = true;
         } else if name.eq_ignore_ascii_case(b"host") {
             hosts += 1;
-            if !valid_host(h.value) {
+            if cached.is_none() && !valid_host(h.value) {
                 return Err(ProtocolError::bad("invalid Host"));
             }
         } else if name.eq_ignore_ascii_case(b"connection") {
@@ -363,13 +367,9 @@ fn validate_headers(
         } else if name.eq_ignore_ascii_case(b"upgrade") {
             has_upgrade = true;
         }
-        let (name, value) = match cache.fields.get(i) {
-            Some((n, v))
-                if v.as_bytes() == h.value && n.as_str().as_bytes().eq_ignore_ascii_case(name) =>
-            {
-                (n.clone(), v.clone())
-            }
-            _ => {
+        let (name, value) = match cached {
+            Some((n, v)) => (n.clone(), v.clone()),
+            None => {
                 let n = HeaderName::from_bytes(name)
                     .map_err(|_| ProtocolError::bad("invalid header name"))?;
                 let v = HeaderValue::from_bytes(h.value)
