@@ -233,9 +233,19 @@ impl Drop for Runtime {
             let _ = w.waker.wake();
         }
         let me = thread::current().id();
+        let mut all_joined = true;
         for t in self.threads.drain(..) {
             if t.thread().id() != me {
                 let _ = t.join();
+            } else {
+                all_joined = false;
+            }
+        }
+        if all_joined {
+            // Messages that arrived after the workers' last look: fibers that never started
+            // are reported to their joiners as cancelled.
+            for w in &self.shared.workers {
+                w.discard_inbox();
             }
         }
     }

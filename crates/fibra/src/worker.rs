@@ -50,6 +50,23 @@ pub(crate) struct WorkerShared {
 }
 
 impl WorkerShared {
+    /// Empties the inbox of a worker that has stopped (its poller is closed).
+    pub(crate) fn discard_inbox(&self) {
+        let msgs = std::mem::take(&mut *self.inbox.lock().unwrap_or_else(|e| e.into_inner()));
+        for msg in msgs {
+            match msg {
+                Message::Spawn(task, body) => {
+                    drop(body);
+                    task.mark_done();
+                    task.complete(None);
+                }
+                Message::Wake(_) => {}
+                // The poller is closed, so no event can name the token any more.
+                Message::Release(token) => reactor::release(token),
+            }
+        }
+    }
+
     pub(crate) fn send(&self, msg: Message) {
         self.inbox
             .lock()

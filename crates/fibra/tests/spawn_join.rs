@@ -135,3 +135,26 @@ fn many_fibers_reuse_stacks() {
     });
     assert_eq!(n, 5 * (0..10_000).map(|i| i % 3).sum::<usize>());
 }
+
+#[test]
+fn a_spawn_racing_shutdown_is_reported_as_cancelled() {
+    // A plain thread keeps spawning while the runtime is dropped: every handle must resolve
+    // (value or Cancelled) instead of hanging.
+    let rt = std::sync::Arc::new(fibra::Runtime::builder().workers(2).build().unwrap());
+    let handles: Vec<_> = (0..200).map(|i| rt.spawn(move || i)).collect();
+    drop(std::sync::Arc::try_unwrap(rt).unwrap());
+    let (mut done, mut cancelled) = (0, 0);
+    for (i, h) in handles.into_iter().enumerate() {
+        match h.join() {
+            Ok(v) => {
+                assert_eq!(v, i);
+                done += 1;
+            }
+            Err(p) => {
+                assert!(p.downcast_ref::<fibra::Cancelled>().is_some());
+                cancelled += 1;
+            }
+        }
+    }
+    assert_eq!(done + cancelled, 200);
+}
