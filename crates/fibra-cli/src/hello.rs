@@ -32,10 +32,14 @@ pub struct HelloArgs {
 const PLAINTEXT: &[u8] = b"Hello, World!";
 const JSON: &[u8] = br#"{"message":"Hello, World!"}"#;
 
-fn with_type(body: ResponseBody, ctype: &'static str) -> Response {
+const TEXT_PLAIN: HeaderValue = HeaderValue::from_static("text/plain");
+const APPLICATION_JSON: HeaderValue = HeaderValue::from_static("application/json");
+const OCTET_STREAM: HeaderValue = HeaderValue::from_static("application/octet-stream");
+
+/// A response with a `Content-Type` (the values are validated once, at compile time).
+fn with_type(body: ResponseBody, ctype: HeaderValue) -> Response {
     let mut resp = Response::new(body);
-    resp.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static(ctype));
+    resp.headers_mut().insert(CONTENT_TYPE, ctype);
     resp
 }
 
@@ -49,8 +53,8 @@ fn status(code: StatusCode) -> Response {
 pub fn handler(mut req: Request) -> Response {
     let get = req.method() == Method::GET || req.method() == Method::HEAD;
     match req.uri().path() {
-        "/plaintext" if get => with_type(PLAINTEXT.into(), "text/plain"),
-        "/json" if get => with_type(JSON.into(), "application/json"),
+        "/plaintext" if get => with_type(PLAINTEXT.into(), TEXT_PLAIN),
+        "/json" if get => with_type(JSON.into(), APPLICATION_JSON),
         "/plaintext" | "/json" => {
             let mut r = status(StatusCode::METHOD_NOT_ALLOWED);
             r.headers_mut()
@@ -58,7 +62,7 @@ pub fn handler(mut req: Request) -> Response {
             r
         }
         "/echo" => match req.body_mut().read_to_vec(8 << 20) {
-            Ok(b) => with_type(b.into(), "application/octet-stream"),
+            Ok(b) => with_type(b.into(), OCTET_STREAM),
             Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
                 status(StatusCode::REQUEST_TIMEOUT)
             }

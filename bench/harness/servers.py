@@ -1,0 +1,363 @@
+"""The servers the fibra benchmark harness compares: how to build, start, probe and stop each.
+
+Every server gets one worker/thread and is started pinned to one CPU (`taskset -c`) in a new
+session, so its whole process group (nginx's master and worker, h2o's helpers, every runtime
+thread) can be sampled for CPU time and stopped together. A server whose toolchain is missing
+or whose build fails is skipped with a message, never a failure of the whole run.
+"""
+
+import http.client
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+from . import toolchain
+
+HELLO = "hello"  # serves GET /plaintext -> "Hello, World!"
+STATIC = "static"  # serves the 151-byte index.html at /index.html
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+class Server:
+    """One comparable server: name, which scenario kinds it serves, and how to build/run it."""
+
+    def __init__(self, name, kinds, build, command, env=None, describe=""):
+        self.name = name
+        self.kinds = kinds
+        self._build = build
+        self._command = command
+        self.env = env or {}
+        self.describe = describe
+        self.skip_reason = None
+
+    def build(self, ctx):
+        """Builds the server; on failure records why it is skipped. Returns True if usable."""
+        try:
+            reason = self._build(ctx)
+        except Exception as e:  # a broken toolchain must not stop the other servers
+            reason = f"build error: {e}"
+        self.skip_reason = reason
+        if reason:
+            print(f"[skip] {self.name}: {reason}", file=sys.stderr)
+        return reason is None
+
+    def command(self, ctx, port, rundir):
+        return self._command(ctx, port, rundir)
+
+
+class Running:
+    """A started server: its process group, port and log."""
+
+    def __init__(self, server, proc, port, rundir, log_path):
+        self.server = server
+        self.proc = proc
+        self.port = port
+        self.rundir = rundir
+        self.log_path = log_path
+
+    @property
+    def pgid(self):
+        return self.proc.pid
+
+    def pids(self):
+        """Pids of every live process in the server's process group."""
+        out = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            fields = _stat_fields(entry)
+            if fields and int(fields[4]) == self.pgid:
+                out.append(int(entry))
+        return out
+
+    def cpu_seconds(self):
+        """User+system CPU time of the whole process group (fields 14+15 of /proc/PID/stat)."""
+        ticks = 0
+        for pid in self.pids():
+            fields = _stat_fields(str(pid))
+            if fields:
+                ticks += int(fields[13]) + int(fields[14])
+        return ticks / CLK_TCK
+
+    def log_tail(self, n=15):
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return "".join(f.readlines()[-n:])
+        except OSError:
+            return ""
+
+    def stop(self):
+        """Stops the whole process group this harness started (TERM, then KILL)."""
+        try:
+            os.killpg(self.pgid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(self.pgid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(timeout=10)
+        # Helpers of the group may outlive the leader by a moment.
+        deadline = time.time() + 5
+        while self.pids() and time.time() < deadline:
+            time.sleep(0.05)
+        for pid in self.pids():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        shutil.rmtree(self.rundir, ignore_errors=True)
+
+
+def _stat_fields(pid):
+    """Fields of /proc/PID/stat (1-based field N is index N-1), comm parsed safely."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            data = f.read()
+    except OSError:
+        return None
+    rparen = data.rfind(")")
+    if rparen < 0:
+        return None
+    head = data[: data.find("(")].strip()
+    return [head, data[data.find("(") + 1 : rparen]] + data[rparen + 2 :].split()
+
+
+def free_port():
+    """A currently free loopback port (other people's servers may be on the usual ones)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def probe(port, path, timeout=1.0):
+    """True when GET path answers 200 on 127.0.0.1:port."""
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+        conn.request("GET", path)
+        ok = conn.getresponse().status == 200
+        conn.close()
+        return ok
+    except (OSError, http.client.HTTPException):
+        return False
+
+
+def start(ctx, server, kind, cpu):
+    """Starts server pinned to cpu on a free port; waits until it answers the kind's path."""
+    rundir = tempfile.mkdtemp(prefix=f"fibra-bench-{server.name}-")
+    os.chmod(rundir, 0o755)  # nginx/h2o workers run as nobody when we are root
+    root = os.path.join(rundir, "root")
+    os.mkdir(root)
+    shutil.copy(os.path.join(ctx.bench_dir, "static", "index.html"), root)
+    os.chmod(os.path.join(root, "index.html"), 0o644)
+    os.chmod(root, 0o755)
+    port = free_port()
+    cmd = server.command(ctx, port, rundir)
+    env = dict(os.environ)
+    env.update(server.env)
+    log_path = os.path.join(rundir, "server.log")
+    log = open(log_path, "w")
+    proc = subprocess.Popen(
+        ["taskset", "-c", str(cpu)] + cmd,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        cwd=rundir,
+        start_new_session=True,
+    )
+    log.close()
+    running = Running(server, proc, port, rundir, log_path)
+    path = "/index.html" if kind == STATIC else "/plaintext"
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            tail = running.log_tail()
+            running.stop()
+            raise RuntimeError(f"{server.name} exited with {proc.returncode}:\n{tail}")
+        if probe(port, path):
+            return running
+        time.sleep(0.1)
+    tail = running.log_tail()
+    running.stop()
+    raise RuntimeError(f"{server.name} did not answer GET {path} within 60 s:\n{tail}")
+
+
+# ---- the servers -------------------------------------------------------------------------
+
+
+def _target(ctx, *parts):
+    return os.path.join(ctx.target_dir, *parts)
+
+
+def _prebuilt(path):
+    """With --no-build: None if the binary exists, else why the server is skipped."""
+    return None if os.access(path, os.X_OK) else f"{path} is not built (--no-build)"
+
+
+def _build_pong(ctx):
+    if not ctx.build:
+        return _prebuilt(_target(ctx, "pong"))
+    if not toolchain.ensure(ctx, "cc"):
+        return "no C compiler (cc)"
+    src = os.path.join(ctx.bench_dir, "pong", "pong.c")
+    toolchain.run(["cc", "-O2", "-o", _target(ctx, "pong"), src])
+    return None
+
+
+def _fibra_cmd(sub):
+    def build(ctx):
+        binary = toolchain.fibra_binary(ctx)
+        if binary is None:
+            return "target/release/fibra could not be built"
+        text = toolchain.subcommand_help(binary, [sub, "--help"])
+        if text is None or "--workers" not in text or "--port" not in text:
+            return f"`fibra {sub} --workers N --port P` does not exist yet"
+        return None
+
+    return build
+
+
+def _build_go(ctx):
+    if not ctx.build:
+        return _prebuilt(_target(ctx, "peer-go"))
+    if not toolchain.ensure(ctx, "go"):
+        return "no Go toolchain"
+    toolchain.run(
+        [toolchain.which("go"), "build", "-o", _target(ctx, "peer-go"), "."],
+        cwd=os.path.join(ctx.bench_dir, "peers", "go"),
+        env={"GOFLAGS": "-mod=mod", "GOTOOLCHAIN": "local"},
+    )
+    return None
+
+
+def _build_node(ctx):
+    return None if toolchain.ensure(ctx, "node") else "no node"
+
+
+def _build_cargo_peer(name):
+    def build(ctx):
+        if not ctx.build:
+            return _prebuilt(toolchain.cargo_bin(ctx, f"bench-peer-{name}"))
+        if not toolchain.ensure(ctx, "cargo"):
+            return "no cargo"
+        toolchain.cargo_build(ctx, os.path.join(ctx.bench_dir, "peers", name, "Cargo.toml"))
+        return None
+
+    return build
+
+
+def _build_warp(ctx):
+    if not ctx.build:
+        return _prebuilt(_target(ctx, "peer-warp"))
+    if not toolchain.ensure(ctx, "ghc") or not toolchain.ensure(ctx, "warp"):
+        return "no ghc / libghc-warp-dev"
+    obj = _target(ctx, "warp-obj")
+    os.makedirs(obj, exist_ok=True)
+    src = os.path.join(ctx.bench_dir, "peers", "warp", "Hello.hs")
+    toolchain.run(
+        ["ghc", "-O2", "-threaded", "-rtsopts", "-outputdir", obj, "-o", _target(ctx, "peer-warp"), src]
+    )
+    return None
+
+
+def _build_nginx(ctx):
+    return None if toolchain.ensure(ctx, "nginx") else "no nginx"
+
+
+def _build_h2o(ctx):
+    return None if toolchain.ensure(ctx, "h2o") else "no h2o"
+
+
+def _fill(template_path, out_path, values):
+    with open(template_path) as f:
+        text = f.read()
+    for key, value in values.items():
+        text = text.replace(f"@{key}@", value)
+    with open(out_path, "w") as f:
+        f.write(text)
+
+
+def _nginx_cmd(ctx, port, rundir):
+    conf = os.path.join(rundir, "nginx.conf")
+    _fill(
+        os.path.join(ctx.bench_dir, "peers", "nginx", "nginx.conf.in"),
+        conf,
+        {"PORT": str(port), "RUN": rundir, "ROOT": os.path.join(rundir, "root")},
+    )
+    return [toolchain.which("nginx"), "-p", rundir, "-c", conf]
+
+
+_H2O_MRUBY = (
+    'mruby.handler: Proc.new { |env| [200, {"content-type" => "text/plain"},'
+    ' ["Hello, World!"]] }'
+)
+
+
+def _h2o_cmd(ctx, port, rundir):
+    conf = os.path.join(rundir, "h2o.conf")
+    template = os.path.join(ctx.bench_dir, "peers", "h2o", "h2o.conf.in")
+    user = "nobody" if os.geteuid() == 0 else ""
+    values = {"PORT": str(port), "RUN": rundir, "ROOT": os.path.join(rundir, "root"), "USER": user}
+    _fill(template, conf, dict(values, PLAINTEXT=_H2O_MRUBY))
+    h2o = toolchain.which("h2o")
+    test = subprocess.run([h2o, "-t", "-c", conf], capture_output=True)
+    if test.returncode != 0:
+        # No mruby in this build: serve /plaintext from a 13-byte file instead.
+        hello = os.path.join(rundir, "plaintext.txt")
+        with open(hello, "w") as f:
+            f.write("Hello, World!")
+        os.chmod(hello, 0o644)
+        _fill(template, conf, dict(values, PLAINTEXT=f"file.file: {hello}"))
+    if not user:
+        with open(conf) as f:
+            text = f.read().replace("user: \n", "")
+        with open(conf, "w") as f:
+            f.write(text)
+    return [h2o, "-c", conf]
+
+
+def all_servers():
+    """Every server the harness knows, in table order (pong first: it is the reference)."""
+    fibra = lambda ctx: ctx.fibra_path  # noqa: E731
+    return [
+        Server("pong", {HELLO, STATIC}, _build_pong,
+               lambda ctx, p, d: [_target(ctx, "pong"), str(p)],
+               describe="C epoll reference (bench/pong/pong.c)"),
+        Server("fibra-hello", {HELLO}, _fibra_cmd("hello"),
+               lambda ctx, p, d: [fibra(ctx), "hello", "--workers", "1", "--port", str(p)],
+               describe="fibra hello --workers 1"),
+        Server("fibra-serve", {STATIC}, _fibra_cmd("serve"),
+               lambda ctx, p, d: [fibra(ctx), "serve", os.path.join(d, "root"),
+                                  "--workers", "1", "--port", str(p)],
+               describe="fibra serve --workers 1"),
+        Server("nginx", {HELLO, STATIC}, _build_nginx, _nginx_cmd,
+               describe="nginx, 1 worker, return 200 / sendfile + open_file_cache"),
+        Server("h2o", {HELLO, STATIC}, _build_h2o, _h2o_cmd,
+               describe="h2o, num-threads 1 (mruby handler for /plaintext)"),
+        Server("hyper", {HELLO}, _build_cargo_peer("hyper"),
+               lambda ctx, p, d: [toolchain.cargo_bin(ctx, "bench-peer-hyper"), str(p)],
+               describe="hyper 1.x, current-thread tokio"),
+        Server("may", {HELLO}, _build_cargo_peer("may"),
+               lambda ctx, p, d: [toolchain.cargo_bin(ctx, "bench-peer-may"), str(p)],
+               describe="may_minihttp, 1 may worker"),
+        Server("go", {HELLO}, _build_go,
+               lambda ctx, p, d: [_target(ctx, "peer-go"), str(p)],
+               env={"GOMAXPROCS": "1"}, describe="Go net/http, GOMAXPROCS=1"),
+        Server("node", {HELLO}, _build_node,
+               lambda ctx, p, d: [toolchain.which("node"),
+                                  os.path.join(ctx.bench_dir, "peers", "node", "server.js"), str(p)],
+               describe="Node http, one process"),
+        Server("warp", {HELLO}, _build_warp,
+               lambda ctx, p, d: [_target(ctx, "peer-warp"), str(p), "+RTS", "-N1", "-RTS"],
+               describe="Warp (ghc -O2 -threaded, +RTS -N1)"),
+    ]

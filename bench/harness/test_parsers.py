@@ -1,0 +1,102 @@
+"""Unit tests of the harness's output parsers and summary maths (no servers, no network).
+
+Run from bench/: python3 -m unittest harness.test_parsers
+"""
+
+import unittest
+
+from . import clients, report, syscalls
+
+WRK = """Running 5s test @ http://127.0.0.1:40000/plaintext
+  1 threads and 256 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency     1.55ms    1.04ms   7.19ms   89.59%
+    Req/Sec    98.85k     3.86k  105.77k    73.33%
+  297483 requests in 3.05s, 26.10MB read
+  Socket errors: connect 0, read 12, write 0, timeout 3
+  Non-2xx or 3xx responses: 7
+Requests/sec:  97684.24
+Transfer/sec:      8.57MB
+"""
+
+HTTPERF = """Total: connections 1000 requests 100000 replies 100000 test-duration 33.922 s
+Request rate: 2947.9 req/s (0.3 ms/req)
+Reply status: 1xx=0 2xx=99990 3xx=0 4xx=10 5xx=0
+Errors: total 0 client-timo 0 socket-timo 0 connrefused 0 connreset 0
+"""
+
+FIBRA = """fibra bench: GET 127.0.0.1:56817/plaintext, 400 connections, 1 workers, keep-alive, batch
+finished in 2.013 sec, 27023 req/s, 2428 kbyte/s
+requests: 54400 total, 54400 started, 54400 done, 54398 succeeded, 2 failed, 0 errored
+"""
+
+STRACE = """% time     seconds  usecs/call     calls    errors syscall
+------ ----------- ----------- --------- --------- ----------------
+ 68.80    0.271626          13     20255           write
+ 27.17    0.107274           5     20315        49 read
+  2.85    0.011236          79       142           epoll_wait
+------ ----------- ----------- --------- --------- ----------------
+100.00    0.394819           9     40712        49 total
+"""
+
+
+class ParserTests(unittest.TestCase):
+    def test_wrk(self):
+        requests, rps, notes = clients.parse_wrk(WRK)
+        self.assertEqual(requests, 297483)
+        self.assertAlmostEqual(rps, 97684.24)
+        self.assertIn("read 12", notes)
+        self.assertIn("timeout 3", notes)
+        self.assertIn("non-2xx: 7", notes)
+
+    def test_wrk_garbage(self):
+        with self.assertRaises(RuntimeError):
+            clients.parse_wrk("unable to connect to 127.0.0.1:1 Connection refused")
+
+    def test_httperf_counts_only_2xx(self):
+        ok, rps, notes = clients.parse_httperf(HTTPERF)
+        self.assertEqual(ok, 99990)
+        self.assertAlmostEqual(rps, 99990 / 33.922)
+        self.assertEqual(notes, "non-2xx: 10")
+
+    def test_fibra_bench(self):
+        ok, rps, notes = clients.parse_fibra_bench(FIBRA)
+        self.assertEqual(ok, 54398)
+        self.assertEqual(rps, 27023.0)
+        self.assertEqual(notes, "failed: 2")
+
+    def test_strace(self):
+        calls, total = syscalls.parse_strace_summary(STRACE)
+        self.assertEqual(calls["write"], 20255)
+        self.assertEqual(calls["read"], 20315)
+        self.assertEqual(total, 40712)
+
+
+class SummaryTests(unittest.TestCase):
+    def test_medians_and_ratios_to_pong(self):
+        sc = clients.scenarios()[0]
+        ms = []
+        for rnd, (p_rps, p_cpu, f_rps, f_cpu) in enumerate([(100, 7.0, 95, 8.0),
+                                                             (110, 7.2, 99, 7.5),
+                                                             (90, 6.8, 80, 9.0)]):
+            for name, rps, cpu in (("pong", p_rps, p_cpu), ("fibra-hello", f_rps, f_cpu)):
+                ms.append({"scenario": sc.name, "server": name, "round": rnd, "rps": rps,
+                           "cpu_us": cpu, "cpu_pct": 90.0, "client_pct": 100.0, "notes": "",
+                           "error": None})
+        ms.append({"scenario": sc.name, "server": "fibra-hello", "round": 4, "rps": None,
+                   "cpu_us": None, "cpu_pct": None, "client_pct": None, "notes": "",
+                   "error": "start failed"})
+        (got_sc, rows), = report.summarize(ms, [sc], ["pong", "fibra-hello"])
+        self.assertIs(got_sc, sc)
+        pong, fibra = rows
+        self.assertEqual(pong["rps"], 100)
+        self.assertEqual(fibra["rps"], 95)
+        self.assertEqual(fibra["cpu_us"], 8.0)
+        self.assertAlmostEqual(fibra["rps_ratio"], 0.95)
+        self.assertAlmostEqual(fibra["cpu_ratio"], 8.0 / 7.0)
+        self.assertEqual(fibra["rounds"], 3)
+        self.assertIn("start failed", fibra["notes"])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,3 @@
+module fibra.bench/peers/go
+
+go 1.21

@@ -1,0 +1,191 @@
+/*
+ * pong.c - the physical-limit reference for fibra's keep-alive benchmarks.
+ *
+ * A minimal single-threaded, edge-triggered epoll HTTP "server": for every
+ * "\r\n\r\n" it sees on a connection it answers one canned 200 response
+ * ("Hello, World!", Content-Length 13). It does not parse anything else.
+ * Pipelined requests: all complete requests found by one read are answered
+ * with one write. Build: cc -O2 -o pong pong.c   Run: ./pong PORT
+ *
+ * Per keep-alive request this costs one read + one write + a share of
+ * epoll_wait; everything else in the benchmark is the kernel's TCP path,
+ * which is what the ratios in docs/BENCHMARKS.md are measured against.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define MAX_EVENTS 512
+#define BUF_SIZE 16384
+#define MAX_PIPELINE 256
+
+static const char RESPONSE[] =
+    "HTTP/1.1 200 OK\r\n"
+    "Server: pong\r\n"
+    "Content-Type: text/plain\r\n"
+    "Content-Length: 13\r\n"
+    "\r\n"
+    "Hello, World!";
+#define RESPONSE_LEN (sizeof(RESPONSE) - 1)
+
+/* Per-connection state: how many bytes of a possibly split "\r\n\r\n" we
+ * have already matched at the end of the previous read (0..3). */
+struct conn {
+    int fd;
+    int matched;
+};
+
+static char out[RESPONSE_LEN * MAX_PIPELINE];
+
+/* Counts complete request terminators in buf, carrying a partial match of
+ * "\r\n\r\n" across reads in *matched. */
+static int count_requests(const char *buf, ssize_t n, int *matched) {
+    static const char term[4] = {'\r', '\n', '\r', '\n'};
+    int m = *matched, count = 0;
+    for (ssize_t i = 0; i < n; i++) {
+        char c = buf[i];
+        if (c == term[m]) {
+            if (++m == 4) {
+                count++;
+                m = 0;
+            }
+        } else {
+            m = (c == '\r') ? 1 : 0;
+        }
+    }
+    *matched = m;
+    return count;
+}
+
+static int write_all(int fd, const char *p, size_t len) {
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            /* A benchmark client that stops reading gets disconnected. */
+            return -1;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+static void close_conn(struct conn *c) {
+    close(c->fd);
+    free(c);
+}
+
+/* Reads until EAGAIN (edge-triggered) and answers every complete request. */
+static void on_readable(struct conn *c) {
+    char buf[BUF_SIZE];
+    for (;;) {
+        ssize_t n = read(c->fd, buf, sizeof buf);
+        if (n == 0) {
+            close_conn(c);
+            return;
+        }
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return;
+            close_conn(c);
+            return;
+        }
+        int reqs = count_requests(buf, n, &c->matched);
+        while (reqs > 0) {
+            int batch = reqs > MAX_PIPELINE ? MAX_PIPELINE : reqs;
+            for (int i = 0; i < batch; i++)
+                memcpy(out + (size_t)i * RESPONSE_LEN, RESPONSE, RESPONSE_LEN);
+            if (write_all(c->fd, out, (size_t)batch * RESPONSE_LEN) < 0) {
+                close_conn(c);
+                return;
+            }
+            reqs -= batch;
+        }
+        /* A short read means the socket is drained: skip the EAGAIN read. */
+        if ((size_t)n < sizeof buf)
+            return;
+    }
+}
+
+int main(int argc, char **argv) {
+    int port = argc > 1 ? atoi(argv[1]) : 8080;
+    signal(SIGPIPE, SIG_IGN);
+
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (lfd < 0) {
+        perror("socket");
+        return 1;
+    }
+    int one = 1;
+    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in addr = {0};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons((unsigned short)port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(lfd, (struct sockaddr *)&addr, sizeof addr) < 0) {
+        perror("bind");
+        return 1;
+    }
+    if (listen(lfd, 4096) < 0) {
+        perror("listen");
+        return 1;
+    }
+
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    if (ep < 0) {
+        perror("epoll_create1");
+        return 1;
+    }
+    /* The listener is level-triggered so a burst larger than one accept
+     * loop is picked up on the next wait; data sockets are edge-triggered. */
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+    epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &ev);
+
+    struct epoll_event events[MAX_EVENTS];
+    for (;;) {
+        int n = epoll_wait(ep, events, MAX_EVENTS, -1);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            perror("epoll_wait");
+            return 1;
+        }
+        for (int i = 0; i < n; i++) {
+            struct conn *c = events[i].data.ptr;
+            if (c == NULL) {
+                for (int k = 0; k < 64; k++) {
+                    int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                    if (fd < 0)
+                        break;
+                    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+                    struct conn *nc = malloc(sizeof *nc);
+                    if (nc == NULL) {
+                        close(fd);
+                        continue;
+                    }
+                    nc->fd = fd;
+                    nc->matched = 0;
+                    struct epoll_event cev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET,
+                                              .data.ptr = nc};
+                    /* ADD reports data that is already queued, so no eager read. */
+                    if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &cev) < 0)
+                        close_conn(nc);
+                }
+            } else if (events[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLERR | EPOLLHUP)) {
+                on_readable(c);
+            }
+        }
+    }
+}
