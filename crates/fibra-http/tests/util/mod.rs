@@ -149,3 +149,59 @@ pub fn status_of(head: &str) -> u16 {
 pub fn count_responses(dump: &str) -> usize {
     dump.matches("HTTP/1.1 ").count()
 }
+
+/// Number of open file descriptors of this process (`/proc/self/fd`), not counting the
+/// directory handle used to list them.
+pub fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .map(|d| d.count().saturating_sub(1))
+        .unwrap_or(0)
+}
+
+/// Polls until at most `max` file descriptors are open, for up to `CLIENT_TIMEOUT`; returns
+/// the last count seen (so the caller's assertion shows it).
+pub fn wait_for_fds_at_most(max: usize) -> usize {
+    let deadline = std::time::Instant::now() + CLIENT_TIMEOUT;
+    loop {
+        let n = open_fds();
+        if n <= max || std::time::Instant::now() >= deadline {
+            return n;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Reads until EOF; unlike [`read_to_close`], a connection reset is an error (returned
+/// together with what had arrived).
+pub fn read_to_close_strict(s: &mut TcpStream) -> Result<String, (std::io::Error, String)> {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return Ok(String::from_utf8_lossy(&out).into_owned()),
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) => return Err((e, String::from_utf8_lossy(&out).into_owned())),
+        }
+    }
+}
+
+impl TestServer {
+    /// Number of connections the server has open (see `ServerHandle::connections`).
+    pub fn connections(&self) -> usize {
+        self.handle.as_ref().map_or(0, |h| h.connections())
+    }
+}
+
+/// Polls `cond` until it holds or `CLIENT_TIMEOUT` passes; returns its last value.
+pub fn wait_until(mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + CLIENT_TIMEOUT;
+    loop {
+        if cond() {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
