@@ -103,6 +103,18 @@ impl Task {
         }
     }
 
+    /// A new strong reference to this task.
+    pub(crate) fn arc(&self) -> Arc<Task> {
+        // SAFETY: tasks are only ever created inside an `Arc` (`spawn_in` is the one place
+        // that constructs them), and `&self` proves that Arc is alive, so adding a strong
+        // count and rebuilding an `Arc` from the same pointer is sound.
+        unsafe {
+            let ptr = self as *const Task;
+            Arc::increment_strong_count(ptr);
+            Arc::from_raw(ptr)
+        }
+    }
+
     pub(crate) fn mark_done(&self) {
         self.state.store(DONE, Release);
     }
@@ -147,6 +159,14 @@ pub(crate) fn current_task() -> Option<Arc<Task>> {
     }
 }
 
+/// Runs `f` with the current fiber's task, without touching its reference count.
+pub(crate) fn with_current<R>(f: impl FnOnce(Option<&Task>) -> R) -> R {
+    let ptr = CURRENT.with(|c| c.get());
+    // SAFETY: CURRENT is null or points to the running fiber's task, which the worker's slab
+    // keeps alive while the fiber runs — and `f` runs within this fiber.
+    f(unsafe { ptr.as_ref() })
+}
+
 /// The slab key of the current fiber, without touching its reference count.
 fn current_key() -> Option<usize> {
     let ptr = CURRENT.with(|c| c.get());
@@ -172,7 +192,7 @@ fn suspend() {
 
 /// Parks the current fiber until it is unparked or tick `deadline` (0: none) passes.
 /// Returns true if it woke because the deadline passed. May wake spuriously.
-pub(crate) fn park_fiber(task: &Arc<Task>, deadline: u64) -> bool {
+pub(crate) fn park_fiber(task: &Task, deadline: u64) -> bool {
     if task
         .state
         .compare_exchange(NOTIFIED, EMPTY, Acquire, Relaxed)
@@ -212,10 +232,10 @@ pub(crate) enum Waiter {
 impl Waiter {
     /// The caller, as a waiter.
     pub(crate) fn current() -> Waiter {
-        match current_task() {
-            Some(task) => Waiter::Fiber(task),
+        with_current(|task| match task {
+            Some(task) => Waiter::Fiber(task.arc()),
             None => Waiter::Thread(thread::current()),
-        }
+        })
     }
 
     /// Wakes it.
@@ -230,8 +250,11 @@ impl Waiter {
 /// Blocks the caller (fiber or thread) until woken or `deadline` passes; may wake spuriously.
 /// Returns true if the deadline passed.
 pub(crate) fn park_until(deadline: Option<std::time::Instant>) -> bool {
-    match current_task() {
-        Some(task) => park_fiber(&task, deadline.map_or(0, crate::timer::ticks_at)),
+    let parked = with_current(|task| {
+        task.map(|t| park_fiber(t, deadline.map_or(0, crate::timer::ticks_at)))
+    });
+    match parked {
+        Some(timed_out) => timed_out,
         None => match deadline {
             None => {
                 thread::park();

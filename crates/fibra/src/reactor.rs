@@ -95,9 +95,13 @@ impl IoState {
 
     /// Parks the caller until `dir` is ready or tick `deadline` (0: none) passes.
     pub(crate) fn wait(&self, dir: Dir, deadline: u64) -> io::Result<()> {
-        let Some(task) = crate::fiber::current_task() else {
-            return Err(io::Error::other("fibra: IoState::wait outside a fiber"));
-        };
+        crate::fiber::with_current(|task| match task {
+            Some(task) => self.wait_as(task, dir, deadline),
+            None => Err(io::Error::other("fibra: IoState::wait outside a fiber")),
+        })
+    }
+
+    fn wait_as(&self, task: &crate::fiber::Task, dir: Dir, deadline: u64) -> io::Result<()> {
         {
             let mut w = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
             if self.readiness.load(Acquire) & dir.bit() != 0 {
@@ -107,9 +111,9 @@ impl IoState {
                 Dir::Read => &mut w.reader,
                 Dir::Write => &mut w.writer,
             };
-            *slot = Some(Waiter::Fiber(task.clone()));
+            *slot = Some(Waiter::Fiber(task.arc()));
         }
-        let timed_out = crate::fiber::park_fiber(&task, deadline);
+        let timed_out = crate::fiber::park_fiber(task, deadline);
         if timed_out && self.readiness.load(Acquire) & dir.bit() == 0 {
             let mut w = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
             let slot = match dir {

@@ -70,14 +70,14 @@ pub(crate) struct Timers {
 
 impl Timers {
     /// Arms `task`'s timeout for tick `when`. The caller is the task itself, on its home worker.
-    pub(crate) fn arm(&mut self, task: &Arc<Task>, when: u64) {
+    pub(crate) fn arm(&mut self, task: &Task, when: u64) {
         task.deadline.store(when, Relaxed);
         let queued = task.timer_queued.load(Relaxed);
         if queued == 0 || queued > when {
             task.timer_queued.store(when, Relaxed);
             self.heap.push(Entry {
                 when,
-                task: task.clone(),
+                task: task.arc(),
             });
         }
     }

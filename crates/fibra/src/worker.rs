@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 pub(crate) const WAKER_TOKEN: Token = Token(usize::MAX);
 
 /// While fibers stay runnable, the poller and timers are checked after this many fiber runs.
-const POLL_INTERVAL: usize = 61;
+const POLL_INTERVAL: usize = 256;
 
 /// A message to a worker from another thread.
 pub(crate) enum Message {
