@@ -33,6 +33,30 @@ pub struct OpenFile {
     pub etag: HeaderValue,
     /// `Last-Modified` value (IMF-fixdate).
     pub last_modified: HeaderValue,
+    /// The whole contents, for files of at most [`INLINE_CONTENTS`] bytes, read when the file
+    /// was opened (so a hot small file costs no `pread` per request either). Kept and expired
+    /// together with `etag`, so the bytes always match the validators sent with them.
+    pub contents: Option<bytes::Bytes>,
+}
+
+/// Files up to this size are kept in memory by the cache (nginx's `open_file_cache` keeps
+/// descriptors only; Mighty and h2o serve small files from memory).
+pub const INLINE_CONTENTS: u64 = 16 * 1024;
+
+/// Reads exactly `size` bytes of `file`, or `None` if it is not that long any more.
+fn read_small(file: &File, size: u64) -> Option<bytes::Bytes> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; size as usize];
+    let mut got = 0;
+    while got < buf.len() {
+        match file.read_at(&mut buf[got..], got as u64) {
+            Ok(0) => return None,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    Some(buf.into())
 }
 
 /// A servable file: the file itself plus its precompressed siblings, if any.
@@ -168,7 +192,11 @@ impl Resolver {
         }
         let mtime = md.modified().unwrap_or(UNIX_EPOCH);
         let etag = make_etag(md.ino(), md.len(), mtime);
+        let contents = (md.len() <= INLINE_CONTENTS)
+            .then(|| read_small(&file, md.len()))
+            .flatten();
         Ok(Some(OpenFile {
+            contents,
             file: Arc::new(file),
             size: md.len(),
             mtime,

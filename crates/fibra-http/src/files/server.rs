@@ -311,10 +311,15 @@ impl FileServer {
                         return e;
                     }
                 };
-                r.body = FileBody::File {
-                    file: Arc::clone(&file.file),
-                    offset,
-                    len,
+                r.body = match &file.contents {
+                    Some(bytes) => {
+                        FileBody::Bytes(bytes.slice(offset as usize..(offset + len) as usize))
+                    }
+                    None => FileBody::File {
+                        file: Arc::clone(&file.file),
+                        offset,
+                        len,
+                    },
                 };
                 r
             }

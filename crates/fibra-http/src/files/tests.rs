@@ -328,3 +328,26 @@ fn cache_hits_and_notices_changes() {
     std::thread::sleep(Duration::from_millis(20));
     assert_eq!(get(&s, "/hello.txt", &[]).status, StatusCode::NOT_FOUND);
 }
+
+#[test]
+fn small_files_come_from_memory_large_ones_from_the_file() {
+    let fx = Fixture::new("inline");
+    let big: Vec<u8> = (0..(super::open::INLINE_CONTENTS as usize + 1))
+        .map(|i| (i % 251) as u8)
+        .collect();
+    fs::write(fx.root.join("big.bin"), &big).unwrap();
+    let s = fx.server(|_| {});
+    let small = get(&s, "/hello.txt", &[]);
+    assert!(matches!(small.body, FileBody::Bytes(_)), "{:?}", small.body);
+    assert_eq!(body(&small), b"0123456789abcdefghij");
+    let part = get(&s, "/hello.txt", &[("range", "bytes=2-4")]);
+    assert_eq!(part.status, StatusCode::PARTIAL_CONTENT);
+    assert_eq!(body(&part), b"234");
+    let large = get(&s, "/big.bin", &[]);
+    assert!(
+        matches!(large.body, FileBody::File { .. }),
+        "{:?}",
+        large.body
+    );
+    assert_eq!(body(&large), big);
+}
