@@ -1,32 +1,15 @@
 //! `fibra hello`: the benchmark app (TechEmpower's plaintext and JSON tests, plus `/echo`).
 
-use crate::signals;
-use fibra_http::{Request, Response, ResponseBody, Server};
+use crate::server_flags::ServerFlags;
+use fibra_http::{Request, Response, ResponseBody};
 use http::header::{HeaderValue, CONTENT_TYPE};
 use http::{Method, StatusCode};
-use std::time::Duration;
 
 /// Flags of `fibra hello`.
 #[derive(clap::Args, Debug)]
 pub struct HelloArgs {
-    /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1")]
-    addr: String,
-    /// Port to listen on (0: any free port).
-    #[arg(long, default_value_t = 8080)]
-    port: u16,
-    /// Worker threads (default: one per core).
-    #[arg(long)]
-    workers: Option<usize>,
-    /// Total deadline for a request head, in seconds.
-    #[arg(long, value_name = "SECS")]
-    header_timeout: Option<f64>,
-    /// Keep-alive idle timeout, in seconds.
-    #[arg(long, value_name = "SECS")]
-    idle_timeout: Option<f64>,
-    /// Grace period for in-flight requests at shutdown, in seconds.
-    #[arg(long, value_name = "SECS", default_value_t = 5.0)]
-    grace: f64,
+    #[command(flatten)]
+    server: ServerFlags,
 }
 
 const PLAINTEXT: &[u8] = b"Hello, World!";
@@ -72,33 +55,8 @@ pub fn handler(mut req: Request) -> Response {
     }
 }
 
-fn secs(s: f64) -> std::io::Result<Duration> {
-    Duration::try_from_secs_f64(s).map_err(|e| {
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!("bad duration {s}: {e}"),
-        )
-    })
-}
-
 /// Runs `fibra hello` until SIGINT/SIGTERM.
 pub fn run(args: HelloArgs) -> std::io::Result<()> {
-    signals::block_shutdown_signals()?;
-    let mut server = Server::bind((args.addr.as_str(), args.port));
-    if let Some(w) = args.workers {
-        server = server.workers(w);
-    }
-    if let Some(t) = args.header_timeout {
-        server = server.header_timeout(secs(t)?);
-    }
-    if let Some(t) = args.idle_timeout {
-        server = server.idle_timeout(secs(t)?);
-    }
-    let grace = secs(args.grace)?;
-    let handle = server.serve(handler)?;
-    println!("fibra hello listening on http://{}/", handle.local_addr());
-    let sig = signals::wait_for_shutdown_signal();
-    eprintln!("fibra hello: {sig}, shutting down (grace {grace:?})");
-    handle.shutdown(grace);
-    Ok(())
+    args.server
+        .serve_until_signal("fibra hello", "fibra hello listening on", handler)
 }

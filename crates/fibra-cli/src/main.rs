@@ -10,6 +10,7 @@
 mod bench;
 mod hello;
 mod serve;
+mod server_flags;
 mod signals;
 
 use clap::{Parser, Subcommand};

@@ -5,6 +5,40 @@
 //! the fiber until epoll reports readiness (or its timeout passes); on a plain thread the same
 //! types block the thread, so they can be used from tests and set-up code too.
 
+/// `Read`/`Write` for an owned stream type, delegating to the impls for `&Type` (where the
+/// work is done, so a shared `&stream` can read in one fiber and write in another).
+macro_rules! io_by_ref {
+    ($ty:ty) => {
+        impl std::io::Read for $ty {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                (&*self).read(buf)
+            }
+
+            fn read_vectored(
+                &mut self,
+                bufs: &mut [std::io::IoSliceMut<'_>],
+            ) -> std::io::Result<usize> {
+                (&*self).read_vectored(bufs)
+            }
+        }
+
+        impl std::io::Write for $ty {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                (&*self).write(buf)
+            }
+
+            fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> std::io::Result<usize> {
+                (&*self).write_vectored(bufs)
+            }
+
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+    };
+}
+use io_by_ref;
+
 mod evented;
 mod tcp;
 mod unix;

@@ -92,12 +92,7 @@ impl<T> Chan<T> {
         loop {
             let sender = {
                 let mut st = lock(&self.state);
-                if let Some(v) = st.queue.pop_front() {
-                    let s = st.senders_waiting.pop_front();
-                    drop(st);
-                    if let Some(s) = s {
-                        s.wake();
-                    }
+                if let Some(v) = take_waking_sender(st.queue.pop_front(), &mut st) {
                     return Ok(v);
                 }
                 if st.senders == 0 {
@@ -109,12 +104,7 @@ impl<T> Chan<T> {
             debug_assert!(sender.is_none());
             if park_until(deadline) {
                 let mut st = lock(&self.state);
-                if let Some(v) = st.queue.pop_front() {
-                    let s = st.senders_waiting.pop_front();
-                    drop(st);
-                    if let Some(s) = s {
-                        s.wake();
-                    }
+                if let Some(v) = take_waking_sender(st.queue.pop_front(), &mut st) {
                     return Ok(v);
                 }
                 st.receiver = None;
@@ -122,6 +112,17 @@ impl<T> Chan<T> {
             }
         }
     }
+}
+
+/// After taking `value` off the queue, wakes one sender waiting for room (the wake-up may be
+/// spurious for an unbounded channel, which has none waiting).
+fn take_waking_sender<T>(value: Option<T>, st: &mut State<T>) -> Option<T> {
+    if value.is_some() {
+        if let Some(s) = st.senders_waiting.pop_front() {
+            s.wake();
+        }
+    }
+    value
 }
 
 /// The sending half of an unbounded channel.
@@ -236,15 +237,8 @@ impl<T> Receiver<T> {
     /// Takes a message if one is queued.
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
         let mut st = lock(&self.chan.state);
-        match st.queue.pop_front() {
-            Some(v) => {
-                let s = st.senders_waiting.pop_front();
-                drop(st);
-                if let Some(s) = s {
-                    s.wake();
-                }
-                Ok(v)
-            }
+        match take_waking_sender(st.queue.pop_front(), &mut st) {
+            Some(v) => Ok(v),
             None if st.senders == 0 => Err(TryRecvError::Disconnected),
             None => Err(TryRecvError::Empty),
         }

@@ -1,0 +1,65 @@
+//! Flags shared by the server subcommands (`serve`, `hello`) and the serve-until-signal loop.
+
+use crate::signals;
+use fibra_http::{Request, Response, Server};
+use std::time::Duration;
+
+/// Where and how to listen, and the timeouts users most often tune.
+#[derive(clap::Args, Debug)]
+pub struct ServerFlags {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    addr: String,
+    /// Port to listen on (0: any free port).
+    #[arg(long, default_value_t = 8080)]
+    port: u16,
+    /// Worker threads (default: one per core).
+    #[arg(long)]
+    workers: Option<usize>,
+    /// Total deadline for a request head, in seconds.
+    #[arg(long, value_name = "SECS")]
+    header_timeout: Option<f64>,
+    /// Keep-alive idle timeout, in seconds.
+    #[arg(long, value_name = "SECS")]
+    idle_timeout: Option<f64>,
+    /// Grace period for in-flight requests at shutdown, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 5.0)]
+    grace: f64,
+}
+
+fn secs(s: f64) -> std::io::Result<Duration> {
+    Duration::try_from_secs_f64(s).map_err(|e| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("bad duration {s}: {e}"),
+        )
+    })
+}
+
+impl ServerFlags {
+    /// Starts `handler` with these flags, prints `banner` followed by the URL, serves until
+    /// SIGINT/SIGTERM, then shuts down gracefully.
+    pub fn serve_until_signal<H>(&self, name: &str, banner: &str, handler: H) -> std::io::Result<()>
+    where
+        H: Fn(Request) -> Response + Send + Sync + 'static,
+    {
+        signals::block_shutdown_signals()?;
+        let mut server = Server::bind((self.addr.as_str(), self.port));
+        if let Some(w) = self.workers {
+            server = server.workers(w);
+        }
+        if let Some(t) = self.header_timeout {
+            server = server.header_timeout(secs(t)?);
+        }
+        if let Some(t) = self.idle_timeout {
+            server = server.idle_timeout(secs(t)?);
+        }
+        let grace = secs(self.grace)?;
+        let handle = server.serve(handler)?;
+        println!("{banner} http://{}/", handle.local_addr());
+        let sig = signals::wait_for_shutdown_signal();
+        eprintln!("{name}: {sig}, shutting down (grace {grace:?})");
+        handle.shutdown(grace);
+        Ok(())
+    }
+}
