@@ -1,0 +1,140 @@
+//! The rest of `TcpStream`'s std-like surface over real sockets: peek, vectored writes,
+//! sendfile, connect_timeout, shutdown(Write), and a listener bound with SO_REUSEPORT.
+
+use fibra::net::{ListenOptions, TcpListener, TcpStream};
+use std::io::{IoSlice, Read, Write};
+use std::net::Shutdown;
+use std::time::Duration;
+
+fn pair() -> (TcpStream, TcpStream) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let c = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (s, peer) = listener.accept().unwrap();
+    assert_eq!(peer, c.local_addr().unwrap());
+    (c, s)
+}
+
+#[test]
+fn peek_does_not_consume() {
+    fibra::Runtime::builder()
+        .workers(1)
+        .build()
+        .unwrap()
+        .block_on(|| {
+            let (mut c, s) = pair();
+            c.write_all(b"hello").unwrap();
+            let mut buf = [0u8; 5];
+            let mut seen = 0;
+            while seen < 5 {
+                seen = s.peek(&mut buf).unwrap();
+            }
+            assert_eq!(&buf, b"hello");
+            let mut again = [0u8; 5];
+            (&s).read_exact(&mut again).unwrap();
+            assert_eq!(&again, b"hello");
+        });
+}
+
+#[test]
+fn vectored_write_and_half_close() {
+    fibra::Runtime::builder()
+        .workers(2)
+        .build()
+        .unwrap()
+        .block_on(|| {
+            let (mut c, mut s) = pair();
+            let reader = fibra::spawn(move || {
+                let mut all = Vec::new();
+                s.read_to_end(&mut all).unwrap();
+                all
+            });
+            let bufs = [
+                IoSlice::new(b"head "),
+                IoSlice::new(b"and "),
+                IoSlice::new(b"body"),
+            ];
+            let mut n = c.write_vectored(&bufs).unwrap();
+            // A short vectored write is legal; finish with write_all.
+            let all = b"head and body";
+            if n < all.len() {
+                c.write_all(&all[n..]).unwrap();
+                n = all.len();
+            }
+            assert_eq!(n, all.len());
+            c.shutdown(Shutdown::Write).unwrap();
+            assert_eq!(reader.join().unwrap(), all);
+        });
+}
+
+#[test]
+fn sendfile_sends_the_requested_range() {
+    let path = std::env::temp_dir().join(format!("fibra-sendfile-{}", std::process::id()));
+    let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    std::fs::write(&path, &data).unwrap();
+    let p2 = path.clone();
+    let got = fibra::Runtime::builder()
+        .workers(2)
+        .build()
+        .unwrap()
+        .block_on(move || {
+            let (c, mut s) = pair();
+            let reader = fibra::spawn(move || {
+                let mut all = Vec::new();
+                s.read_to_end(&mut all).unwrap();
+                all
+            });
+            let file = std::fs::File::open(&p2).unwrap();
+            c.set_cork(true).unwrap();
+            let sent = c.sendfile(&file, 1_000, 250_000).unwrap();
+            c.set_cork(false).unwrap();
+            assert_eq!(sent, 250_000);
+            // Asking for more than the file holds stops at its end.
+            let tail = c.sendfile(&file, 299_990, 100).unwrap();
+            assert_eq!(tail, 10);
+            drop(c);
+            reader.join().unwrap()
+        });
+    let _ = std::fs::remove_file(&path);
+    let mut want = data[1_000..251_000].to_vec();
+    want.extend_from_slice(&data[299_990..]);
+    assert_eq!(got.len(), want.len());
+    assert!(got == want);
+}
+
+#[test]
+fn connect_to_a_closed_port_fails_cleanly() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let err = fibra::Runtime::builder()
+        .workers(1)
+        .build()
+        .unwrap()
+        .block_on(move || TcpStream::connect_timeout(&port, Duration::from_secs(30)).unwrap_err());
+    assert_eq!(err.kind(), std::io::ErrorKind::ConnectionRefused);
+}
+
+#[test]
+fn reuse_port_listeners_share_a_port() {
+    fibra::Runtime::builder()
+        .workers(2)
+        .build()
+        .unwrap()
+        .block_on(|| {
+            let opts = ListenOptions {
+                reuse_port: true,
+                backlog: 64,
+                ..ListenOptions::default()
+            };
+            let a = TcpListener::bind_with("127.0.0.1:0".parse().unwrap(), &opts).unwrap();
+            let addr = a.local_addr().unwrap();
+            let b = TcpListener::bind_with(addr, &opts).unwrap();
+            assert_eq!(b.local_addr().unwrap(), addr);
+            let plain = TcpListener::bind(addr);
+            assert!(
+                plain.is_err(),
+                "a listener without SO_REUSEPORT must not share the port"
+            );
+        });
+}
