@@ -121,17 +121,6 @@ const CASES: &[(&str, u16, Conn)] = &[
     ("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\r", 400, Closed),
 ];
 
-/// Settings with small limits so the limit cases stay small.
-fn small() -> Settings {
-    Settings {
-        max_head_bytes: 1024,
-        max_target_bytes: 256,
-        max_headers: 8,
-        max_body_bytes: 100,
-        ..Settings::default()
-    }
-}
-
 fn limit_cases() -> Vec<(String, u16, Conn)> {
     let many: String = (0..9).map(|i| format!("H{i}: v\r\n")).collect();
     vec![
@@ -218,7 +207,7 @@ fn rfc_cases_status_and_connection_fate() {
 #[test]
 fn limit_cases_status_and_connection_fate() {
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let srv = start(small(), recording(seen.clone()));
+    let srv = start(small_limits(), recording(seen.clone()));
     let cases = limit_cases();
     check_all(
         srv.addr,

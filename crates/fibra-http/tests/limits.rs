@@ -8,16 +8,6 @@ use std::io::Write;
 use fibra_http::{Response, Settings};
 use util::*;
 
-fn small() -> Settings {
-    Settings {
-        max_head_bytes: 1024,
-        max_target_bytes: 256,
-        max_headers: 8,
-        max_body_bytes: 100,
-        ..Settings::default()
-    }
-}
-
 fn echo(mut req: fibra_http::Request) -> Response {
     match req.body_mut().read_to_vec(1 << 20) {
         Ok(b) => Response::new(b.into()),
@@ -27,7 +17,7 @@ fn echo(mut req: fibra_http::Request) -> Response {
 
 #[test]
 fn codes() {
-    let srv = start(small(), echo);
+    let srv = start(small_limits(), echo);
     let long_target = format!("GET /{} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(300));
     let big_header = format!(
         "GET / HTTP/1.1\r\nHost: x\r\nX: {}\r\n\r\n",

@@ -205,3 +205,15 @@ pub fn wait_until(mut cond: impl FnMut() -> bool) -> bool {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Settings with small limits (1 KiB head, 256-byte target, 8 fields, 100-byte body), so
+/// the limit tests stay small.
+pub fn small_limits() -> Settings {
+    Settings {
+        max_head_bytes: 1024,
+        max_target_bytes: 256,
+        max_headers: 8,
+        max_body_bytes: 100,
+        ..Settings::default()
+    }
+}
