@@ -34,16 +34,7 @@ class Context:
         self.apt_updated = False
         self.fibra_checked = False
         self.fibra_path = None
-        self.loadavg_start = _loadavg()
-
-
-def _loadavg():
-    """The 1-minute load average: other people's work on a shared machine skews figures."""
-    try:
-        with open("/proc/loadavg") as f:
-            return f.read().split()[0]
-    except OSError:
-        return "?"
+        self.loadavg_start = report.loadavg()
 
 
 def _csv_list(text):

@@ -115,7 +115,8 @@ def _machine():
     return f"{os.cpu_count()} cores" + (f" ({model})" if model else "")
 
 
-def _loadavg():
+def loadavg():
+    """The 1-minute load average: other work on a shared machine skews the figures."""
     try:
         with open("/proc/loadavg") as f:
             return f.read().split()[0]
@@ -140,7 +141,7 @@ def write_markdown(ctx, path, summary, servers, skipped_scenarios, png_name, arg
         "",
         f"- Date: {now}",
         f"- Machine: {_machine()}, kernel {platform.release()}; 1-minute load average "
-        f"{ctx.loadavg_start} at the start, {_loadavg()} at the end (the benchmark itself "
+        f"{ctx.loadavg_start} at the start, {loadavg()} at the end (the benchmark itself "
         "accounts for up to ~2; more means other work shared the cores)",
         f"- Command: `bench/compare.sh {' '.join(argv)}`",
         f"- Duration {ctx.duration} s per measurement (warm-up {ctx.warmup} s), "
