@@ -144,35 +144,13 @@ pub fn in_fiber() -> bool {
     !CURRENT.with(|c| c.get()).is_null()
 }
 
-/// The current fiber's task, if any.
-pub(crate) fn current_task() -> Option<Arc<Task>> {
-    let ptr = CURRENT.with(|c| c.get());
-    if ptr.is_null() {
-        return None;
-    }
-    // SAFETY: CURRENT is set by the worker to `Arc::as_ptr` of the running fiber's task, and the
-    // worker's slab keeps that Arc alive until the fiber has finished and CURRENT is reset.
-    // Taking one more strong count before `from_raw` keeps the count balanced.
-    unsafe {
-        Arc::increment_strong_count(ptr);
-        Some(Arc::from_raw(ptr))
-    }
-}
-
 /// Runs `f` with the current fiber's task, without touching its reference count.
 pub(crate) fn with_current<R>(f: impl FnOnce(Option<&Task>) -> R) -> R {
     let ptr = CURRENT.with(|c| c.get());
-    // SAFETY: CURRENT is null or points to the running fiber's task, which the worker's slab
-    // keeps alive while the fiber runs — and `f` runs within this fiber.
+    // SAFETY: CURRENT is null or `Arc::as_ptr` of the running fiber's task, set by the worker
+    // around each resume; the worker's slab keeps that Arc alive while the fiber runs, and `f`
+    // runs within this fiber.
     f(unsafe { ptr.as_ref() })
-}
-
-/// The slab key of the current fiber, without touching its reference count.
-fn current_key() -> Option<usize> {
-    let ptr = CURRENT.with(|c| c.get());
-    // SAFETY: as in `current_task`: null, or a task kept alive by the worker's slab while the
-    // fiber runs, which covers this call.
-    unsafe { ptr.as_ref() }.map(|t| t.key.load(Relaxed))
 }
 
 /// Suspends the running fiber back to its worker. Must be called inside a fiber.
@@ -283,7 +261,7 @@ pub(crate) fn park_until(deadline: Option<std::time::Instant>) -> bool {
 ///
 /// Outside a fiber it yields the OS thread.
 pub fn yield_now() {
-    let Some(key) = current_key() else {
+    let Some(key) = with_current(|t| t.map(|t| t.key.load(Relaxed))) else {
         thread::yield_now();
         return;
     };
@@ -427,12 +405,12 @@ where
     let body: Body = Box::new(move || {
         let result = panic::catch_unwind(AssertUnwindSafe(f))
             .map(|value| Box::new(value) as Box<dyn Any + Send>);
-        let ptr = CURRENT.with(|c| c.get());
-        // SAFETY: the body runs inside its own fiber, whose task CURRENT points to and the
-        // worker's slab keeps alive while it runs.
-        if let Some(task) = unsafe { ptr.as_ref() } {
-            task.complete(Some(result));
-        }
+        // The body runs inside its own fiber, so the current task is this fiber's.
+        with_current(|task| {
+            if let Some(task) = task {
+                task.complete(Some(result));
+            }
+        });
     });
     let handle = JoinHandle {
         task: task.clone(),

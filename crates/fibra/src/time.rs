@@ -5,7 +5,6 @@
 //! fall back to `std`.
 
 use crate::fiber;
-use crate::timer;
 use crate::worker;
 use std::time::{Duration, Instant};
 
@@ -26,28 +25,15 @@ pub fn now() -> Instant {
 /// });
 /// ```
 pub fn sleep(dur: Duration) {
-    if !fiber::in_fiber() {
-        std::thread::sleep(dur);
-        return;
-    }
     sleep_until(Instant::now() + dur);
 }
 
 /// Puts the current fiber (or thread) to sleep until `deadline`.
 pub fn sleep_until(deadline: Instant) {
-    let Some(task) = fiber::current_task() else {
-        let now = Instant::now();
-        if deadline > now {
-            std::thread::sleep(deadline - now);
-        }
-        return;
-    };
-    let due = timer::ticks_at(deadline);
-    loop {
-        if worker::with(|w| w.now_ticks.get()) >= due && Instant::now() >= deadline {
-            return;
-        }
-        fiber::park_fiber(&task, due);
+    // `park_until` parks the fiber on its worker's timer heap (or the thread with
+    // `park_timeout`); it may wake early, so check the real clock each time.
+    while Instant::now() < deadline {
+        fiber::park_until(Some(deadline));
     }
 }
 
