@@ -134,27 +134,25 @@ pub(crate) fn try_with<R>(f: impl FnOnce(&Worker) -> R) -> Option<R> {
 
 /// Queues a fiber that was just unparked.
 pub(crate) fn schedule(task: &Arc<Task>) {
-    let local = try_with(|w| {
-        if Arc::ptr_eq(&w.rt, &task.rt) && w.index == task.home {
-            w.queue.borrow_mut().push_back(task.key.load(Relaxed));
-            true
-        } else {
-            false
-        }
-    });
-    if local != Some(true) {
+    if is_home(&task.rt, task.home) {
+        with(|w| w.queue.borrow_mut().push_back(task.key.load(Relaxed)));
+    } else {
         task.rt.workers[task.home].send(Message::Wake(task.clone()));
     }
 }
 
+/// Whether the calling thread is worker `home` of runtime `rt`.
+pub(crate) fn is_home(rt: &Arc<RtShared>, home: usize) -> bool {
+    try_with(|w| Arc::ptr_eq(&w.rt, rt) && w.index == home) == Some(true)
+}
+
 /// Hands a new fiber to its home worker.
 pub(crate) fn submit(task: Arc<Task>, body: Body) {
-    let local = try_with(|w| Arc::ptr_eq(&w.rt, &task.rt) && w.index == task.home);
-    if local == Some(true) {
+    if is_home(&task.rt, task.home) {
         with(|w| w.insert(task, body));
     } else {
-        let home = task.home;
-        task.rt.workers[home].send(Message::Spawn(task.clone(), body));
+        let rt = task.rt.clone();
+        rt.workers[task.home].send(Message::Spawn(task, body));
     }
 }
 

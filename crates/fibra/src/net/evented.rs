@@ -37,8 +37,7 @@ struct Registration {
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        let here = worker::try_with(|w| Arc::ptr_eq(&w.rt, &self.rt) && w.index == self.home);
-        if here == Some(true) {
+        if worker::is_home(&self.rt, self.home) {
             // On the home worker, outside event handling: no harvested event can name it.
             reactor::release(self.token);
         } else if !self.rt.is_shutdown() {
