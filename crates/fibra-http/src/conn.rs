@@ -30,7 +30,7 @@ use crate::transport::{is_timeout, Transport};
 const INLINE_BODY_BYTES: usize = 64 * 1024;
 /// Files up to this size are read into the write buffer instead of `sendfile`: one `pread`
 /// and one `write` beat `write` + `sendfile` + two cork toggles.
-const INLINE_FILE_BYTES: u64 = 16 * 1024;
+pub(crate) const INLINE_FILE_BYTES: u64 = 16 * 1024;
 /// Lingering close: how long and how much to read after `shutdown(Write)` so the client
 /// sees our last response instead of a reset.
 const LINGER_TIME: Duration = Duration::from_secs(2);

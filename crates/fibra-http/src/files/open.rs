@@ -40,8 +40,10 @@ pub struct OpenFile {
 }
 
 /// Files up to this size are kept in memory by the cache (nginx's `open_file_cache` keeps
-/// descriptors only; Mighty and h2o serve small files from memory).
-pub const INLINE_CONTENTS: u64 = 16 * 1024;
+/// descriptors only; Mighty and h2o serve small files from memory). It is the response
+/// writer's own cut-off: a file range up to it is copied into the write buffer anyway, a
+/// bigger one goes out with `sendfile`, so keeping bigger files in memory would gain nothing.
+pub const INLINE_CONTENTS: u64 = crate::conn::INLINE_FILE_BYTES;
 
 /// Reads exactly `size` bytes of `file`, or `None` if it is not that long any more.
 fn read_small(file: &File, size: u64) -> Option<bytes::Bytes> {
