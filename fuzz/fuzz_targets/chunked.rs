@@ -59,6 +59,16 @@ fn visible(b: u8) -> bool {
     b == b'\t' || (0x20..=0x7e).contains(&b) || b >= 0x80
 }
 
+/// Expects CRLF at `i`: `Ok` with the index past it, or the outcome to return (more input
+/// needed, or an error).
+fn crlf(input: &[u8], i: usize) -> Result<usize, Outcome> {
+    match (input.get(i), input.get(i + 1)) {
+        (Some(b'\r'), Some(b'\n')) => Ok(i + 2),
+        (None, _) | (Some(b'\r'), None) => Err(None),
+        _ => Err(Some(Err(()))),
+    }
+}
+
 /// Whole-buffer reference decoder.
 fn reference(input: &[u8]) -> Outcome {
     let mut body = Vec::new();
@@ -100,11 +110,10 @@ fn reference(input: &[u8]) -> Outcome {
                 i += 1;
             }
         }
-        match (at(i), at(i + 1)) {
-            (Some(b'\r'), Some(b'\n')) => i += 2,
-            (None, _) | (Some(b'\r'), None) => return None,
-            _ => return Some(Err(())),
-        }
+        i = match crlf(input, i) {
+            Ok(next) => next,
+            Err(outcome) => return outcome,
+        };
         if size == 0 {
             break;
         }
@@ -114,11 +123,10 @@ fn reference(input: &[u8]) -> Outcome {
         }
         body.extend_from_slice(&input[i..end]);
         i = end;
-        match (at(i), at(i + 1)) {
-            (Some(b'\r'), Some(b'\n')) => i += 2,
-            (None, _) | (Some(b'\r'), None) => return None,
-            _ => return Some(Err(())),
-        }
+        i = match crlf(input, i) {
+            Ok(next) => next,
+            Err(outcome) => return outcome,
+        };
     }
     // trailer-section CRLF
     loop {
@@ -146,11 +154,10 @@ fn reference(input: &[u8]) -> Outcome {
             }
             i += 1;
         }
-        match (at(i), at(i + 1)) {
-            (Some(b'\r'), Some(b'\n')) => i += 2,
-            (None, _) | (Some(b'\r'), None) => return None,
-            _ => return Some(Err(())),
-        }
+        i = match crlf(input, i) {
+            Ok(next) => next,
+            Err(outcome) => return outcome,
+        };
     }
 }
 
