@@ -8,9 +8,11 @@
 //!   all (best of several rounds, after one warm-up round that fills the stack pool).
 //! - `os_threads_spawn_join_10000_us`: the same with `std::thread`.
 //! - `switch_ns`: one `yield_now` hand-over between two fibers on one worker.
-//! - `corosensei_floor_ns`: the same hand-over pattern with no scheduler at all — two bare
-//!   `corosensei` coroutines resumed alternately, each suspending from inside a non-inlined
-//!   function (as `yield_now` is). The lower bound of `switch_ns` on this machine.
+//! - `corosensei_deep_suspend_ns`: the same hand-over pattern with no scheduler at all — two
+//!   bare `corosensei` coroutines resumed alternately, each suspending from inside a
+//!   non-inlined function. Every such hand-over returns through addresses the CPU's
+//!   return-stack predictor did not push; fibra inlines `yield_now` and its park path into the
+//!   caller to avoid exactly this cost, which is why `switch_ns` can be lower than this.
 //! - `channel_roundtrip_ns`: a message to a fiber and back over two channels, same worker.
 //! - `parked_fiber_rss_bytes`: resident memory per fiber while 10,000 fibers are blocked in
 //!   `read` on idle sockets (RSS delta / 10,000; includes the socket objects' user-space state).
@@ -62,27 +64,27 @@ fn switch_ns() -> f64 {
 }
 
 thread_local! {
-    static FLOOR_YIELDER: std::cell::Cell<*const corosensei::Yielder<(), ()>> =
+    static DEEP_YIELDER: std::cell::Cell<*const corosensei::Yielder<(), ()>> =
         const { std::cell::Cell::new(std::ptr::null()) };
 }
 
 #[inline(never)]
-fn floor_yield() {
-    let y = FLOOR_YIELDER.with(|c| c.get());
+fn deep_yield() {
+    let y = DEEP_YIELDER.with(|c| c.get());
     // SAFETY: set at coroutine entry to this coroutine's own yielder, which outlives the loop
     // that calls this function; the benchmark resumes coroutines on one thread only.
     unsafe { (*y).suspend(()) };
-    FLOOR_YIELDER.with(|c| c.set(y));
+    DEEP_YIELDER.with(|c| c.set(y));
 }
 
-fn corosensei_floor_ns() -> f64 {
+fn corosensei_deep_suspend_ns() -> f64 {
     const ROUNDS: u64 = 2_000_000;
     let mut cos: Vec<corosensei::Coroutine<(), (), ()>> = (0..2)
         .map(|_| {
             corosensei::Coroutine::new(|y: &corosensei::Yielder<(), ()>, ()| {
-                FLOOR_YIELDER.with(|c| c.set(y as *const _));
+                DEEP_YIELDER.with(|c| c.set(y as *const _));
                 for _ in 0..ROUNDS {
-                    floor_yield();
+                    deep_yield();
                 }
             })
         })
@@ -219,7 +221,10 @@ fn main() {
             println!("switch_ns {:.1}", switch_ns());
         }
         if want("corosensei") {
-            println!("corosensei_floor_ns {:.1}", corosensei_floor_ns());
+            println!(
+                "corosensei_deep_suspend_ns {:.1}",
+                corosensei_deep_suspend_ns()
+            );
         }
         if want("channel") {
             println!("channel_roundtrip_ns {:.1}", channel_roundtrip_ns());

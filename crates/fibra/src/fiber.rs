@@ -55,6 +55,9 @@ pub(crate) struct Task {
     pub(crate) timer_queued: AtomicU64,
     /// Set by the timer when the deadline passed. Home worker only.
     pub(crate) timed_out: AtomicBool,
+    /// `limit` of the fiber's stack once it has started (0 before), from which the overflow
+    /// handler derives the guard page. Written by the home worker before the first resume.
+    pub(crate) stack_limit: AtomicUsize,
     /// The fiber's outcome, kept here (no separate allocation) until joined.
     join: Mutex<JoinSlot>,
 }
@@ -83,6 +86,7 @@ impl Task {
             deadline: AtomicU64::new(0),
             timer_queued: AtomicU64::new(0),
             timed_out: AtomicBool::new(false),
+            stack_limit: AtomicUsize::new(0),
             join: Mutex::new(JoinSlot::default()),
         }
     }
@@ -144,6 +148,12 @@ pub fn in_fiber() -> bool {
     !CURRENT.with(|c| c.get()).is_null()
 }
 
+/// The task of the fiber running on this thread, or null. A plain thread-local read, so the
+/// stack-overflow signal handler may call it.
+pub(crate) fn current_ptr() -> *const Task {
+    CURRENT.with(|c| c.get())
+}
+
 /// Runs `f` with the current fiber's task, without touching its reference count.
 pub(crate) fn with_current<R>(f: impl FnOnce(Option<&Task>) -> R) -> R {
     let ptr = CURRENT.with(|c| c.get());
@@ -154,6 +164,7 @@ pub(crate) fn with_current<R>(f: impl FnOnce(Option<&Task>) -> R) -> R {
 }
 
 /// Suspends the running fiber back to its worker. Must be called inside a fiber.
+#[inline(always)]
 fn suspend() {
     let yielder = YIELDER.with(|y| y.get());
     assert!(!yielder.is_null(), "fibra: suspend outside a fiber");
@@ -170,6 +181,7 @@ fn suspend() {
 
 /// Parks the current fiber until it is unparked or tick `deadline` (0: none) passes.
 /// Returns true if it woke because the deadline passed. May wake spuriously.
+#[inline(always)]
 pub(crate) fn park_fiber(task: &Task, deadline: u64) -> bool {
     // Plain loads first: a locked instruction costs ~4 ns here, and the common cases (not yet
     // notified; not timed out) need none.
@@ -201,11 +213,50 @@ pub(crate) fn park_fiber(task: &Task, deadline: u64) -> bool {
 }
 
 /// Wakes a parked fiber (or makes its next park return at once).
-pub(crate) fn unpark(task: &Arc<Task>) {
+pub(crate) fn unpark(task: &Task) {
     if task.state.swap(NOTIFIED, AcqRel) == PARKED {
         worker::schedule(task);
     }
 }
+
+/// A waiter registered without a reference count, for primitives that wake it while holding
+/// the lock under which it registered (and unregisters before it returns): while it is
+/// registered, its fiber is parked inside the primitive, so the task is alive.
+pub(crate) enum LocalWaiter {
+    Fiber(*const Task),
+    Thread(thread::Thread),
+}
+
+impl LocalWaiter {
+    /// The caller, as a waiter. No atomic operation for a fiber.
+    #[inline]
+    pub(crate) fn current() -> LocalWaiter {
+        let task = current_ptr();
+        if task.is_null() {
+            LocalWaiter::Thread(thread::current())
+        } else {
+            LocalWaiter::Fiber(task)
+        }
+    }
+
+    /// Wakes it.
+    ///
+    /// # Safety
+    /// A `Fiber` waiter's task must still be alive: call this under the lock that guards the
+    /// registration, which the waiter removes (under the same lock) before leaving the
+    /// primitive.
+    #[inline]
+    pub(crate) unsafe fn wake(self) {
+        match self {
+            // SAFETY: the caller guarantees the task is alive (see above).
+            LocalWaiter::Fiber(task) => unpark(unsafe { &*task }),
+            LocalWaiter::Thread(thread) => thread.unpark(),
+        }
+    }
+}
+
+// SAFETY: the pointer is only dereferenced under the contract of `wake`, and `Task` is `Sync`.
+unsafe impl Send for LocalWaiter {}
 
 /// Something that can block and be woken: a fiber or an OS thread.
 #[derive(Clone)]
@@ -234,6 +285,7 @@ impl Waiter {
 
 /// Blocks the caller (fiber or thread) until woken or `deadline` passes; may wake spuriously.
 /// Returns true if the deadline passed.
+#[inline(always)]
 pub(crate) fn park_until(deadline: Option<std::time::Instant>) -> bool {
     let parked = with_current(|task| {
         task.map(|t| park_fiber(t, deadline.map_or(0, crate::timer::ticks_at)))
@@ -260,6 +312,7 @@ pub(crate) fn park_until(deadline: Option<std::time::Instant>) -> bool {
 /// Lets the other runnable fibers of this worker run before the caller continues.
 ///
 /// Outside a fiber it yields the OS thread.
+#[inline(always)]
 pub fn yield_now() {
     let Some(key) = with_current(|t| t.map(|t| t.key.load(Relaxed))) else {
         thread::yield_now();
@@ -431,13 +484,15 @@ pub(crate) fn make_coroutine(stack: DefaultStack, body: Body) -> FiberCoroutine 
 }
 
 /// Resumes fiber `task` on the current worker. Returns true if it finished.
-pub(crate) fn resume(task: &Task, co: &mut FiberCoroutine, guard: (usize, usize)) -> bool {
+///
+/// The hot half of every switch: two thread-local stores around corosensei's resume. The
+/// overflow handler finds the running fiber (and its guard page) through `CURRENT`; `YIELDER`
+/// is left stale on purpose — only a running fiber reads it, after setting it.
+#[inline]
+pub(crate) fn resume(task: &Task, co: &mut FiberCoroutine) -> bool {
     CURRENT.with(|c| c.set(task as *const Task));
-    crate::overflow::enter_fiber(guard, task);
     let result = co.resume(());
-    crate::overflow::leave_fiber();
     CURRENT.with(|c| c.set(std::ptr::null()));
-    YIELDER.with(|y| y.set(std::ptr::null()));
     matches!(result, CoroutineResult::Return(()))
 }
 

@@ -7,26 +7,8 @@
 //! handler (Rust's own thread-overflow reporter, or the default) and returns, so the fault
 //! recurs and is handled as it would have been without fibra.
 
-use crate::fiber::Task;
-use std::cell::Cell;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Once;
-
-thread_local! {
-    /// Guard-page range `[lo, hi)` of the fiber running on this thread and its task; all zero
-    /// outside fibers. One cell, so entering a fiber is a single thread-local store.
-    static RUNNING: Cell<(usize, usize, *const Task)> =
-        const { Cell::new((0, 0, std::ptr::null())) };
-}
-
-/// Records the fiber about to run on this thread.
-pub(crate) fn enter_fiber(guard: (usize, usize), task: &Task) {
-    RUNNING.with(|r| r.set((guard.0, guard.1, task as *const Task)));
-}
-
-/// Records that no fiber runs on this thread.
-pub(crate) fn leave_fiber() {
-    RUNNING.with(|r| r.set((0, 0, std::ptr::null())));
-}
 
 static INSTALL: Once = Once::new();
 static mut PREVIOUS: [Option<libc::sigaction>; 2] = [None, None];
@@ -129,11 +111,15 @@ extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut l
     // SAFETY: the kernel passes a valid siginfo for SA_SIGINFO handlers of SIGSEGV/SIGBUS.
     let addr = unsafe { (*info).si_addr() } as usize;
     // Const-initialised thread-locals without destructors are plain TLS reads, safe here.
-    let (lo, hi, task) = RUNNING.with(|r| r.get());
-    if lo <= addr && addr < hi {
-        // SAFETY: RUNNING's task pointer is set from a live `&Task` for exactly as long as that
-        // fiber runs on this thread, and the fault happened while it ran.
-        let task = unsafe { &*task };
+    let task = crate::fiber::current_ptr();
+    // SAFETY: the current-fiber pointer is null or set from a live `&Task` for exactly as long
+    // as that fiber runs on this thread, and the fault happened on this thread.
+    let task = unsafe { task.as_ref() };
+    let on_guard = task.is_some_and(|t| {
+        let (lo, hi) = crate::stack::guard_range(t.stack_limit.load(Relaxed));
+        lo <= addr && addr < hi
+    });
+    if let (true, Some(task)) = (on_guard, task) {
         let id = task.id;
         write_stderr(b"\nfibra: fiber '");
         write_stderr(task.display_name().as_bytes());

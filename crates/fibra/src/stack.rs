@@ -4,7 +4,7 @@
 //! back here and the next spawn on the same worker takes it. Only this module and `fiber` touch
 //! `corosensei`.
 
-use corosensei::stack::{DefaultStack, Stack};
+use corosensei::stack::DefaultStack;
 use std::io;
 use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::Relaxed;
@@ -44,13 +44,13 @@ impl StackPool {
     }
 }
 
-/// The address range around a stack's guard page: `[lo, hi)`.
+/// The address range around the guard page of a stack whose `limit` is `limit`: `[lo, hi)`.
 ///
 /// corosensei's `DefaultStack::limit` is the start of its mapping, guard page included, so the
 /// guard is the page above it; the page below is included too in case a stack type reports
 /// its lowest usable address instead. Either way the range holds no usable stack memory.
-pub(crate) fn guard_range(stack: &DefaultStack) -> (usize, usize) {
-    let limit = stack.limit().get();
+/// Async-signal-safe (the page size is cached before any stack exists).
+pub(crate) fn guard_range(limit: usize) -> (usize, usize) {
     let page = page_size();
     (limit.saturating_sub(page), limit + page)
 }

@@ -11,8 +11,9 @@
 use crate::fiber::{self, Body, FiberCoroutine, Task};
 use crate::reactor::{self, IoState};
 use crate::runtime::RtShared;
-use crate::stack::{self, StackPool};
+use crate::stack::StackPool;
 use crate::timer::{self, Timers};
+use corosensei::stack::Stack;
 use mio::{Events, Poll, Token};
 use slab::Slab;
 use std::cell::{Cell, RefCell};
@@ -82,10 +83,9 @@ impl WorkerShared {
 /// A fiber's slot in its worker's slab.
 enum FiberState {
     NotStarted(Body),
-    /// The coroutine and its stack's guard-page range. Resumed in place: the slab is never
-    /// mutated while a fiber runs (spawns made meanwhile are deferred), so the coroutine does
-    /// not move.
-    Suspended(FiberCoroutine, (usize, usize)),
+    /// The coroutine, resumed in place: the slab is never mutated while a fiber runs (spawns
+    /// made meanwhile are deferred), so the coroutine does not move.
+    Suspended(FiberCoroutine),
     /// Transient, while the slot changes state.
     Empty,
 }
@@ -133,11 +133,11 @@ pub(crate) fn try_with<R>(f: impl FnOnce(&Worker) -> R) -> Option<R> {
 }
 
 /// Queues a fiber that was just unparked.
-pub(crate) fn schedule(task: &Arc<Task>) {
+pub(crate) fn schedule(task: &Task) {
     if is_home(&task.rt, task.home) {
         with(|w| w.queue.borrow_mut().push_back(task.key.load(Relaxed)));
     } else {
-        task.rt.workers[task.home].send(Message::Wake(task.clone()));
+        task.rt.workers[task.home].send(Message::Wake(task.arc()));
     }
 }
 
@@ -158,11 +158,16 @@ pub(crate) fn submit(task: Arc<Task>, body: Body) {
 
 impl Worker {
     fn insert(&self, task: Arc<Task>, body: Body) {
-        if self.running.get() {
+        let mut fibers = self.fibers.borrow_mut();
+        // While a fiber runs its slot must not move: insert only if the slab will not grow
+        // (and nothing is deferred already, to keep spawn order).
+        if self.running.get()
+            && (fibers.len() == fibers.capacity() || !self.deferred.borrow().is_empty())
+        {
             self.deferred.borrow_mut().push_back((task, body));
             return;
         }
-        let key = self.fibers.borrow_mut().insert(Slot {
+        let key = fibers.insert(Slot {
             task: task.clone(),
             state: FiberState::NotStarted(body),
         });
@@ -178,7 +183,7 @@ impl Worker {
 
     /// Runs fiber `key` until it parks, yields or ends.
     fn run_fiber(&self, key: usize) {
-        let (task_ptr, co_ptr, guard) = {
+        let (task_ptr, co_ptr) = {
             let mut fibers = self.fibers.borrow_mut();
             let Some(slot) = fibers.get_mut(key) else {
                 return;
@@ -191,9 +196,8 @@ impl Worker {
                 };
                 match self.stacks.borrow_mut().get() {
                     Ok(stack) => {
-                        let guard = stack::guard_range(&stack);
-                        slot.state =
-                            FiberState::Suspended(fiber::make_coroutine(stack, body), guard);
+                        slot.task.stack_limit.store(stack.limit().get(), Relaxed);
+                        slot.state = FiberState::Suspended(fiber::make_coroutine(stack, body));
                     }
                     Err(e) => {
                         // Out of memory or mappings: the body (and its JoinHandle sender) is
@@ -206,26 +210,29 @@ impl Worker {
                     }
                 }
             }
-            let FiberState::Suspended(co, guard) = &mut slot.state else {
+            let FiberState::Suspended(co) = &mut slot.state else {
                 return;
             };
-            (Arc::as_ptr(&slot.task), co as *mut FiberCoroutine, *guard)
+            (Arc::as_ptr(&slot.task), co as *mut FiberCoroutine)
         };
         self.running.set(true);
         // SAFETY: the slab is not mutated while `running` is set (`insert` defers, and slots
         // are only removed below, after the fiber stopped), so the slot — its `Arc<Task>` and
         // the coroutine stored in place — stays where these pointers point, and nothing else
         // borrows the coroutine meanwhile. A task never moves inside its Arc.
-        let finished = unsafe { fiber::resume(&*task_ptr, &mut *co_ptr, guard) };
+        let finished = unsafe { fiber::resume(&*task_ptr, &mut *co_ptr) };
         self.running.set(false);
         if finished {
             let slot = self.fibers.borrow_mut().remove(key);
             slot.task.mark_done();
-            if let FiberState::Suspended(co, _) = slot.state {
+            if let FiberState::Suspended(co) = slot.state {
                 self.stacks.borrow_mut().put(co.into_stack());
             }
         }
         // In spawn order; the queue keeps its capacity for the next burst.
+        if self.deferred.borrow().is_empty() {
+            return;
+        }
         loop {
             let next = self.deferred.borrow_mut().pop_front();
             match next {
@@ -345,7 +352,7 @@ impl Worker {
         // rather than dropped: dropping a suspended coroutine would unwind it from here.
         for (_, slot) in std::mem::take(&mut *self.fibers.borrow_mut()) {
             slot.task.complete(None);
-            if let FiberState::Suspended(co, _) = slot.state {
+            if let FiberState::Suspended(co) = slot.state {
                 std::mem::forget(co);
             }
         }

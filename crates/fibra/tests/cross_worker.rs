@@ -123,6 +123,51 @@ fn recv_timeout_and_disconnect() {
     });
 }
 
+/// Receivers that give up (timeout) and end while a sender on the other worker is sending to
+/// them: the send must never touch a receiver that has left, and no message may be lost.
+#[test]
+fn receivers_timing_out_while_senders_on_another_worker_send() {
+    let rt = fibra::Runtime::builder().workers(2).build().unwrap();
+    let (received, left) = rt.block_on(|| {
+        let mut received = 0u32;
+        let mut left = 0u32;
+        for round in 0..300u32 {
+            let (tx, rx) = mpsc::channel::<u32>();
+            let receiver = fibra::fiber::Builder::new()
+                .worker(0)
+                .spawn(move || {
+                    // Alternate between giving up at once and waiting a little.
+                    let wait = Duration::from_micros(u64::from(round % 3) * 500);
+                    let got = rx.recv_timeout(wait).ok();
+                    (got, rx)
+                })
+                .unwrap();
+            let sender = fibra::fiber::Builder::new()
+                .worker(1)
+                .spawn(move || {
+                    for _ in 0..(round % 4) {
+                        fibra::yield_now();
+                    }
+                    tx.send(round).unwrap();
+                })
+                .unwrap();
+            sender.join().unwrap();
+            let (got, rx) = receiver.join().unwrap();
+            match got {
+                Some(v) => {
+                    assert_eq!(v, round);
+                    received += 1;
+                }
+                None => {
+                    assert_eq!(rx.try_recv(), Ok(round), "a timed-out message stays queued");
+                    left += 1;
+                }
+            }
+        }
+        (received, left)
+    });
+    assert_eq!(received + left, 300);
+}
 #[test]
 fn notify_and_waitgroup_across_workers() {
     let rt = fibra::Runtime::builder().workers(2).build().unwrap();

@@ -18,7 +18,7 @@
 //! ```
 
 use super::lock;
-use crate::fiber::{park_until, Waiter};
+use crate::fiber::{park_until, LocalWaiter, Waiter};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -29,7 +29,9 @@ struct State<T> {
     queue: VecDeque<T>,
     /// `None` for unbounded channels.
     cap: Option<usize>,
-    receiver: Option<Waiter>,
+    /// The receiver while it is parked in `recv`. Woken under the lock and removed by `recv`
+    /// (under the lock) before it returns, so it needs no reference count.
+    receiver: Option<LocalWaiter>,
     senders_waiting: VecDeque<Waiter>,
     senders: usize,
     receiver_alive: bool,
@@ -54,62 +56,53 @@ impl<T> Chan<T> {
     }
 
     /// Pushes `value`, parking while the channel is full if `block`.
+    #[inline]
     fn send(&self, value: T, block: bool) -> Result<(), TrySendError<T>> {
         let mut value = Some(value);
         loop {
-            let receiver = {
+            {
                 let mut st = lock(&self.state);
                 if !st.receiver_alive {
                     return Err(TrySendError::Disconnected(value.take().expect("value")));
                 }
                 let full = st.cap.is_some_and(|cap| st.queue.len() >= cap.max(1));
-                if full {
-                    if !block {
-                        return Err(TrySendError::Full(value.take().expect("value")));
-                    }
-                    st.senders_waiting.push_back(Waiter::current());
-                    None
-                } else {
+                if !full {
                     st.queue.push_back(value.take().expect("value"));
-                    Some(st.receiver.take())
-                }
-            };
-            match receiver {
-                Some(r) => {
-                    if let Some(r) = r {
-                        r.wake();
+                    if let Some(r) = st.receiver.take() {
+                        // SAFETY: woken under the lock its registration is guarded by.
+                        unsafe { r.wake() };
                     }
                     return Ok(());
                 }
-                None => {
-                    park_until(None);
+                if !block {
+                    return Err(TrySendError::Full(value.take().expect("value")));
                 }
+                st.senders_waiting.push_back(Waiter::current());
             }
+            park_until(None);
         }
     }
 
+    #[inline(always)]
     fn recv(&self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
+        let mut timed_out = false;
         loop {
-            let sender = {
+            {
                 let mut st = lock(&self.state);
+                // Whatever woke us, our registration (if any is left) ends here.
+                st.receiver = None;
                 if let Some(v) = take_waking_sender(st.queue.pop_front(), &mut st) {
                     return Ok(v);
                 }
                 if st.senders == 0 {
                     return Err(RecvTimeoutError::Disconnected);
                 }
-                st.receiver = Some(Waiter::current());
-                None::<Waiter>
-            };
-            debug_assert!(sender.is_none());
-            if park_until(deadline) {
-                let mut st = lock(&self.state);
-                if let Some(v) = take_waking_sender(st.queue.pop_front(), &mut st) {
-                    return Ok(v);
+                if timed_out {
+                    return Err(RecvTimeoutError::Timeout);
                 }
-                st.receiver = None;
-                return Err(RecvTimeoutError::Timeout);
+                st.receiver = Some(LocalWaiter::current());
             }
+            timed_out = park_until(deadline);
         }
     }
 }
@@ -181,17 +174,13 @@ fn add_sender<T>(chan: &Arc<Chan<T>>) -> Arc<Chan<T>> {
 }
 
 fn drop_sender<T>(chan: &Chan<T>) {
-    let receiver = {
-        let mut st = lock(&chan.state);
-        st.senders -= 1;
-        if st.senders == 0 {
-            st.receiver.take()
-        } else {
-            None
+    let mut st = lock(&chan.state);
+    st.senders -= 1;
+    if st.senders == 0 {
+        if let Some(r) = st.receiver.take() {
+            // SAFETY: woken under the lock its registration is guarded by.
+            unsafe { r.wake() };
         }
-    };
-    if let Some(r) = receiver {
-        r.wake();
     }
 }
 
@@ -225,6 +214,7 @@ impl<T> Drop for SyncSender<T> {
 
 impl<T> Receiver<T> {
     /// Waits for a message; fails once every sender is gone and the queue is empty.
+    #[inline]
     pub fn recv(&self) -> Result<T, RecvError> {
         self.chan.recv(None).map_err(|_| RecvError)
     }
