@@ -20,7 +20,7 @@ use http::{Method, StatusCode, Version};
 use crate::body::{Body, BodySource, Request};
 use crate::chunked::ChunkedDecoder;
 use crate::compose::{put_head, ConnHeader, Framing};
-use crate::parse::{parse_head_cached, BodyKind, HeadCache, ProtocolError};
+use crate::parse::{parse_head_cached, BodyKind, Head, HeadCache, ProtocolError};
 use crate::response::{BodyWriter, Kind, Response, StreamSink, UpgradeFn, Upgraded, FLUSH_BYTES};
 use crate::settings::Settings;
 use crate::transport::{is_timeout, Transport};
@@ -488,33 +488,34 @@ where
     let mut first = true;
     loop {
         // 1. A complete request head.
-        let head = loop {
-            let mut sh = shared.borrow_mut();
-            if sh.rpos < sh.rend {
-                let parsed = {
-                    let Shared {
-                        rbuf,
-                        rpos,
-                        rend,
-                        head_cache,
-                        ..
-                    } = &mut *sh;
-                    parse_head_cached(&rbuf[*rpos..*rend], settings, head_cache)
-                };
-                match parsed {
-                    Ok(Some((head, n))) => {
-                        sh.rpos += n;
-                        break head;
-                    }
-                    Ok(None) => {}
-                    Err(e) => {
-                        settings.report_rejected(peer, e);
-                        put_error(&mut sh.wbuf, &e, server);
-                        sh.linger();
-                        return;
-                    }
+        {
+            let buffered = {
+                let sh = shared.borrow();
+                sh.rpos < sh.rend
+            };
+            // 1+2. Answer every complete request already buffered. On the worker's shared
+            // stack: parsing and responding write a few kilobytes of stack per request, which
+            // on this fiber's own (cold) stack would all be cache misses.
+            if buffered {
+                let go_on = fibra::fiber::on_shared_stack(|| {
+                    serve_buffered(
+                        &shared,
+                        &src,
+                        settings,
+                        handler,
+                        ctl,
+                        peer,
+                        server,
+                        &mut head_deadline,
+                        &mut first,
+                    )
+                });
+                if !go_on {
+                    return;
                 }
             }
+            // 3. Wait for more input (here, so an idle connection holds no shared stack).
+            let mut sh = shared.borrow_mut();
             if sh.flush().is_err() {
                 return;
             }
@@ -567,129 +568,205 @@ where
                 }
                 Err(_) => return,
             }
-        };
-        head_deadline = None;
-        first = false;
-
-        // 2. Run the handler.
-        let is_head = head.method == Method::HEAD;
-        let http11 = head.version == Version::HTTP_11;
-        let log_line = settings
-            .access_log
-            .then(|| format!("{} {} {:?}", head.method, head.uri, head.version));
-        let mut close =
-            !head.keep_alive || !settings.keep_alive || ctl.shutting_down.load(Ordering::Relaxed);
-        let seq = {
-            let mut sh = shared.borrow_mut();
-            sh.seq += 1;
-            sh.body = match head.body {
-                BodyKind::Empty => BodyState::Done,
-                BodyKind::Length(n) => BodyState::Length(n),
-                BodyKind::Chunked => {
-                    BodyState::Chunked(ChunkedDecoder::new(sh.max_body, sh.max_trailer))
-                }
-            };
-            sh.continue_pending = head.expect_continue;
-            sh.body_error = None;
-            sh.seq
-        };
-        let mut req = Request::new(Body::from_conn(src.clone(), seq));
-        *req.method_mut() = head.method;
-        *req.uri_mut() = head.uri;
-        *req.version_mut() = head.version;
-        *req.headers_mut() = head.headers;
-        let mut resp = match catch_unwind(AssertUnwindSafe(|| handler(req))) {
-            Ok(resp) => resp,
-            Err(p) => {
-                let p = rethrow_cancel(p);
-                settings.report_panic(peer, panic_message(&*p));
-                close = true;
-                error_response(StatusCode::INTERNAL_SERVER_ERROR, "internal server error")
-            }
-        };
-
-        // 3. Decide the connection's fate, then write the response.
-        {
-            let mut sh = shared.borrow_mut();
-            match sh.body_error.take() {
-                Some(BodyError::Protocol(e)) => {
-                    settings.report_rejected(peer, e);
-                    put_error(&mut sh.wbuf, &e, server);
-                    sh.linger();
-                    return;
-                }
-                Some(BodyError::Timeout) => {
-                    let e = ProtocolError::new(StatusCode::REQUEST_TIMEOUT, "request body timeout");
-                    settings.report_rejected(peer, e);
-                    put_error(&mut sh.wbuf, &e, server);
-                    sh.linger();
-                    return;
-                }
-                Some(BodyError::Io) => {
-                    let _ = sh.flush();
-                    return;
-                }
-                None => {}
-            }
-            if !close && !matches!(sh.body, BodyState::Done) {
-                let buffered = (sh.rend - sh.rpos) as u64;
-                close = sh.continue_pending
-                    || matches!(sh.body, BodyState::Length(n) if n.saturating_sub(buffered) > settings.max_drain_bytes);
-            }
-        }
-        // Shutdown may have begun while the handler ran.
-        if ctl.shutting_down.load(Ordering::SeqCst)
-            || resp
-                .headers()
-                .get(CONNECTION)
-                .is_some_and(|v| has_close_token(v.as_bytes()))
-        {
-            close = true;
-        }
-        let status = resp.status();
-        if status == StatusCode::SWITCHING_PROTOCOLS
-            && !matches!(resp.body().kind, Kind::Upgrade(_))
-        {
-            *resp.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
-            *resp.body_mut() = "101 without an upgrade body\n".into();
-            close = true;
-        }
-        let upgrade = match write_response(&shared, resp, is_head, http11, settings, &mut close) {
-            Ok(u) => u,
-            Err(_) => return,
-        };
-        if let Some(line) = log_line {
-            log::info!(target: "fibra_http::access", "{} \"{line}\" {}", peer.map(|p| p.to_string()).unwrap_or_default(), status.as_u16());
-        }
-        if let Some(f) = upgrade {
-            let mut sh = shared.borrow_mut();
-            if sh.flush().is_err() {
-                return;
-            }
-            let Some(io) = sh.io.take() else { return };
-            let buffered = sh.rbuf[sh.rpos..sh.rend].to_vec();
-            let _ = io.set_read_timeout(None);
-            drop(sh);
-            let up = Upgraded {
-                io: Box::new(io),
-                buffered,
-                pos: 0,
-            };
-            if let Err(p) = catch_unwind(AssertUnwindSafe(|| f(up))) {
-                let p = rethrow_cancel(p);
-                settings.report_panic(peer, panic_message(&*p));
-            }
-            return;
-        }
-        let mut sh = shared.borrow_mut();
-        if !close && !matches!(sh.body, BodyState::Done) && !sh.drain(settings.max_drain_bytes) {
-            close = true;
-        }
-        if close {
-            sh.linger();
-            return;
         }
     }
+}
+
+/// Parses and answers the complete requests at the front of the read buffer. Returns false
+/// when the connection must end, true when it needs more input.
+#[allow(clippy::too_many_arguments)]
+fn serve_buffered<T, H>(
+    shared: &Rc<RefCell<Shared<T>>>,
+    src: &Rc<RefCell<dyn BodySource>>,
+    settings: &Settings,
+    handler: &H,
+    ctl: &ConnCtl<'_>,
+    peer: Option<SocketAddr>,
+    server: Option<&str>,
+    head_deadline: &mut Option<Instant>,
+    first: &mut bool,
+) -> bool
+where
+    T: Transport,
+    H: Fn(Request) -> Response + ?Sized,
+{
+    loop {
+        let head = {
+            let mut sh = shared.borrow_mut();
+            if sh.rpos >= sh.rend {
+                return true;
+            }
+            let parsed = {
+                let Shared {
+                    rbuf,
+                    rpos,
+                    rend,
+                    head_cache,
+                    ..
+                } = &mut *sh;
+                parse_head_cached(&rbuf[*rpos..*rend], settings, head_cache)
+            };
+            match parsed {
+                Ok(Some((head, n))) => {
+                    sh.rpos += n;
+                    head
+                }
+                Ok(None) => return true,
+                Err(e) => {
+                    settings.report_rejected(peer, e);
+                    put_error(&mut sh.wbuf, &e, server);
+                    sh.linger();
+                    return false;
+                }
+            }
+        };
+        *head_deadline = None;
+        *first = false;
+        if !respond(head, shared, src, settings, handler, ctl, peer, server) {
+            return false;
+        }
+    }
+}
+
+/// Runs the handler for one parsed request and writes (or buffers) its response. Returns
+/// whether the connection goes on to the next request.
+///
+/// Kept out of line: its locals (the request, the response) and the parser's frame then share
+/// the same stack lines. With a fiber per connection every stack line a request touches is a
+/// cache miss once many connections take turns, so depth matters more than instructions.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn respond<T, H>(
+    head: Head,
+    shared: &Rc<RefCell<Shared<T>>>,
+    src: &Rc<RefCell<dyn BodySource>>,
+    settings: &Settings,
+    handler: &H,
+    ctl: &ConnCtl<'_>,
+    peer: Option<SocketAddr>,
+    server: Option<&str>,
+) -> bool
+where
+    T: Transport,
+    H: Fn(Request) -> Response + ?Sized,
+{
+    // 2. Run the handler.
+    let is_head = head.method == Method::HEAD;
+    let http11 = head.version == Version::HTTP_11;
+    let log_line = settings
+        .access_log
+        .then(|| format!("{} {} {:?}", head.method, head.uri, head.version));
+    let mut close =
+        !head.keep_alive || !settings.keep_alive || ctl.shutting_down.load(Ordering::Relaxed);
+    let seq = {
+        let mut sh = shared.borrow_mut();
+        sh.seq += 1;
+        sh.body = match head.body {
+            BodyKind::Empty => BodyState::Done,
+            BodyKind::Length(n) => BodyState::Length(n),
+            BodyKind::Chunked => {
+                BodyState::Chunked(ChunkedDecoder::new(sh.max_body, sh.max_trailer))
+            }
+        };
+        sh.continue_pending = head.expect_continue;
+        sh.body_error = None;
+        sh.seq
+    };
+    let mut req = Request::new(Body::from_conn(src.clone(), seq));
+    *req.method_mut() = head.method;
+    *req.uri_mut() = head.uri;
+    *req.version_mut() = head.version;
+    *req.headers_mut() = head.headers;
+    let mut resp = match catch_unwind(AssertUnwindSafe(|| handler(req))) {
+        Ok(resp) => resp,
+        Err(p) => {
+            let p = rethrow_cancel(p);
+            settings.report_panic(peer, panic_message(&*p));
+            close = true;
+            error_response(StatusCode::INTERNAL_SERVER_ERROR, "internal server error")
+        }
+    };
+
+    // 3. Decide the connection's fate, then write the response.
+    {
+        let mut sh = shared.borrow_mut();
+        match sh.body_error.take() {
+            Some(BodyError::Protocol(e)) => {
+                settings.report_rejected(peer, e);
+                put_error(&mut sh.wbuf, &e, server);
+                sh.linger();
+                return false;
+            }
+            Some(BodyError::Timeout) => {
+                let e = ProtocolError::new(StatusCode::REQUEST_TIMEOUT, "request body timeout");
+                settings.report_rejected(peer, e);
+                put_error(&mut sh.wbuf, &e, server);
+                sh.linger();
+                return false;
+            }
+            Some(BodyError::Io) => {
+                let _ = sh.flush();
+                return false;
+            }
+            None => {}
+        }
+        if !close && !matches!(sh.body, BodyState::Done) {
+            let buffered = (sh.rend - sh.rpos) as u64;
+            close = sh.continue_pending
+                || matches!(sh.body, BodyState::Length(n) if n.saturating_sub(buffered) > settings.max_drain_bytes);
+        }
+    }
+    // Shutdown may have begun while the handler ran.
+    if ctl.shutting_down.load(Ordering::SeqCst)
+        || resp
+            .headers()
+            .get(CONNECTION)
+            .is_some_and(|v| has_close_token(v.as_bytes()))
+    {
+        close = true;
+    }
+    let status = resp.status();
+    if status == StatusCode::SWITCHING_PROTOCOLS && !matches!(resp.body().kind, Kind::Upgrade(_)) {
+        *resp.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+        *resp.body_mut() = "101 without an upgrade body\n".into();
+        close = true;
+    }
+    let upgrade = match write_response(shared, resp, is_head, http11, settings, &mut close) {
+        Ok(u) => u,
+        Err(_) => return false,
+    };
+    if let Some(line) = log_line {
+        log::info!(target: "fibra_http::access", "{} \"{line}\" {}", peer.map(|p| p.to_string()).unwrap_or_default(), status.as_u16());
+    }
+    if let Some(f) = upgrade {
+        let mut sh = shared.borrow_mut();
+        if sh.flush().is_err() {
+            return false;
+        }
+        let Some(io) = sh.io.take() else { return false };
+        let buffered = sh.rbuf[sh.rpos..sh.rend].to_vec();
+        let _ = io.set_read_timeout(None);
+        drop(sh);
+        let up = Upgraded {
+            io: Box::new(io),
+            buffered,
+            pos: 0,
+        };
+        if let Err(p) = catch_unwind(AssertUnwindSafe(|| f(up))) {
+            let p = rethrow_cancel(p);
+            settings.report_panic(peer, panic_message(&*p));
+        }
+        return false;
+    }
+    let mut sh = shared.borrow_mut();
+    if !close && !matches!(sh.body, BodyState::Done) && !sh.drain(settings.max_drain_bytes) {
+        close = true;
+    }
+    if close {
+        sh.linger();
+        return false;
+    }
+    true
 }
 
 fn error_response(status: StatusCode, text: &'static str) -> Response {

@@ -1,30 +1,33 @@
 //! The `Date` header value, rendered at most once a second per thread (Warp's `Date.hs`).
 //!
-//! Each worker thread keeps its own copy, so reading it takes no lock and no atomic; a request
-//! costs one `SystemTime::now()` (vDSO, no syscall) and a compare.
+//! Each worker thread keeps its own copy, so reading it takes no lock and no atomic. A request
+//! costs one compare against the worker's cached clock ([`fibra::time::now`], refreshed by the
+//! scheduler, no clock read); the wall clock is read once a second, when the copy expires.
 
 use std::cell::Cell;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Length of an IMF-fixdate, e.g. `Sun, 06 Nov 1994 08:49:37 GMT`.
 pub const DATE_LEN: usize = 29;
 
 thread_local! {
-    static CACHE: Cell<(u64, [u8; DATE_LEN])> = const { Cell::new((u64::MAX, [0; DATE_LEN])) };
+    /// The rendered date and the (coarse-clock) instant at which its second ends.
+    static CACHE: Cell<(Option<Instant>, [u8; DATE_LEN])> = const { Cell::new((None, [0; DATE_LEN])) };
 }
 
 /// Calls `f` with the current date as an IMF-fixdate (RFC 9110 §5.6.7).
 pub fn with_date<R>(f: impl FnOnce(&[u8; DATE_LEN]) -> R) -> R {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_secs();
+    let now = fibra::time::now();
     CACHE.with(|c| {
-        let (secs, mut text) = c.get();
-        if secs != now {
-            let s = httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(now));
+        let (until, mut text) = c.get();
+        if until.map_or(true, |u| now >= u) {
+            let wall = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default();
+            let s = httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(wall.as_secs()));
             text.copy_from_slice(&s.as_bytes()[..DATE_LEN]);
-            c.set((now, text));
+            let rest = Duration::from_nanos(1_000_000_000 - u64::from(wall.subsec_nanos()));
+            c.set((Some(now + rest), text));
         }
         f(&text)
     })

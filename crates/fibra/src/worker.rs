@@ -13,7 +13,7 @@ use crate::reactor::{self, IoState};
 use crate::runtime::RtShared;
 use crate::stack::StackPool;
 use crate::timer::{self, Timers};
-use corosensei::stack::Stack;
+use corosensei::stack::{DefaultStack, Stack};
 use mio::{Events, Poll, Token};
 use slab::Slab;
 use std::cell::{Cell, RefCell};
@@ -28,6 +28,9 @@ pub(crate) const WAKER_TOKEN: Token = Token(usize::MAX);
 
 /// While fibers stay runnable, the poller and timers are checked after this many fiber runs.
 const POLL_INTERVAL: usize = 256;
+
+/// Lent stacks kept for reuse beyond those in use; more go back to the stack pool.
+const MAX_SHARED_STACKS: usize = 4;
 
 /// A message to a worker from another thread.
 pub(crate) enum Message {
@@ -107,6 +110,9 @@ pub(crate) struct Worker {
     /// Fibers spawned onto this worker while a fiber ran; inserted once it stops.
     deferred: RefCell<VecDeque<(Arc<Task>, Body)>>,
     stacks: RefCell<StackPool>,
+    /// Stacks lent by [`crate::fiber::on_shared_stack`]; the last one returned is lent next,
+    /// so it stays in the CPU's caches.
+    shared_stacks: RefCell<Vec<DefaultStack>>,
     pub(crate) timers: RefCell<Timers>,
     poll: RefCell<Poll>,
     pub(crate) registry: mio::Registry,
@@ -173,6 +179,25 @@ impl Worker {
         });
         task.key.store(key, Relaxed);
         self.queue.borrow_mut().push_back(key);
+    }
+
+    /// A stack to lend to a running fiber (see [`crate::fiber::on_shared_stack`]).
+    pub(crate) fn take_shared_stack(&self) -> std::io::Result<DefaultStack> {
+        match self.shared_stacks.borrow_mut().pop() {
+            Some(s) => Ok(s),
+            None => self.stacks.borrow_mut().get(),
+        }
+    }
+
+    /// Takes a lent stack back.
+    pub(crate) fn return_shared_stack(&self, stack: DefaultStack) {
+        let mut shared = self.shared_stacks.borrow_mut();
+        if shared.len() < MAX_SHARED_STACKS {
+            shared.push(stack);
+        } else {
+            drop(shared);
+            self.stacks.borrow_mut().put(stack);
+        }
     }
 
     fn refresh_clock(&self) {
@@ -392,6 +417,7 @@ pub(crate) fn run(index: usize, rt: Arc<RtShared>, poll: Poll) {
     let worker = Worker {
         index,
         stacks: RefCell::new(StackPool::new(rt.stack_size, rt.max_idle_stacks)),
+        shared_stacks: RefCell::new(Vec::new()),
         rt,
         queue: RefCell::new(VecDeque::with_capacity(1024)),
         fibers: RefCell::new(Slab::with_capacity(1024)),

@@ -42,6 +42,38 @@ fn stack_overflow_names_the_fiber() {
 }
 
 #[test]
+fn stack_overflow_on_a_shared_stack_names_the_fiber() {
+    if util::child_role().as_deref() == Some("overflow-shared") {
+        let rt = fibra::Runtime::builder()
+            .workers(1)
+            .stack_size(64 * 1024)
+            .build()
+            .unwrap();
+        rt.block_on(|| {
+            fibra::fiber::Builder::new()
+                .name("deep-on-shared")
+                .spawn(|| fibra::fiber::on_shared_stack(|| recurse(0, &mut [0u8; 512])))
+                .unwrap()
+                .join()
+                .ok();
+        });
+        unreachable!("the overflow must abort the process");
+    }
+    let out = util::run_child(
+        "stack_overflow_on_a_shared_stack_names_the_fiber",
+        "overflow-shared",
+        "",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(libc::SIGABRT), "stderr: {stderr}");
+    assert!(
+        stderr.contains("fiber 'deep-on-shared'") && stderr.contains("overflowed its stack"),
+        "stderr: {stderr}"
+    );
+}
+
+#[test]
 fn a_segfault_elsewhere_is_not_misreported() {
     if util::child_role().as_deref() == Some("segv") {
         let rt = fibra::Runtime::builder().workers(1).build().unwrap();
