@@ -39,7 +39,9 @@ type Shard = Mutex<HashMap<Box<str>, Slot>>;
 #[derive(Debug)]
 struct Slot {
     value: Lookup,
-    checked: Instant,
+    /// When the entry stops being trusted (checked + TTL; `None`: a TTL too long to add):
+    /// one compare per hit.
+    expires: Option<Instant>,
 }
 
 /// A sharded, bounded, TTL'd map from request path to `Lookup`.
@@ -79,7 +81,7 @@ impl FileCache {
         }
         let shard = &self.shards[shard_of(key)];
         if let Some(slot) = lock(shard).get(key) {
-            if now.saturating_duration_since(slot.checked) < self.ttl {
+            if slot.expires.map_or(true, |e| now < e) {
                 self.hits.fetch_add(1, Ordering::Relaxed);
                 return Ok(slot.value.clone());
             }
@@ -88,8 +90,7 @@ impl FileCache {
         let value = fill()?;
         let mut map = lock(shard);
         if map.len() >= self.per_shard && !map.contains_key(key) {
-            let ttl = self.ttl;
-            map.retain(|_, s| now.saturating_duration_since(s.checked) < ttl);
+            map.retain(|_, s| s.expires.map_or(true, |e| now < e));
             if map.len() >= self.per_shard {
                 if let Some(victim) = map.keys().next().cloned() {
                     map.remove(&victim);
@@ -100,7 +101,7 @@ impl FileCache {
             key.into(),
             Slot {
                 value: value.clone(),
-                checked: now,
+                expires: now.checked_add(self.ttl),
             },
         );
         Ok(value)

@@ -53,11 +53,7 @@ impl FileReply {
         };
         let mut resp = Response::new(body);
         *resp.status_mut() = self.status;
-        let headers = resp.headers_mut();
-        headers.reserve(self.headers.len());
-        for (name, value) in self.headers {
-            headers.append(name, value);
-        }
+        *resp.headers_mut() = self.headers;
         resp
     }
 }

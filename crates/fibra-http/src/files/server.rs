@@ -101,8 +101,8 @@ impl FileBody {
 pub struct FileReply {
     /// Response status.
     pub status: StatusCode,
-    /// Header fields in order.
-    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// Header fields, in the order added (moved into the response as they are).
+    pub headers: HeaderMap,
     /// Body (for HEAD: what a GET would send; the writer announces its length and skips it).
     pub body: FileBody,
 }
@@ -111,7 +111,7 @@ impl FileReply {
     fn new(status: StatusCode) -> FileReply {
         FileReply {
             status,
-            headers: Vec::with_capacity(8),
+            headers: HeaderMap::new(),
             body: FileBody::Empty,
         }
     }
@@ -133,12 +133,60 @@ impl FileReply {
     }
 
     fn header(&mut self, name: HeaderName, value: HeaderValue) {
-        self.headers.push((name, value));
+        self.headers.append(name, value);
     }
 
     /// The first value of header `name`, if set.
     pub fn get(&self, name: &HeaderName) -> Option<&HeaderValue> {
-        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+        self.headers.get(name)
+    }
+}
+
+/// The request fields a file reply depends on (the first value of each), found in one pass
+/// over the request's fields: a request has a handful, and seven hashed `HeaderMap::get`s
+/// cost more than walking them once.
+struct RequestFields<'a> {
+    accept_encoding: Option<&'a [u8]>,
+    range: Option<&'a [u8]>,
+    conds: Conditionals<'a>,
+}
+
+impl<'a> RequestFields<'a> {
+    fn of(headers: &'a HeaderMap) -> RequestFields<'a> {
+        let mut f = RequestFields {
+            accept_encoding: None,
+            range: None,
+            conds: Conditionals {
+                if_match: None,
+                if_none_match: None,
+                if_modified_since: None,
+                if_unmodified_since: None,
+                if_range: None,
+            },
+        };
+        for (name, value) in headers {
+            let slot = if name == header::ACCEPT_ENCODING {
+                &mut f.accept_encoding
+            } else if name == header::RANGE {
+                &mut f.range
+            } else if name == header::IF_MATCH {
+                &mut f.conds.if_match
+            } else if name == header::IF_NONE_MATCH {
+                &mut f.conds.if_none_match
+            } else if name == header::IF_MODIFIED_SINCE {
+                &mut f.conds.if_modified_since
+            } else if name == header::IF_UNMODIFIED_SINCE {
+                &mut f.conds.if_unmodified_since
+            } else if name == header::IF_RANGE {
+                &mut f.conds.if_range
+            } else {
+                continue;
+            };
+            if slot.is_none() {
+                *slot = Some(value.as_bytes());
+            }
+        }
+        f
     }
 }
 
@@ -244,17 +292,10 @@ impl FileServer {
             Ok(Lookup::Forbidden) => FileReply::error(StatusCode::FORBIDDEN),
             Ok(Lookup::Dir) => self.directory(rest, query),
             Ok(Lookup::File(entry)) => {
-                let h = |name: HeaderName| headers.get(name).map(HeaderValue::as_bytes);
-                let (br_ok, gz_ok) = accepted_encodings(h(header::ACCEPT_ENCODING));
+                let fields = RequestFields::of(headers);
+                let (br_ok, gz_ok) = accepted_encodings(fields.accept_encoding);
                 let (file, encoding) = entry.select(br_ok, gz_ok);
-                let conds = Conditionals {
-                    if_match: h(header::IF_MATCH),
-                    if_none_match: h(header::IF_NONE_MATCH),
-                    if_modified_since: h(header::IF_MODIFIED_SINCE),
-                    if_unmodified_since: h(header::IF_UNMODIFIED_SINCE),
-                    if_range: h(header::IF_RANGE),
-                };
-                let precondition = evaluate(&conds, file.etag.as_bytes(), file.mtime);
+                let precondition = evaluate(&fields.conds, file.etag.as_bytes(), file.mtime);
                 let status = match precondition {
                     Precondition::Failed => {
                         return FileReply::error(StatusCode::PRECONDITION_FAILED)
@@ -286,8 +327,8 @@ impl FileServer {
                     }
                 );
                 // Range is defined for GET only (RFC 9110 §14.2); HEAD ignores it.
-                let range = match headers.get(header::RANGE) {
-                    Some(v) if is_get && range_allowed => parse_range(v.as_bytes(), file.size),
+                let range = match fields.range {
+                    Some(v) if is_get && range_allowed => parse_range(v, file.size),
                     _ => RangeRequest::Full,
                 };
                 let (offset, len) = match range {
