@@ -594,7 +594,9 @@ where
         let head = {
             let mut sh = shared.borrow_mut();
             if sh.rpos >= sh.rend {
-                return true;
+                // Send what was composed from here too: the write path's frames then land on
+                // this (cached) stack instead of the fiber's own.
+                return sh.flush().is_ok();
             }
             let parsed = {
                 let Shared {
@@ -611,7 +613,7 @@ where
                     sh.rpos += n;
                     head
                 }
-                Ok(None) => return true,
+                Ok(None) => return sh.flush().is_ok(),
                 Err(e) => {
                     settings.report_rejected(peer, e);
                     put_error(&mut sh.wbuf, &e, server);
