@@ -81,6 +81,15 @@ enum BodyError {
     Io,
 }
 
+thread_local! {
+    /// The previous request's parse on this thread (one per worker), reused for identical
+    /// targets and fields. Per worker rather than per connection: keep-alive clients of one
+    /// site repeat their Host, paths and fields across connections too, and a cache that
+    /// every connection shares stays in the CPU caches, where one per connection would be
+    /// cold memory by the time its next request comes.
+    static HEAD_CACHE: RefCell<HeadCache> = RefCell::new(HeadCache::default());
+}
+
 /// The connection state a `Body` and the loop share.
 struct Shared<T> {
     /// `None` after an upgrade took the transport.
@@ -103,8 +112,6 @@ struct Shared<T> {
     /// The read timeout last set on the transport (skips redundant sets).
     read_timeout: Option<Duration>,
     peer: Option<SocketAddr>,
-    /// The previous request's parse, reused for identical targets and fields.
-    head_cache: HeadCache,
 }
 
 fn not_connected() -> io::Error {
@@ -481,7 +488,6 @@ where
         max_trailer: settings.max_head_bytes,
         read_timeout: None,
         peer,
-        head_cache: HeadCache::default(),
     }));
     let src: Rc<RefCell<dyn BodySource>> = shared.clone();
     let mut head_deadline = Some(start + settings.header_timeout);
@@ -598,16 +604,13 @@ where
                 // this (cached) stack instead of the fiber's own.
                 return sh.flush().is_ok();
             }
-            let parsed = {
-                let Shared {
-                    rbuf,
-                    rpos,
-                    rend,
-                    head_cache,
-                    ..
-                } = &mut *sh;
-                parse_head_cached(&rbuf[*rpos..*rend], settings, head_cache)
-            };
+            let parsed = HEAD_CACHE.with(|cache| {
+                parse_head_cached(
+                    &sh.rbuf[sh.rpos..sh.rend],
+                    settings,
+                    &mut cache.borrow_mut(),
+                )
+            });
             match parsed {
                 Ok(Some((head, n))) => {
                     sh.rpos += n;
