@@ -9,18 +9,17 @@
 //! queued twice and a wake-up that races with parking is never lost.
 
 use crate::runtime::{self, RtShared};
-use crate::sync::lock;
 use crate::worker;
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use std::any::Any;
-use std::cell::Cell;
+use std::cell::{Cell, UnsafeCell};
 use std::io;
 use std::marker::PhantomData;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize};
+use std::sync::Arc;
 use std::thread;
 
 const EMPTY: u8 = 0;
@@ -40,15 +39,18 @@ pub(crate) struct Task {
     /// Unique id, for messages (stack overflow, panics).
     pub(crate) id: u64,
     /// Optional name given through [`Builder::name`].
-    pub(crate) name: Option<Box<str>>,
+    // A thin pointer (8 bytes, not a 16-byte `Box<str>`): names are rare and only read for
+    // messages, while every spawn allocates a task, so its size is what counts.
+    #[allow(clippy::box_collection)]
+    pub(crate) name: Option<Box<String>>,
     /// Index of the worker that owns (or will own) the fiber.
-    pub(crate) home: usize,
+    home: u32,
     /// The runtime it belongs to.
     pub(crate) rt: Arc<RtShared>,
     /// EMPTY, PARKED, NOTIFIED or DONE.
     state: AtomicU8,
     /// Key of the fiber's slot in its home worker's slab; set when it arrives there.
-    pub(crate) key: AtomicUsize,
+    key: AtomicU32,
     /// Current timeout in ticks, 0 for none. Home worker only (Relaxed is enough).
     pub(crate) deadline: AtomicU64,
     /// Tick of the timer entry queued for this fiber, 0 for none. Home worker only.
@@ -58,53 +60,91 @@ pub(crate) struct Task {
     /// `limit` of the fiber's stack once it has started (0 before), from which the overflow
     /// handler derives the guard page. Written by the home worker before the first resume.
     pub(crate) stack_limit: AtomicUsize,
+    /// `J_*` bits of the hand-over of the fiber's outcome (see [`JoinCell`]).
+    join_state: AtomicU8,
     /// The fiber's outcome, kept here (no separate allocation) until joined.
-    join: Mutex<JoinSlot>,
+    join: JoinCell,
 }
 
-/// A fiber's outcome as its [`JoinHandle`] will see it.
+/// `JoinCell::state` bits.
+const J_WAITING: u8 = 1;
+const J_CLAIMED: u8 = 2;
+const J_DONE: u8 = 4;
+
+/// A fiber's outcome as its [`JoinHandle`] will see it, handed over through one atomic word
+/// (`Task::join_state`)
+/// instead of a mutex (a spawn + join costs two read-modify-writes here, not four):
+///
+/// - `complete` sets `J_CLAIMED` (only the first completion proceeds), writes `result`, then
+///   sets `J_DONE`; if `J_WAITING` was set by then it takes `waiter` and wakes it.
+/// - The one joiner (`JoinHandle::join` consumes the handle) reads `result` only after seeing
+///   `J_DONE`, and writes `waiter` only before setting `J_WAITING`, and never again after.
 #[derive(Default)]
-struct JoinSlot {
-    /// Set once the fiber has ended, or is known never to run.
-    finished: bool,
+struct JoinCell {
     /// The boxed value (no allocation for `()`) or the panic payload; `None` if the fiber was
     /// dropped before producing either.
-    result: Option<thread::Result<Box<dyn Any + Send>>>,
+    result: UnsafeCell<Option<thread::Result<Box<dyn Any + Send>>>>,
     /// The fiber or thread blocked in `join`.
-    waiter: Option<Waiter>,
+    waiter: UnsafeCell<Option<Waiter>>,
 }
 
+// SAFETY: the cells are accessed only under the protocol above, whose atomic transitions
+// order every write before the read that follows it on another thread; the values are Send.
+unsafe impl Sync for JoinCell {}
+
 impl Task {
-    pub(crate) fn new(id: u64, name: Option<Box<str>>, home: usize, rt: Arc<RtShared>) -> Self {
+    pub(crate) fn new(id: u64, name: Option<String>, home: usize, rt: Arc<RtShared>) -> Self {
         Task {
             id,
-            name,
-            home,
+            name: name.map(Box::new),
+            home: u32::try_from(home).expect("fewer than 2^32 workers"),
             rt,
             state: AtomicU8::new(EMPTY),
-            key: AtomicUsize::new(usize::MAX),
+            key: AtomicU32::new(u32::MAX),
             deadline: AtomicU64::new(0),
             timer_queued: AtomicU64::new(0),
             timed_out: AtomicBool::new(false),
             stack_limit: AtomicUsize::new(0),
-            join: Mutex::new(JoinSlot::default()),
+            join_state: AtomicU8::new(0),
+            join: JoinCell::default(),
         }
     }
 
     /// Records the fiber's outcome (`None`: it will never produce one) and wakes its joiner.
+    /// Only the first call counts.
     pub(crate) fn complete(&self, result: Option<thread::Result<Box<dyn Any + Send>>>) {
-        let waiter = {
-            let mut j = lock(&self.join);
-            if j.finished {
-                return;
-            }
-            j.finished = true;
-            j.result = result;
-            j.waiter.take()
-        };
-        if let Some(w) = waiter {
-            w.wake();
+        let j = &self.join;
+        if self.join_state.fetch_or(J_CLAIMED, AcqRel) & J_CLAIMED != 0 {
+            return;
         }
+        // SAFETY: J_CLAIMED makes this the only writer of `result`, and the joiner reads it
+        // only after J_DONE is set below.
+        unsafe { *j.result.get() = result };
+        if self.join_state.fetch_or(J_DONE, AcqRel) & J_WAITING != 0 {
+            // SAFETY: the joiner wrote `waiter` before setting J_WAITING (acquired by the
+            // fetch_or above) and does not touch it after; completion happens once.
+            if let Some(w) = unsafe { (*j.waiter.get()).take() } {
+                w.wake();
+            }
+        }
+    }
+
+    /// Index of the worker that owns (or will own) the fiber.
+    pub(crate) fn home(&self) -> usize {
+        self.home as usize
+    }
+
+    /// Key of the fiber's slot in its home worker's slab.
+    pub(crate) fn key(&self) -> usize {
+        self.key.load(Relaxed) as usize
+    }
+
+    /// Records the fiber's slab key (on its home worker).
+    pub(crate) fn set_key(&self, key: usize) {
+        self.key.store(
+            u32::try_from(key).expect("fewer than 2^32 fibers per worker"),
+            Relaxed,
+        );
     }
 
     /// A new strong reference to this task.
@@ -125,7 +165,7 @@ impl Task {
 
     /// The fiber's name, or "unnamed".
     pub(crate) fn display_name(&self) -> &str {
-        self.name.as_deref().unwrap_or("unnamed")
+        self.name.as_deref().map_or("unnamed", String::as_str)
     }
 }
 
@@ -314,7 +354,7 @@ pub(crate) fn park_until(deadline: Option<std::time::Instant>) -> bool {
 /// Outside a fiber it yields the OS thread.
 #[inline(always)]
 pub fn yield_now() {
-    let Some(key) = with_current(|t| t.map(|t| t.key.load(Relaxed))) else {
+    let Some(key) = with_current(|t| t.map(|t| t.key())) else {
         thread::yield_now();
         return;
     };
@@ -391,19 +431,26 @@ impl<T: 'static> JoinHandle<T> {
     ///
     /// Called from a fiber, only that fiber parks; from a thread, the thread blocks.
     pub fn join(self) -> thread::Result<T> {
+        let j = &self.task.join;
         loop {
-            {
-                let mut j = lock(&self.task.join);
-                if j.finished {
-                    return match j.result.take() {
-                        Some(Ok(value)) => Ok(*value
-                            .downcast::<T>()
-                            .expect("a fiber's result has the JoinHandle's type")),
-                        Some(Err(payload)) => Err(payload),
-                        None => Err(Box::new(Cancelled)),
-                    };
+            let state = self.task.join_state.load(Acquire);
+            if state & J_DONE != 0 {
+                // SAFETY: J_DONE (acquired) means `complete` finished writing `result` and
+                // will not touch it again; this handle is the only reader.
+                return match unsafe { (*j.result.get()).take() } {
+                    Some(Ok(value)) => Ok(*value
+                        .downcast::<T>()
+                        .expect("a fiber's result has the JoinHandle's type")),
+                    Some(Err(payload)) => Err(payload),
+                    None => Err(Box::new(Cancelled)),
+                };
+            }
+            if state & J_WAITING == 0 {
+                // SAFETY: before J_WAITING is set nobody else reads or writes `waiter`.
+                unsafe { *j.waiter.get() = Some(Waiter::current()) };
+                if self.task.join_state.fetch_or(J_WAITING, AcqRel) & J_DONE != 0 {
+                    continue;
                 }
-                j.waiter = Some(Waiter::current());
             }
             park_until(None);
         }
@@ -413,7 +460,7 @@ impl<T: 'static> JoinHandle<T> {
 impl<T> JoinHandle<T> {
     /// Whether the fiber has finished.
     pub fn is_finished(&self) -> bool {
-        lock(&self.task.join).finished
+        self.task.join_state.load(Acquire) & J_DONE != 0
     }
 
     /// The fiber's unique id.
@@ -509,7 +556,7 @@ where
         None => rt.next_worker(),
     };
     let id = rt.next_id();
-    let task = Arc::new(Task::new(id, name.map(Into::into), home, rt.clone()));
+    let task = Arc::new(Task::new(id, name, home, rt.clone()));
     let body: Body = Box::new(move || {
         let result = panic::catch_unwind(AssertUnwindSafe(f))
             .map(|value| Box::new(value) as Box<dyn Any + Send>);

@@ -140,10 +140,10 @@ pub(crate) fn try_with<R>(f: impl FnOnce(&Worker) -> R) -> Option<R> {
 
 /// Queues a fiber that was just unparked.
 pub(crate) fn schedule(task: &Task) {
-    if is_home(&task.rt, task.home) {
-        with(|w| w.queue.borrow_mut().push_back(task.key.load(Relaxed)));
+    if is_home(&task.rt, task.home()) {
+        with(|w| w.queue.borrow_mut().push_back(task.key()));
     } else {
-        task.rt.workers[task.home].send(Message::Wake(task.arc()));
+        task.rt.workers[task.home()].send(Message::Wake(task.arc()));
     }
 }
 
@@ -154,11 +154,11 @@ pub(crate) fn is_home(rt: &Arc<RtShared>, home: usize) -> bool {
 
 /// Hands a new fiber to its home worker.
 pub(crate) fn submit(task: Arc<Task>, body: Body) {
-    if is_home(&task.rt, task.home) {
+    if is_home(&task.rt, task.home()) {
         with(|w| w.insert(task, body));
     } else {
         let rt = task.rt.clone();
-        rt.workers[task.home].send(Message::Spawn(task, body));
+        rt.workers[task.home()].send(Message::Spawn(task, body));
     }
 }
 
@@ -177,7 +177,7 @@ impl Worker {
             task: task.clone(),
             state: FiberState::NotStarted(body),
         });
-        task.key.store(key, Relaxed);
+        task.set_key(key);
         self.queue.borrow_mut().push_back(key);
     }
 
@@ -282,7 +282,7 @@ impl Worker {
         for msg in msgs {
             match msg {
                 Message::Spawn(task, body) => self.insert(task, body),
-                Message::Wake(task) => self.queue.borrow_mut().push_back(task.key.load(Relaxed)),
+                Message::Wake(task) => self.queue.borrow_mut().push_back(task.key()),
                 Message::Release(token) => reactor::release(token),
             }
         }
