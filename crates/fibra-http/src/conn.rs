@@ -6,7 +6,7 @@
 //! in one `write` (pipelining). The write buffer is flushed only before the connection would
 //! block on a read, before a large body, or at close.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::io::{self, Write};
 use std::net::{Shutdown, SocketAddr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -478,7 +478,9 @@ where
         rbuf: vec![0; settings.read_buffer_bytes.clamp(512, rcap)],
         rpos: 0,
         rend: 0,
-        wbuf: Vec::with_capacity(4096),
+        // Allocated when first needed: bursts of responses are composed in the worker's
+        // buffer (`HotWriteBuffer`).
+        wbuf: Vec::new(),
         seq: 0,
         body: BodyState::Done,
         continue_pending: false,
@@ -578,6 +580,60 @@ where
     }
 }
 
+thread_local! {
+    /// The worker's write buffer, lent to the connection that is composing responses (see
+    /// [`HotWriteBuffer`]). `None` while lent.
+    static HOT_WBUF: Cell<Option<Vec<u8>>> = const { Cell::new(None) };
+    /// Whether this thread's buffer exists (so `None` above means "lent").
+    static HOT_WBUF_MADE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Lends the worker's write buffer to a connection for one burst of responses, so composing
+/// writes lines that are already cached instead of the connection's own (cold) buffer. The
+/// burst ends with a flush, so the buffer comes back empty; anything left in it (an early
+/// exit) is moved to the connection's own buffer first. If a handler blocks while holding
+/// it, other connections meanwhile compose into their own buffers.
+struct HotWriteBuffer<'a, T: Transport> {
+    shared: &'a RefCell<Shared<T>>,
+    /// The connection's own buffer while the worker's is lent; `None` if nothing was lent.
+    own: Option<Vec<u8>>,
+}
+
+impl<'a, T: Transport> HotWriteBuffer<'a, T> {
+    fn lend(shared: &'a RefCell<Shared<T>>) -> Self {
+        let mut own = None;
+        let hot = HOT_WBUF.with(Cell::take).or_else(|| {
+            (!HOT_WBUF_MADE.with(|m| m.replace(true))).then(|| Vec::with_capacity(4096))
+        });
+        if let Some(mut hot) = hot {
+            let mut sh = shared.borrow_mut();
+            if sh.wbuf.is_empty() {
+                std::mem::swap(&mut sh.wbuf, &mut hot);
+                own = Some(hot);
+            } else {
+                HOT_WBUF.with(|c| c.set(Some(hot)));
+            }
+        }
+        HotWriteBuffer { shared, own }
+    }
+}
+
+impl<T: Transport> Drop for HotWriteBuffer<'_, T> {
+    fn drop(&mut self) {
+        let Some(own) = self.own.take() else { return };
+        // Unwinding with the state borrowed: leave the lent buffer with the connection.
+        let Ok(mut sh) = self.shared.try_borrow_mut() else {
+            return;
+        };
+        let mut hot = std::mem::replace(&mut sh.wbuf, own);
+        if !hot.is_empty() {
+            sh.wbuf.extend_from_slice(&hot);
+            hot.clear();
+        }
+        HOT_WBUF.with(|c| c.set(Some(hot)));
+    }
+}
+
 /// Parses and answers the complete requests at the front of the read buffer. Returns false
 /// when the connection must end, true when it needs more input.
 #[allow(clippy::too_many_arguments)]
@@ -596,6 +652,7 @@ where
     T: Transport,
     H: Fn(Request) -> Response + ?Sized,
 {
+    let _hot = HotWriteBuffer::lend(shared);
     loop {
         let head = {
             let mut sh = shared.borrow_mut();
