@@ -492,90 +492,83 @@ where
         peer,
     }));
     let src: Rc<RefCell<dyn BodySource>> = shared.clone();
+    let conn = Conn {
+        shared: &shared,
+        src: &src,
+        settings,
+        handler,
+        ctl,
+        peer,
+        server,
+    };
     let mut head_deadline = Some(start + settings.header_timeout);
     let mut first = true;
     loop {
-        // 1. A complete request head.
+        // 1. Parse and answer every complete request already buffered. On the worker's
+        // shared stack: parsing and responding write a few kilobytes of stack per request,
+        // which on this fiber's own (cold) stack would all be cache misses.
+        let buffered = {
+            let sh = shared.borrow();
+            sh.rpos < sh.rend
+        };
+        if buffered
+            && !fibra::fiber::on_shared_stack(|| {
+                conn.serve_buffered(&mut head_deadline, &mut first)
+            })
         {
-            let buffered = {
-                let sh = shared.borrow();
-                sh.rpos < sh.rend
-            };
-            // 1+2. Answer every complete request already buffered. On the worker's shared
-            // stack: parsing and responding write a few kilobytes of stack per request, which
-            // on this fiber's own (cold) stack would all be cache misses.
-            if buffered {
-                let go_on = fibra::fiber::on_shared_stack(|| {
-                    serve_buffered(
-                        &shared,
-                        &src,
-                        settings,
-                        handler,
-                        ctl,
-                        peer,
-                        server,
-                        &mut head_deadline,
-                        &mut first,
-                    )
-                });
-                if !go_on {
-                    return;
-                }
-            }
-            // 3. Wait for more input (here, so an idle connection holds no shared stack).
-            let mut sh = shared.borrow_mut();
-            if sh.flush().is_err() {
+            return;
+        }
+        // 2. Wait for more input (here, so an idle connection holds no shared stack).
+        let mut sh = shared.borrow_mut();
+        if sh.flush().is_err() {
+            return;
+        }
+        let partial = sh.rpos < sh.rend;
+        if !partial && !first {
+            ctl.idle.store(true, Ordering::SeqCst);
+            if ctl.shutting_down.load(Ordering::SeqCst) {
                 return;
             }
-            let partial = sh.rpos < sh.rend;
-            if !partial && !first {
-                ctl.idle.store(true, Ordering::SeqCst);
-                if ctl.shutting_down.load(Ordering::SeqCst) {
-                    return;
+            sh.set_read_timeout(settings.idle_timeout);
+        } else {
+            let now = Instant::now();
+            let deadline = *head_deadline.get_or_insert(now + settings.header_timeout);
+            if now >= deadline {
+                if partial {
+                    let e = ProtocolError::new(StatusCode::REQUEST_TIMEOUT, "request head timeout");
+                    settings.report_rejected(peer, e);
+                    put_error(&mut sh.wbuf, &e, server);
+                    sh.linger();
                 }
-                sh.set_read_timeout(settings.idle_timeout);
-            } else {
-                let now = Instant::now();
-                let deadline = *head_deadline.get_or_insert(now + settings.header_timeout);
-                if now >= deadline {
-                    if partial {
-                        let e =
-                            ProtocolError::new(StatusCode::REQUEST_TIMEOUT, "request head timeout");
-                        settings.report_rejected(peer, e);
-                        put_error(&mut sh.wbuf, &e, server);
-                        sh.linger();
-                    }
-                    return;
-                }
-                sh.set_read_timeout(deadline - now);
-            }
-            if !sh.make_room(rcap) {
-                let e = ProtocolError::new(
-                    StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-                    "request head too large",
-                );
-                settings.report_rejected(peer, e);
-                put_error(&mut sh.wbuf, &e, server);
-                sh.linger();
                 return;
             }
-            let r = sh.read_in();
-            ctl.idle.store(false, Ordering::SeqCst);
-            match r {
-                Ok(0) => return,
-                Ok(_) => {}
-                Err(e) if is_timeout(&e) => {
-                    // loop around: the deadline check answers 408 for a partial head
-                    if !partial && !first && sh.rpos == sh.rend {
-                        return;
-                    }
-                    if sh.rpos == sh.rend {
-                        return;
-                    }
-                    head_deadline = Some(Instant::now());
+            sh.set_read_timeout(deadline - now);
+        }
+        if !sh.make_room(rcap) {
+            let e = ProtocolError::new(
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                "request head too large",
+            );
+            settings.report_rejected(peer, e);
+            put_error(&mut sh.wbuf, &e, server);
+            sh.linger();
+            return;
+        }
+        let r = sh.read_in();
+        ctl.idle.store(false, Ordering::SeqCst);
+        match r {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) if is_timeout(&e) => {
+                // Nothing buffered: an idle (or silent first) connection just closes.
+                // Otherwise loop around: the deadline check answers 408 for the partial
+                // head.
+                if sh.rpos == sh.rend {
+                    return;
                 }
-                Err(_) => return,
+                head_deadline = Some(Instant::now());
             }
+            Err(_) => return,
         }
     }
 }
@@ -583,9 +576,7 @@ where
 thread_local! {
     /// The worker's write buffer, lent to the connection that is composing responses (see
     /// [`HotWriteBuffer`]). `None` while lent.
-    static HOT_WBUF: Cell<Option<Vec<u8>>> = const { Cell::new(None) };
-    /// Whether this thread's buffer exists (so `None` above means "lent").
-    static HOT_WBUF_MADE: Cell<bool> = const { Cell::new(false) };
+    static HOT_WBUF: Cell<Option<Vec<u8>>> = Cell::new(Some(Vec::with_capacity(4096)));
 }
 
 /// Lends the worker's write buffer to a connection for one burst of responses, so composing
@@ -602,10 +593,7 @@ struct HotWriteBuffer<'a, T: Transport> {
 impl<'a, T: Transport> HotWriteBuffer<'a, T> {
     fn lend(shared: &'a RefCell<Shared<T>>) -> Self {
         let mut own = None;
-        let hot = HOT_WBUF.with(Cell::take).or_else(|| {
-            (!HOT_WBUF_MADE.with(|m| m.replace(true))).then(|| Vec::with_capacity(4096))
-        });
-        if let Some(mut hot) = hot {
+        if let Some(mut hot) = HOT_WBUF.with(Cell::take) {
             let mut sh = shared.borrow_mut();
             if sh.wbuf.is_empty() {
                 std::mem::swap(&mut sh.wbuf, &mut hot);
@@ -634,201 +622,208 @@ impl<T: Transport> Drop for HotWriteBuffer<'_, T> {
     }
 }
 
-/// Parses and answers the complete requests at the front of the read buffer. Returns false
-/// when the connection must end, true when it needs more input.
-#[allow(clippy::too_many_arguments)]
-fn serve_buffered<T, H>(
-    shared: &Rc<RefCell<Shared<T>>>,
-    src: &Rc<RefCell<dyn BodySource>>,
-    settings: &Settings,
-    handler: &H,
-    ctl: &ConnCtl<'_>,
+/// What answering a connection's requests needs besides the requests themselves.
+struct Conn<'a, T, H: ?Sized> {
+    shared: &'a Rc<RefCell<Shared<T>>>,
+    /// The same state, as the source a request's `Body` reads from.
+    src: &'a Rc<RefCell<dyn BodySource>>,
+    settings: &'a Settings,
+    handler: &'a H,
+    ctl: &'a ConnCtl<'a>,
     peer: Option<SocketAddr>,
-    server: Option<&str>,
-    head_deadline: &mut Option<Instant>,
-    first: &mut bool,
-) -> bool
+    server: Option<&'a str>,
+}
+
+impl<T, H> Conn<'_, T, H>
 where
     T: Transport,
     H: Fn(Request) -> Response + ?Sized,
 {
-    let _hot = HotWriteBuffer::lend(shared);
-    loop {
-        let head = {
-            let mut sh = shared.borrow_mut();
-            if sh.rpos >= sh.rend {
-                // Send what was composed from here too: the write path's frames then land on
-                // this (cached) stack instead of the fiber's own.
-                return sh.flush().is_ok();
-            }
-            let parsed = HEAD_CACHE.with(|cache| {
-                parse_head_cached(
-                    &sh.rbuf[sh.rpos..sh.rend],
-                    settings,
-                    &mut cache.borrow_mut(),
-                )
-            });
-            match parsed {
-                Ok(Some((head, n))) => {
-                    sh.rpos += n;
-                    head
+    /// Parses and answers the complete requests at the front of the read buffer. Returns false
+    /// when the connection must end, true when it needs more input.
+    fn serve_buffered(&self, head_deadline: &mut Option<Instant>, first: &mut bool) -> bool {
+        let Conn {
+            shared,
+            settings,
+            peer,
+            server,
+            ..
+        } = *self;
+        let _hot = HotWriteBuffer::lend(shared);
+        loop {
+            let head = {
+                let mut sh = shared.borrow_mut();
+                if sh.rpos >= sh.rend {
+                    // Send what was composed from here too: the write path's frames then land on
+                    // this (cached) stack instead of the fiber's own.
+                    return sh.flush().is_ok();
                 }
-                Ok(None) => return sh.flush().is_ok(),
-                Err(e) => {
+                let parsed = HEAD_CACHE.with(|cache| {
+                    parse_head_cached(
+                        &sh.rbuf[sh.rpos..sh.rend],
+                        settings,
+                        &mut cache.borrow_mut(),
+                    )
+                });
+                match parsed {
+                    Ok(Some((head, n))) => {
+                        sh.rpos += n;
+                        head
+                    }
+                    Ok(None) => return sh.flush().is_ok(),
+                    Err(e) => {
+                        settings.report_rejected(peer, e);
+                        put_error(&mut sh.wbuf, &e, server);
+                        sh.linger();
+                        return false;
+                    }
+                }
+            };
+            *head_deadline = None;
+            *first = false;
+            if !self.respond(head) {
+                return false;
+            }
+        }
+    }
+
+    /// Runs the handler for one parsed request and writes (or buffers) its response. Returns
+    /// whether the connection goes on to the next request.
+    ///
+    /// Kept out of line: its locals (the request, the response) and the parser's frame then share
+    /// the same stack lines. With a fiber per connection every stack line a request touches is a
+    /// cache miss once many connections take turns, so depth matters more than instructions.
+    #[inline(never)]
+    fn respond(&self, head: Head) -> bool {
+        let Conn {
+            shared,
+            src,
+            settings,
+            handler,
+            ctl,
+            peer,
+            server,
+        } = *self;
+        // 2. Run the handler.
+        let is_head = head.method == Method::HEAD;
+        let http11 = head.version == Version::HTTP_11;
+        let log_line = settings
+            .access_log
+            .then(|| format!("{} {} {:?}", head.method, head.uri, head.version));
+        let mut close =
+            !head.keep_alive || !settings.keep_alive || ctl.shutting_down.load(Ordering::Relaxed);
+        let seq = {
+            let mut sh = shared.borrow_mut();
+            sh.seq += 1;
+            sh.body = match head.body {
+                BodyKind::Empty => BodyState::Done,
+                BodyKind::Length(n) => BodyState::Length(n),
+                BodyKind::Chunked => {
+                    BodyState::Chunked(ChunkedDecoder::new(sh.max_body, sh.max_trailer))
+                }
+            };
+            sh.continue_pending = head.expect_continue;
+            sh.body_error = None;
+            sh.seq
+        };
+        let mut req = Request::new(Body::from_conn(src.clone(), seq));
+        *req.method_mut() = head.method;
+        *req.uri_mut() = head.uri;
+        *req.version_mut() = head.version;
+        *req.headers_mut() = head.headers;
+        let mut resp = match catch_unwind(AssertUnwindSafe(|| handler(req))) {
+            Ok(resp) => resp,
+            Err(p) => {
+                let p = rethrow_cancel(p);
+                settings.report_panic(peer, panic_message(&*p));
+                close = true;
+                error_response(StatusCode::INTERNAL_SERVER_ERROR, "internal server error")
+            }
+        };
+
+        // 3. Decide the connection's fate, then write the response.
+        {
+            let mut sh = shared.borrow_mut();
+            match sh.body_error.take() {
+                Some(BodyError::Protocol(e)) => {
                     settings.report_rejected(peer, e);
                     put_error(&mut sh.wbuf, &e, server);
                     sh.linger();
                     return false;
                 }
+                Some(BodyError::Timeout) => {
+                    let e = ProtocolError::new(StatusCode::REQUEST_TIMEOUT, "request body timeout");
+                    settings.report_rejected(peer, e);
+                    put_error(&mut sh.wbuf, &e, server);
+                    sh.linger();
+                    return false;
+                }
+                Some(BodyError::Io) => {
+                    let _ = sh.flush();
+                    return false;
+                }
+                None => {}
             }
-        };
-        *head_deadline = None;
-        *first = false;
-        if !respond(head, shared, src, settings, handler, ctl, peer, server) {
-            return false;
+            if !close && !matches!(sh.body, BodyState::Done) {
+                let buffered = (sh.rend - sh.rpos) as u64;
+                close = sh.continue_pending
+                    || matches!(sh.body, BodyState::Length(n) if n.saturating_sub(buffered) > settings.max_drain_bytes);
+            }
         }
-    }
-}
-
-/// Runs the handler for one parsed request and writes (or buffers) its response. Returns
-/// whether the connection goes on to the next request.
-///
-/// Kept out of line: its locals (the request, the response) and the parser's frame then share
-/// the same stack lines. With a fiber per connection every stack line a request touches is a
-/// cache miss once many connections take turns, so depth matters more than instructions.
-#[inline(never)]
-#[allow(clippy::too_many_arguments)]
-fn respond<T, H>(
-    head: Head,
-    shared: &Rc<RefCell<Shared<T>>>,
-    src: &Rc<RefCell<dyn BodySource>>,
-    settings: &Settings,
-    handler: &H,
-    ctl: &ConnCtl<'_>,
-    peer: Option<SocketAddr>,
-    server: Option<&str>,
-) -> bool
-where
-    T: Transport,
-    H: Fn(Request) -> Response + ?Sized,
-{
-    // 2. Run the handler.
-    let is_head = head.method == Method::HEAD;
-    let http11 = head.version == Version::HTTP_11;
-    let log_line = settings
-        .access_log
-        .then(|| format!("{} {} {:?}", head.method, head.uri, head.version));
-    let mut close =
-        !head.keep_alive || !settings.keep_alive || ctl.shutting_down.load(Ordering::Relaxed);
-    let seq = {
-        let mut sh = shared.borrow_mut();
-        sh.seq += 1;
-        sh.body = match head.body {
-            BodyKind::Empty => BodyState::Done,
-            BodyKind::Length(n) => BodyState::Length(n),
-            BodyKind::Chunked => {
-                BodyState::Chunked(ChunkedDecoder::new(sh.max_body, sh.max_trailer))
-            }
-        };
-        sh.continue_pending = head.expect_continue;
-        sh.body_error = None;
-        sh.seq
-    };
-    let mut req = Request::new(Body::from_conn(src.clone(), seq));
-    *req.method_mut() = head.method;
-    *req.uri_mut() = head.uri;
-    *req.version_mut() = head.version;
-    *req.headers_mut() = head.headers;
-    let mut resp = match catch_unwind(AssertUnwindSafe(|| handler(req))) {
-        Ok(resp) => resp,
-        Err(p) => {
-            let p = rethrow_cancel(p);
-            settings.report_panic(peer, panic_message(&*p));
+        // Shutdown may have begun while the handler ran.
+        if ctl.shutting_down.load(Ordering::SeqCst)
+            || resp
+                .headers()
+                .get(CONNECTION)
+                .is_some_and(|v| has_close_token(v.as_bytes()))
+        {
             close = true;
-            error_response(StatusCode::INTERNAL_SERVER_ERROR, "internal server error")
         }
-    };
-
-    // 3. Decide the connection's fate, then write the response.
-    {
-        let mut sh = shared.borrow_mut();
-        match sh.body_error.take() {
-            Some(BodyError::Protocol(e)) => {
-                settings.report_rejected(peer, e);
-                put_error(&mut sh.wbuf, &e, server);
-                sh.linger();
+        let status = resp.status();
+        if status == StatusCode::SWITCHING_PROTOCOLS
+            && !matches!(resp.body().kind, Kind::Upgrade(_))
+        {
+            *resp.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+            *resp.body_mut() = "101 without an upgrade body\n".into();
+            close = true;
+        }
+        let upgrade = match write_response(shared, resp, is_head, http11, settings, &mut close) {
+            Ok(u) => u,
+            Err(_) => return false,
+        };
+        if let Some(line) = log_line {
+            log::info!(target: "fibra_http::access", "{} \"{line}\" {}", peer.map(|p| p.to_string()).unwrap_or_default(), status.as_u16());
+        }
+        if let Some(f) = upgrade {
+            let mut sh = shared.borrow_mut();
+            if sh.flush().is_err() {
                 return false;
             }
-            Some(BodyError::Timeout) => {
-                let e = ProtocolError::new(StatusCode::REQUEST_TIMEOUT, "request body timeout");
-                settings.report_rejected(peer, e);
-                put_error(&mut sh.wbuf, &e, server);
-                sh.linger();
-                return false;
+            let Some(io) = sh.io.take() else { return false };
+            let buffered = sh.rbuf[sh.rpos..sh.rend].to_vec();
+            let _ = io.set_read_timeout(None);
+            drop(sh);
+            let up = Upgraded {
+                io: Box::new(io),
+                buffered,
+                pos: 0,
+            };
+            if let Err(p) = catch_unwind(AssertUnwindSafe(|| f(up))) {
+                let p = rethrow_cancel(p);
+                settings.report_panic(peer, panic_message(&*p));
             }
-            Some(BodyError::Io) => {
-                let _ = sh.flush();
-                return false;
-            }
-            None => {}
-        }
-        if !close && !matches!(sh.body, BodyState::Done) {
-            let buffered = (sh.rend - sh.rpos) as u64;
-            close = sh.continue_pending
-                || matches!(sh.body, BodyState::Length(n) if n.saturating_sub(buffered) > settings.max_drain_bytes);
-        }
-    }
-    // Shutdown may have begun while the handler ran.
-    if ctl.shutting_down.load(Ordering::SeqCst)
-        || resp
-            .headers()
-            .get(CONNECTION)
-            .is_some_and(|v| has_close_token(v.as_bytes()))
-    {
-        close = true;
-    }
-    let status = resp.status();
-    if status == StatusCode::SWITCHING_PROTOCOLS && !matches!(resp.body().kind, Kind::Upgrade(_)) {
-        *resp.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
-        *resp.body_mut() = "101 without an upgrade body\n".into();
-        close = true;
-    }
-    let upgrade = match write_response(shared, resp, is_head, http11, settings, &mut close) {
-        Ok(u) => u,
-        Err(_) => return false,
-    };
-    if let Some(line) = log_line {
-        log::info!(target: "fibra_http::access", "{} \"{line}\" {}", peer.map(|p| p.to_string()).unwrap_or_default(), status.as_u16());
-    }
-    if let Some(f) = upgrade {
-        let mut sh = shared.borrow_mut();
-        if sh.flush().is_err() {
             return false;
         }
-        let Some(io) = sh.io.take() else { return false };
-        let buffered = sh.rbuf[sh.rpos..sh.rend].to_vec();
-        let _ = io.set_read_timeout(None);
-        drop(sh);
-        let up = Upgraded {
-            io: Box::new(io),
-            buffered,
-            pos: 0,
-        };
-        if let Err(p) = catch_unwind(AssertUnwindSafe(|| f(up))) {
-            let p = rethrow_cancel(p);
-            settings.report_panic(peer, panic_message(&*p));
+        let mut sh = shared.borrow_mut();
+        if !close && !matches!(sh.body, BodyState::Done) && !sh.drain(settings.max_drain_bytes) {
+            close = true;
         }
-        return false;
+        if close {
+            sh.linger();
+            return false;
+        }
+        true
     }
-    let mut sh = shared.borrow_mut();
-    if !close && !matches!(sh.body, BodyState::Done) && !sh.drain(settings.max_drain_bytes) {
-        close = true;
-    }
-    if close {
-        sh.linger();
-        return false;
-    }
-    true
 }
 
 fn error_response(status: StatusCode, text: &'static str) -> Response {
