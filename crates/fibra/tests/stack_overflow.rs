@@ -12,64 +12,60 @@ fn recurse(depth: u64, pad: &mut [u8; 512]) -> u64 {
     recurse(depth + 1, &mut next) + u64::from(next[3])
 }
 
-#[test]
-fn stack_overflow_names_the_fiber() {
-    if util::child_role().as_deref() == Some("overflow") {
-        let rt = fibra::Runtime::builder()
-            .workers(1)
-            .stack_size(64 * 1024)
-            .build()
-            .unwrap();
-        rt.block_on(|| {
-            fibra::fiber::Builder::new()
-                .name("deep-recursion")
-                .spawn(|| recurse(0, &mut [0u8; 512]))
-                .unwrap()
-                .join()
-                .ok();
-        });
-        unreachable!("the overflow must abort the process");
-    }
-    let out = util::run_child("stack_overflow_names_the_fiber", "overflow", "");
+/// Child side: a runtime with 64 KiB stacks runs fiber `name`, whose `body` overflows.
+fn overflow_in_child(name: &'static str, body: fn() -> u64) -> ! {
+    let rt = fibra::Runtime::builder()
+        .workers(1)
+        .stack_size(64 * 1024)
+        .build()
+        .unwrap();
+    rt.block_on(move || {
+        fibra::fiber::Builder::new()
+            .name(name)
+            .spawn(body)
+            .unwrap()
+            .join()
+            .ok();
+    });
+    unreachable!("the overflow must abort the process");
+}
+
+/// Parent side: the child (test `test`, role `role`) aborted, naming fiber `name`.
+fn expect_overflow_reported(test: &str, role: &str, name: &str) {
+    let out = util::run_child(test, role, "");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(out.status.signal(), Some(libc::SIGABRT), "stderr: {stderr}");
     assert!(
-        stderr.contains("fiber 'deep-recursion'") && stderr.contains("overflowed its stack"),
+        stderr.contains(&format!("fiber '{name}'")) && stderr.contains("overflowed its stack"),
         "stderr: {stderr}"
+    );
+}
+
+#[test]
+fn stack_overflow_names_the_fiber() {
+    if util::child_role().as_deref() == Some("overflow") {
+        overflow_in_child("deep-recursion", || recurse(0, &mut [0u8; 512]));
+    }
+    expect_overflow_reported(
+        "stack_overflow_names_the_fiber",
+        "overflow",
+        "deep-recursion",
     );
 }
 
 #[test]
 fn stack_overflow_on_a_shared_stack_names_the_fiber() {
     if util::child_role().as_deref() == Some("overflow-shared") {
-        let rt = fibra::Runtime::builder()
-            .workers(1)
-            .stack_size(64 * 1024)
-            .build()
-            .unwrap();
-        rt.block_on(|| {
-            fibra::fiber::Builder::new()
-                .name("deep-on-shared")
-                .spawn(|| fibra::fiber::on_shared_stack(|| recurse(0, &mut [0u8; 512])))
-                .unwrap()
-                .join()
-                .ok();
+        overflow_in_child("deep-on-shared", || {
+            fibra::fiber::on_shared_stack(|| recurse(0, &mut [0u8; 512]))
         });
-        unreachable!("the overflow must abort the process");
     }
-    let out = util::run_child(
+    expect_overflow_reported(
         "stack_overflow_on_a_shared_stack_names_the_fiber",
         "overflow-shared",
-        "",
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    use std::os::unix::process::ExitStatusExt;
-    assert_eq!(out.status.signal(), Some(libc::SIGABRT), "stderr: {stderr}");
-    assert!(
-        stderr.contains("fiber 'deep-on-shared'") && stderr.contains("overflowed its stack"),
-        "stderr: {stderr}"
+        "deep-on-shared",
     );
 }
 
