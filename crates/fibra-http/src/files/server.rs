@@ -145,6 +145,7 @@ impl FileReply {
 /// The request fields a file reply depends on (the first value of each), found in one pass
 /// over the request's fields: a request has a handful, and seven hashed `HeaderMap::get`s
 /// cost more than walking them once.
+#[derive(Default)]
 struct RequestFields<'a> {
     accept_encoding: Option<&'a [u8]>,
     range: Option<&'a [u8]>,
@@ -153,17 +154,7 @@ struct RequestFields<'a> {
 
 impl<'a> RequestFields<'a> {
     fn of(headers: &'a HeaderMap) -> RequestFields<'a> {
-        let mut f = RequestFields {
-            accept_encoding: None,
-            range: None,
-            conds: Conditionals {
-                if_match: None,
-                if_none_match: None,
-                if_modified_since: None,
-                if_unmodified_since: None,
-                if_range: None,
-            },
-        };
+        let mut f = RequestFields::default();
         for (name, value) in headers {
             let slot = if name == header::ACCEPT_ENCODING {
                 &mut f.accept_encoding
