@@ -6,7 +6,7 @@
 //! in one `write` (pipelining). The write buffer is flushed only before the connection would
 //! block on a read, before a large body, or at close.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::io::{self, Write};
 use std::net::{Shutdown, SocketAddr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -91,26 +91,35 @@ thread_local! {
 }
 
 /// The connection state a `Body` and the loop share.
+///
+/// `repr(C)` keeps the fields every request touches together at the front (right after the
+/// `Rc` counts and the `RefCell` flag), so a request reads two or three of its cache lines
+/// rather than all of them.
+#[repr(C)]
 struct Shared<T> {
     /// `None` after an upgrade took the transport.
     io: Option<T>,
-    /// Read buffer; bytes `rpos..rend` are received and not yet consumed.
-    rbuf: Vec<u8>,
     rpos: usize,
     rend: usize,
+    /// Read buffer; bytes `rpos..rend` are received and not yet consumed.
+    rbuf: Vec<u8>,
     /// Responses composed and not yet written.
     wbuf: Vec<u8>,
     /// Number of the current request; a `Body` of an older one reads nothing.
     seq: u64,
-    body: BodyState,
+    /// The read timeout last set on the transport (skips redundant sets).
+    read_timeout: Option<Duration>,
+    /// No request has been received yet.
+    first: bool,
     /// `Expect: 100-continue` not yet answered.
     continue_pending: bool,
     body_error: Option<BodyError>,
+    body: BodyState,
+    /// When the head being received must be complete (`None` between requests).
+    head_deadline: Option<Instant>,
     body_read_timeout: Duration,
     max_body: u64,
     max_trailer: usize,
-    /// The read timeout last set on the transport (skips redundant sets).
-    read_timeout: Option<Duration>,
     peer: Option<SocketAddr>,
 }
 
@@ -160,6 +169,15 @@ impl<T: Transport> Shared<T> {
             self.rbuf.resize(new_len, 0);
         }
         true
+    }
+
+    /// Reads the bytes that have arrived into the read buffer, without waiting (see
+    /// [`Transport::try_read`]).
+    fn try_read_in(&mut self) -> io::Result<usize> {
+        let io = self.io.as_mut().ok_or_else(not_connected)?;
+        let n = io.try_read(&mut self.rbuf[self.rend..])?;
+        self.rend += n;
+        Ok(n)
     }
 
     /// Reads more bytes into the read buffer.
@@ -356,6 +374,9 @@ impl<T: Transport> Shared<T> {
         if io.shutdown(Shutdown::Write).is_err() {
             return;
         }
+        if self.rbuf.is_empty() {
+            self.rbuf.resize(512, 0);
+        }
         let deadline = Instant::now() + LINGER_TIME;
         let mut total = 0;
         for _ in 0..256 {
@@ -471,16 +492,17 @@ where
     let start = Instant::now();
     let _ = io.set_write_timeout(Some(settings.write_timeout));
     let peer = io.peer_addr();
-    let server = settings.server_header.as_deref();
-    let rcap = settings.max_head_bytes.max(settings.read_buffer_bytes);
     let shared = Rc::new(RefCell::new(Shared {
         io: Some(io),
-        rbuf: vec![0; settings.read_buffer_bytes.clamp(512, rcap)],
+        // Both buffers are allocated when first needed: requests are read into, and responses
+        // composed in, buffers the worker lends (`HotBuffers`); a connection keeps bytes of its
+        // own only between reads (a partial head) or while its handler blocks.
+        rbuf: Vec::new(),
         rpos: 0,
         rend: 0,
-        // Allocated when first needed: bursts of responses are composed in the worker's
-        // buffer (`HotWriteBuffer`).
         wbuf: Vec::new(),
+        head_deadline: Some(start + settings.header_timeout),
+        first: true,
         seq: 0,
         body: BodyState::Done,
         continue_pending: false,
@@ -491,6 +513,10 @@ where
         read_timeout: None,
         peer,
     }));
+    // The first read waits for at most the head deadline (later ones: see `arm_read`).
+    shared
+        .borrow_mut()
+        .set_read_timeout(settings.header_timeout);
     let src: Rc<RefCell<dyn BodySource>> = shared.clone();
     let conn = Conn {
         shared: &shared,
@@ -498,131 +524,143 @@ where
         settings,
         handler,
         ctl,
-        peer,
-        server,
     };
-    let mut head_deadline = Some(start + settings.header_timeout);
-    let mut first = true;
     loop {
-        // 1. Parse and answer every complete request already buffered. On the worker's
-        // shared stack: parsing and responding write a few kilobytes of stack per request,
-        // which on this fiber's own (cold) stack would all be cache misses.
-        let buffered = {
-            let sh = shared.borrow();
-            sh.rpos < sh.rend
-        };
-        if buffered
-            && !fibra::fiber::on_shared_stack(|| {
-                conn.serve_buffered(&mut head_deadline, &mut first)
-            })
-        {
+        // 1. Read what has arrived, answer every complete request and send the responses, on
+        // the worker's shared stack: reading, parsing and responding write a few kilobytes of
+        // stack per request, which on this fiber's own (cold) stack would all be cache misses.
+        if !fibra::fiber::on_shared_stack(|| conn.serve_ready()) {
             return;
         }
-        // 2. Wait for more input (here, so an idle connection holds no shared stack).
+        // 2. Wait for more input here, so an idle connection holds no shared stack. Only this
+        // loop's frame and the wait's touch the own stack per request.
         let mut sh = shared.borrow_mut();
-        if sh.flush().is_err() {
-            return;
-        }
-        let partial = sh.rpos < sh.rend;
-        if !partial && !first {
-            ctl.idle.store(true, Ordering::SeqCst);
-            if ctl.shutting_down.load(Ordering::SeqCst) {
-                return;
-            }
-            sh.set_read_timeout(settings.idle_timeout);
-        } else {
-            let now = Instant::now();
-            let deadline = *head_deadline.get_or_insert(now + settings.header_timeout);
-            if now >= deadline {
-                if partial {
-                    let e = ProtocolError::new(StatusCode::REQUEST_TIMEOUT, "request head timeout");
-                    settings.report_rejected(peer, e);
-                    put_error(&mut sh.wbuf, &e, server);
-                    sh.linger();
-                }
-                return;
-            }
-            sh.set_read_timeout(deadline - now);
-        }
-        if !sh.make_room(rcap) {
-            let e = ProtocolError::new(
-                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-                "request head too large",
-            );
-            settings.report_rejected(peer, e);
-            put_error(&mut sh.wbuf, &e, server);
-            sh.linger();
-            return;
-        }
-        let r = sh.read_in();
-        ctl.idle.store(false, Ordering::SeqCst);
-        match r {
-            Ok(0) => return,
-            Ok(_) => {}
-            Err(e) if is_timeout(&e) => {
-                // Nothing buffered: an idle (or silent first) connection just closes.
-                // Otherwise loop around: the deadline check answers 408 for the partial
-                // head.
-                if sh.rpos == sh.rend {
-                    return;
-                }
-                head_deadline = Some(Instant::now());
-            }
+        let Some(io) = &sh.io else { return };
+        match io.wait_readable() {
+            Ok(()) => {}
+            Err(e) if is_timeout(&e) => return conn.read_timed_out(&mut sh),
             Err(_) => return,
         }
     }
 }
 
+/// Size of a connection's read buffer, and how far it may grow to hold one request head.
+fn read_sizes(settings: &Settings) -> (usize, usize) {
+    let cap = settings.max_head_bytes.max(settings.read_buffer_bytes);
+    (settings.read_buffer_bytes.clamp(512, cap), cap)
+}
+
 thread_local! {
-    /// The worker's write buffer, lent to the connection that is composing responses (see
-    /// [`HotWriteBuffer`]). `None` while lent.
-    static HOT_WBUF: Cell<Option<Vec<u8>>> = Cell::new(Some(Vec::with_capacity(4096)));
+    /// The worker's read and write buffers, lent to the connection that is serving requests
+    /// (see [`HotBuffers`]). Empty while lent.
+    static HOT: RefCell<Hot> = const {
+        RefCell::new(Hot {
+            r: Some(Vec::new()),
+            w: Some(Vec::new()),
+        })
+    };
 }
 
-/// Lends the worker's write buffer to a connection for one burst of responses, so composing
-/// writes lines that are already cached instead of the connection's own (cold) buffer. The
-/// burst ends with a flush, so the buffer comes back empty; anything left in it (an early
-/// exit) is moved to the connection's own buffer first. If a handler blocks while holding
-/// it, other connections meanwhile compose into their own buffers.
-struct HotWriteBuffer<'a, T: Transport> {
+struct Hot {
+    r: Option<Vec<u8>>,
+    w: Option<Vec<u8>>,
+}
+
+/// Lends the worker's buffers to a connection for one burst of reading and answering, so
+/// requests are read into, and responses composed in, memory that is already cached instead
+/// of the connection's own (cold, or not even allocated) buffers.
+///
+/// The read buffer is lent only when the connection has no unconsumed input; whatever is
+/// left unconsumed at the end (a partial head, an early exit) is moved to the connection's own
+/// buffer. The burst ends with a flush, so the write buffer comes back empty; anything left in
+/// it is moved to the connection's own buffer first. If a handler blocks while holding them,
+/// other connections meanwhile use buffers of their own.
+struct HotBuffers<'a, T: Transport> {
     shared: &'a RefCell<Shared<T>>,
-    /// The connection's own buffer while the worker's is lent; `None` if nothing was lent.
-    own: Option<Vec<u8>>,
+    /// The connection's own buffers while the worker's are lent; `None` if nothing was lent.
+    own_r: Option<Vec<u8>>,
+    own_w: Option<Vec<u8>>,
+    rsize: usize,
 }
 
-impl<'a, T: Transport> HotWriteBuffer<'a, T> {
-    fn lend(shared: &'a RefCell<Shared<T>>) -> Self {
-        let mut own = None;
-        if let Some(mut hot) = HOT_WBUF.with(Cell::take) {
-            let mut sh = shared.borrow_mut();
+impl<'a, T: Transport> HotBuffers<'a, T> {
+    fn lend(shared: &'a RefCell<Shared<T>>, settings: &Settings) -> Self {
+        let (rsize, _) = read_sizes(settings);
+        let mut sh = shared.borrow_mut();
+        let sh = &mut *sh;
+        let (mut own_r, mut own_w) = (None, None);
+        HOT.with_borrow_mut(|hot| {
             if sh.wbuf.is_empty() {
-                std::mem::swap(&mut sh.wbuf, &mut hot);
-                own = Some(hot);
-            } else {
-                HOT_WBUF.with(|c| c.set(Some(hot)));
+                if let Some(w) = hot.w.take() {
+                    own_w = Some(std::mem::replace(&mut sh.wbuf, w));
+                }
             }
+            if sh.rpos == sh.rend {
+                if let Some(r) = hot.r.take() {
+                    sh.rpos = 0;
+                    sh.rend = 0;
+                    own_r = Some(std::mem::replace(&mut sh.rbuf, r));
+                }
+            }
+        });
+        if sh.rbuf.len() < rsize {
+            sh.rbuf.resize(rsize, 0);
         }
-        HotWriteBuffer { shared, own }
+        HotBuffers {
+            shared,
+            own_r,
+            own_w,
+            rsize,
+        }
     }
 }
 
-impl<T: Transport> Drop for HotWriteBuffer<'_, T> {
+impl<T: Transport> Drop for HotBuffers<'_, T> {
     fn drop(&mut self) {
-        let Some(own) = self.own.take() else { return };
-        // Unwinding with the state borrowed: leave the lent buffer with the connection.
+        if self.own_r.is_none() && self.own_w.is_none() {
+            return;
+        }
+        // Unwinding with the state borrowed: leave the lent buffers with the connection.
         let Ok(mut sh) = self.shared.try_borrow_mut() else {
             return;
         };
-        let mut hot = std::mem::replace(&mut sh.wbuf, own);
-        if !hot.is_empty() {
-            sh.wbuf.extend_from_slice(&hot);
-            hot.clear();
-        }
-        HOT_WBUF.with(|c| c.set(Some(hot)));
+        let sh = &mut *sh;
+        let w = self.own_w.take().map(|own| {
+            let mut hot = std::mem::replace(&mut sh.wbuf, own);
+            if !hot.is_empty() {
+                sh.wbuf.extend_from_slice(&hot);
+                hot.clear();
+            }
+            hot
+        });
+        let r = self.own_r.take().map(|own| {
+            let hot = std::mem::replace(&mut sh.rbuf, own);
+            let left = sh.rend - sh.rpos;
+            if left > 0 {
+                let need = left.max(self.rsize);
+                if sh.rbuf.len() < need {
+                    sh.rbuf.resize(need, 0);
+                }
+                sh.rbuf[..left].copy_from_slice(&hot[sh.rpos..sh.rend]);
+            }
+            sh.rpos = 0;
+            sh.rend = left;
+            hot
+        });
+        HOT.with_borrow_mut(|hot| {
+            if w.is_some() {
+                hot.w = w;
+            }
+            if r.is_some() {
+                hot.r = r;
+            }
+        });
     }
 }
 
-/// What answering a connection's requests needs besides the requests themselves.
+/// What answering a connection's requests needs besides the requests themselves. Kept to one
+/// cache line: the shared stack reads it from the connection's own stack.
+#[repr(align(64))]
 struct Conn<'a, T, H: ?Sized> {
     shared: &'a Rc<RefCell<Shared<T>>>,
     /// The same state, as the source a request's `Body` reads from.
@@ -630,8 +668,6 @@ struct Conn<'a, T, H: ?Sized> {
     settings: &'a Settings,
     handler: &'a H,
     ctl: &'a ConnCtl<'a>,
-    peer: Option<SocketAddr>,
-    server: Option<&'a str>,
 }
 
 impl<T, H> Conn<'_, T, H>
@@ -639,24 +675,113 @@ where
     T: Transport,
     H: Fn(Request) -> Response + ?Sized,
 {
-    /// Parses and answers the complete requests at the front of the read buffer. Returns false
-    /// when the connection must end, true when it needs more input.
-    fn serve_buffered(&self, head_deadline: &mut Option<Instant>, first: &mut bool) -> bool {
+    fn peer(&self) -> Option<SocketAddr> {
+        self.shared.borrow().peer
+    }
+
+    fn server(&self) -> Option<&str> {
+        self.settings.server_header.as_deref()
+    }
+
+    /// Reads what has arrived (without waiting), answers every complete request and sends the
+    /// responses; repeats while reads bring more. Returns false when the connection must end,
+    /// true when it has to wait for input (with the read timeout set for that wait).
+    fn serve_ready(&self) -> bool {
+        let shared = self.shared;
+        let _hot = HotBuffers::lend(shared, self.settings);
+        loop {
+            let drained = {
+                let mut sh = shared.borrow_mut();
+                if !sh.make_room(read_sizes(self.settings).1) {
+                    let e = ProtocolError::new(
+                        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                        "request head too large",
+                    );
+                    self.settings.report_rejected(sh.peer, e);
+                    put_error(&mut sh.wbuf, &e, self.server());
+                    sh.linger();
+                    return false;
+                }
+                let room = sh.rbuf.len() - sh.rend;
+                match sh.try_read_in() {
+                    Ok(0) => return false,
+                    Ok(n) => {
+                        self.ctl.idle.store(false, Ordering::SeqCst);
+                        n < room
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
+                    // A transport whose `try_read` waits (see `Transport::try_read`).
+                    Err(e) if is_timeout(&e) => {
+                        self.read_timed_out(&mut sh);
+                        return false;
+                    }
+                    Err(_) => return false,
+                }
+            };
+            if !self.serve_buffered() || !self.arm_read() {
+                return false;
+            }
+            // A short read took everything there was: wait rather than try again.
+            if drained {
+                return true;
+            }
+        }
+    }
+
+    /// Waiting for input timed out: answers 408 if part of a head has arrived; an idle (or
+    /// silent new) connection just ends.
+    #[cold]
+    fn read_timed_out(&self, sh: &mut Shared<T>) {
+        if sh.rpos < sh.rend {
+            let e = ProtocolError::new(StatusCode::REQUEST_TIMEOUT, "request head timeout");
+            self.settings.report_rejected(sh.peer, e);
+            put_error(&mut sh.wbuf, &e, self.server());
+            sh.linger();
+        }
+    }
+
+    /// After answering what was complete: sends the responses and sets the read timeout for
+    /// what comes next (idle between requests, else what is left of the head deadline).
+    /// False when the connection must end instead (shutdown while idle, head deadline
+    /// passed: 408).
+    fn arm_read(&self) -> bool {
+        let Conn { settings, ctl, .. } = *self;
+        let mut sh = self.shared.borrow_mut();
+        if sh.flush().is_err() {
+            return false;
+        }
+        let partial = sh.rpos < sh.rend;
+        if !partial && !sh.first {
+            ctl.idle.store(true, Ordering::SeqCst);
+            if ctl.shutting_down.load(Ordering::SeqCst) {
+                return false;
+            }
+            sh.set_read_timeout(settings.idle_timeout);
+        } else {
+            let now = Instant::now();
+            let deadline = *sh
+                .head_deadline
+                .get_or_insert(now + settings.header_timeout);
+            if now >= deadline {
+                self.read_timed_out(&mut sh);
+                return false;
+            }
+            sh.set_read_timeout(deadline - now);
+        }
+        true
+    }
+
+    /// Answers the complete requests at the front of the read buffer. Returns false when the
+    /// connection must end, true when it needs more input.
+    fn serve_buffered(&self) -> bool {
         let Conn {
-            shared,
-            settings,
-            peer,
-            server,
-            ..
+            shared, settings, ..
         } = *self;
-        let _hot = HotWriteBuffer::lend(shared);
         loop {
             let head = {
                 let mut sh = shared.borrow_mut();
                 if sh.rpos >= sh.rend {
-                    // Send what was composed from here too: the write path's frames then land on
-                    // this (cached) stack instead of the fiber's own.
-                    return sh.flush().is_ok();
+                    return true;
                 }
                 let parsed = HEAD_CACHE.with(|cache| {
                     parse_head_cached(
@@ -668,19 +793,19 @@ where
                 match parsed {
                     Ok(Some((head, n))) => {
                         sh.rpos += n;
+                        sh.head_deadline = None;
+                        sh.first = false;
                         head
                     }
-                    Ok(None) => return sh.flush().is_ok(),
+                    Ok(None) => return true,
                     Err(e) => {
-                        settings.report_rejected(peer, e);
-                        put_error(&mut sh.wbuf, &e, server);
+                        settings.report_rejected(sh.peer, e);
+                        put_error(&mut sh.wbuf, &e, self.server());
                         sh.linger();
                         return false;
                     }
                 }
             };
-            *head_deadline = None;
-            *first = false;
             if !self.respond(head) {
                 return false;
             }
@@ -701,8 +826,6 @@ where
             settings,
             handler,
             ctl,
-            peer,
-            server,
         } = *self;
         // 2. Run the handler.
         let is_head = head.method == Method::HEAD;
@@ -735,7 +858,7 @@ where
             Ok(resp) => resp,
             Err(p) => {
                 let p = rethrow_cancel(p);
-                settings.report_panic(peer, panic_message(&*p));
+                settings.report_panic(self.peer(), panic_message(&*p));
                 close = true;
                 error_response(StatusCode::INTERNAL_SERVER_ERROR, "internal server error")
             }
@@ -746,15 +869,15 @@ where
             let mut sh = shared.borrow_mut();
             match sh.body_error.take() {
                 Some(BodyError::Protocol(e)) => {
-                    settings.report_rejected(peer, e);
-                    put_error(&mut sh.wbuf, &e, server);
+                    settings.report_rejected(sh.peer, e);
+                    put_error(&mut sh.wbuf, &e, self.server());
                     sh.linger();
                     return false;
                 }
                 Some(BodyError::Timeout) => {
                     let e = ProtocolError::new(StatusCode::REQUEST_TIMEOUT, "request body timeout");
-                    settings.report_rejected(peer, e);
-                    put_error(&mut sh.wbuf, &e, server);
+                    settings.report_rejected(sh.peer, e);
+                    put_error(&mut sh.wbuf, &e, self.server());
                     sh.linger();
                     return false;
                 }
@@ -792,7 +915,7 @@ where
             Err(_) => return false,
         };
         if let Some(line) = log_line {
-            log::info!(target: "fibra_http::access", "{} \"{line}\" {}", peer.map(|p| p.to_string()).unwrap_or_default(), status.as_u16());
+            log::info!(target: "fibra_http::access", "{} \"{line}\" {}", self.peer().map(|p| p.to_string()).unwrap_or_default(), status.as_u16());
         }
         if let Some(f) = upgrade {
             let mut sh = shared.borrow_mut();
@@ -810,7 +933,7 @@ where
             };
             if let Err(p) = catch_unwind(AssertUnwindSafe(|| f(up))) {
                 let p = rethrow_cancel(p);
-                settings.report_panic(peer, panic_message(&*p));
+                settings.report_panic(self.peer(), panic_message(&*p));
             }
             return false;
         }

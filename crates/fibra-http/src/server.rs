@@ -79,6 +79,12 @@ impl Transport for Tcp {
     fn shutdown(&self, how: Shutdown) -> io::Result<()> {
         self.0.stream.shutdown(how)
     }
+    fn try_read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.stream.try_read(buf)
+    }
+    fn wait_readable(&self) -> io::Result<()> {
+        self.0.stream.readable()
+    }
     fn set_cork(&self, on: bool) -> io::Result<()> {
         self.0.stream.set_cork(on)
     }

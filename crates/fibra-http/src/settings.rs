@@ -54,8 +54,10 @@ pub struct Settings {
     pub keep_alive: bool,
     /// Value of the `Server` response header, or `None` to send none. Default: `None`.
     pub server_header: Option<String>,
-    /// Initial size of each connection's read buffer; it grows up to `max_head_bytes` only for
-    /// a head that does not fit. Default: 4 KiB.
+    /// Size of the buffer requests are read into. Connections read into one their worker
+    /// lends and keep a buffer of their own only for bytes left over between reads (a
+    /// partial head or body) or while their handler blocks. It grows up to `max_head_bytes`
+    /// only for a head that does not fit. Default: 4 KiB.
     pub read_buffer_bytes: usize,
     /// Log one line per request through the `log` facade (target `fibra_http::access`, level
     /// info). Default: false.

@@ -18,6 +18,27 @@ pub trait Transport: Read + Write + 'static {
     fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()>;
     /// The client's address, if the transport has one.
     fn peer_addr(&self) -> Option<SocketAddr>;
+    /// Reads what has already arrived, without waiting: `WouldBlock` when nothing has.
+    ///
+    /// The connection loop waits for input on the connection's own stack
+    /// ([`wait_readable`](Transport::wait_readable)) and reads, parses and responds on a stack
+    /// the worker lends, so an idle connection holds no more than its own stack. Default:
+    /// a plain `read`, which may wait (up to the read timeout, reported as `TimedOut`) — right
+    /// for a blocking transport, only without that split.
+    fn try_read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self.read(buf) {
+            // A blocking read that says `WouldBlock` has run into its timeout.
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                Err(io::Error::new(io::ErrorKind::TimedOut, e))
+            }
+            r => r,
+        }
+    }
+    /// Waits until [`try_read`](Transport::try_read) may make progress, for at most the read
+    /// timeout (then `TimedOut` or `WouldBlock`). Default: returns at once.
+    fn wait_readable(&self) -> io::Result<()> {
+        Ok(())
+    }
     /// Shuts down one or both directions (used for lingering close).
     fn shutdown(&self, how: Shutdown) -> io::Result<()>;
     /// Holds back partial frames until uncorked (TCP_CORK), so a response head and the file

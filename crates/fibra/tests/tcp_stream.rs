@@ -1,5 +1,6 @@
 //! The rest of `TcpStream`'s std-like surface over real sockets: peek, vectored writes,
-//! sendfile, connect_timeout, shutdown(Write), and a listener bound with SO_REUSEPORT.
+//! sendfile, connect_timeout, shutdown(Write), a listener bound with SO_REUSEPORT, and
+//! waiting (`readable`) apart from reading (`try_read`).
 
 use fibra::net::{ListenOptions, TcpListener, TcpStream};
 use std::io::{IoSlice, Read, Write};
@@ -137,4 +138,61 @@ fn reuse_port_listeners_share_a_port() {
                 "a listener without SO_REUSEPORT must not share the port"
             );
         });
+}
+
+/// `try_read` never waits, `readable` waits for data, end of stream or the read timeout, on
+/// a fiber and on a plain thread.
+fn wait_then_try_read() {
+    let (mut c, s) = pair();
+    let mut buf = [0u8; 64];
+    // Nothing sent yet: the first try reads nothing, and later ones make no progress either.
+    for _ in 0..3 {
+        let e = s.try_read(&mut buf).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock);
+    }
+    s.set_read_timeout(Some(Duration::from_millis(30))).unwrap();
+    let e = s.readable().unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut got = Vec::new();
+    for round in 0..3u8 {
+        let msg = [b'a' + round; 5];
+        c.write_all(&msg).unwrap();
+        let mut seen = 0;
+        while seen < msg.len() {
+            s.readable().unwrap();
+            match s.try_read(&mut buf) {
+                Ok(n) => {
+                    assert!(n > 0, "data, not end of stream");
+                    got.extend_from_slice(&buf[..n]);
+                    seen += n;
+                }
+                Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock, "{e}"),
+            }
+        }
+    }
+    assert_eq!(got, b"aaaaabbbbbccccc");
+    c.shutdown(Shutdown::Write).unwrap();
+    loop {
+        s.readable().unwrap();
+        match s.try_read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => panic!("{n} unexpected bytes"),
+            Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock, "{e}"),
+        }
+    }
+}
+
+#[test]
+fn readable_and_try_read_in_a_fiber() {
+    fibra::Runtime::builder()
+        .workers(1)
+        .build()
+        .unwrap()
+        .block_on(wait_then_try_read);
+}
+
+#[test]
+fn readable_and_try_read_on_a_plain_thread() {
+    wait_then_try_read();
 }

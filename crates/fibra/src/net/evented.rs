@@ -90,10 +90,16 @@ impl<S: AsRawFd> Evented<S> {
 
     /// The registration, made now with the current worker if there is none yet.
     /// `None` on a plain thread.
+    #[inline]
     fn registration(&self) -> io::Result<Option<&Registration>> {
-        if let Some(r) = self.reg.get() {
-            return Ok(Some(r));
+        match self.reg.get() {
+            Some(r) => Ok(Some(r)),
+            None => self.register(),
         }
+    }
+
+    #[cold]
+    fn register(&self) -> io::Result<Option<&Registration>> {
         if !crate::fiber::in_fiber() {
             return Ok(None);
         }
@@ -164,6 +170,84 @@ impl<S: AsRawFd> Evented<S> {
         }
     }
 
+    /// Runs `op` once if `dir` may be ready, never waiting: `WouldBlock` when it is not.
+    /// After a result `drained` accepts (a short read), or a `WouldBlock`, the next call
+    /// returns `WouldBlock` without a system call until the reactor reports readiness again.
+    pub(crate) fn try_op<R>(
+        &self,
+        dir: Dir,
+        mut op: impl FnMut(&S) -> io::Result<R>,
+        drained: impl Fn(&R) -> bool,
+    ) -> io::Result<R> {
+        let reg = self.registration()?;
+        let snap = match reg {
+            Some(reg) => {
+                let snap = reg.state.snapshot();
+                if !IoState::is_ready(snap, dir) {
+                    return Err(io::ErrorKind::WouldBlock.into());
+                }
+                Some((reg, snap))
+            }
+            None => None,
+        };
+        loop {
+            let r = op(&self.io);
+            let empty = match &r {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => e.kind() == io::ErrorKind::WouldBlock,
+                Ok(v) => drained(v),
+            };
+            if let (true, Some((reg, snap))) = (empty, snap) {
+                reg.state.clear(snap, dir);
+            }
+            return r;
+        }
+    }
+
+    /// Waits until `dir` is (believed) ready, for at most the direction's timeout
+    /// (`TimedOut`). Returns at once if no operation has found it drained since the last
+    /// readiness event.
+    pub(crate) fn ready(&self, dir: Dir) -> io::Result<()> {
+        let Some(reg) = self.registration()? else {
+            return self.ready_blocking(dir);
+        };
+        let mut deadline = 0u64;
+        loop {
+            if IoState::is_ready(reg.state.snapshot(), dir) {
+                return Ok(());
+            }
+            if deadline == 0 {
+                if let Some(t) = self.timeout(dir) {
+                    deadline = crate::timer::ticks_after(t);
+                }
+            }
+            reg.state.wait(dir, deadline)?;
+        }
+    }
+
+    /// [`Evented::ready`] on a plain thread, in `poll(2)`.
+    fn ready_blocking(&self, dir: Dir) -> io::Result<()> {
+        let deadline = self.timeout(dir).map(|t| std::time::Instant::now() + t);
+        loop {
+            let ms = match deadline {
+                None => -1,
+                Some(at) => {
+                    let left = at.saturating_duration_since(std::time::Instant::now());
+                    if left.is_zero() {
+                        return Err(io::Error::new(
+                            io::ErrorKind::TimedOut,
+                            "fibra: operation timed out",
+                        ));
+                    }
+                    left.as_millis().clamp(1, i32::MAX as u128) as i32
+                }
+            };
+            if poll_fd(self.io.as_raw_fd(), dir, ms)? {
+                return Ok(());
+            }
+        }
+    }
+
     /// `op` on a plain thread: try, and wait in `poll(2)` on `WouldBlock`.
     fn op_blocking<R>(&self, dir: Dir, mut op: impl FnMut(&S) -> io::Result<R>) -> io::Result<R> {
         let timeout = self.timeout(dir);
@@ -193,7 +277,8 @@ impl<S: AsRawFd> Evented<S> {
 }
 
 /// Waits in `poll(2)` until `fd` is ready for `dir` or `ms` milliseconds pass (-1: forever).
-pub(crate) fn poll_fd(fd: RawFd, dir: Dir, ms: i32) -> io::Result<()> {
+/// True if it is ready (or failed: the next operation reports it).
+pub(crate) fn poll_fd(fd: RawFd, dir: Dir, ms: i32) -> io::Result<bool> {
     let mut pfd = libc::pollfd {
         fd,
         events: match dir {
@@ -210,5 +295,5 @@ pub(crate) fn poll_fd(fd: RawFd, dir: Dir, ms: i32) -> io::Result<()> {
             return Err(e);
         }
     }
-    Ok(())
+    Ok(n > 0)
 }

@@ -308,6 +308,29 @@ impl TcpStream {
     }
 }
 
+impl TcpStream {
+    /// Reads what has already arrived, without waiting: `WouldBlock` when nothing has.
+    ///
+    /// Once a read comes back short (or `WouldBlock`), further calls return `WouldBlock`
+    /// without a system call until the reactor sees new data, so a loop of `try_read` and
+    /// [`readable`](TcpStream::readable) costs one `read(2)` per arrival, like blocking
+    /// reads. Pairs with `readable` to wait in one place and read in another (e.g. on a
+    /// different stack, see [`crate::fiber::on_shared_stack`]).
+    pub fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        let want = buf.len();
+        self.inner
+            .try_op(Dir::Read, |mut s| s.read(buf), short(want))
+    }
+
+    /// Waits until a read may make progress: data, end of stream or an error has arrived
+    /// (as far as the reactor knows; a following [`try_read`](TcpStream::try_read) can still
+    /// find nothing and say `WouldBlock`). Honours the read timeout (`TimedOut`). Returns at
+    /// once if no read has come back short since the last readiness event.
+    pub fn readable(&self) -> io::Result<()> {
+        self.inner.ready(Dir::Read)
+    }
+}
+
 impl Read for &TcpStream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let want = buf.len();
