@@ -73,7 +73,9 @@ pub(crate) enum ConnHeader {
     Handler,
 }
 
-/// Appends a complete response head to `out`.
+/// Appends a complete response head to `out`. Returns true when the handler's own
+/// `Connection` field asks to close (then `Connection: close` is written whatever `conn`
+/// says, except for [`ConnHeader::Handler`], which passes the field through).
 pub(crate) fn put_head(
     out: &mut Vec<u8>,
     status: StatusCode,
@@ -81,22 +83,23 @@ pub(crate) fn put_head(
     server: Option<&str>,
     framing: Framing,
     conn: ConnHeader,
-) {
+) -> bool {
     put_status(out, status);
     // One pass over the handler's fields; `Date`/`Server` are added after them unless present
     // (a scan of a few fields is cheaper than two hash lookups).
     let keep_user_length = framing == Framing::None && status == StatusCode::NOT_MODIFIED;
     let mut has_date = false;
     let mut has_server = false;
+    let mut handler_close = false;
     for (name, value) in headers {
         if name == DATE {
             has_date = true;
         } else if name == SERVER {
             has_server = true;
-        } else if (name == CONTENT_LENGTH && !keep_user_length)
-            || name == TRANSFER_ENCODING
-            || (name == CONNECTION && conn != ConnHeader::Handler)
-        {
+        } else if name == CONNECTION && conn != ConnHeader::Handler {
+            handler_close |= has_close_token(value.as_bytes());
+            continue;
+        } else if (name == CONTENT_LENGTH && !keep_user_length) || name == TRANSFER_ENCODING {
             continue;
         }
         out.extend_from_slice(name.as_str().as_bytes());
@@ -126,11 +129,20 @@ pub(crate) fn put_head(
         Framing::None => {}
     }
     match conn {
+        ConnHeader::Handler => {}
+        _ if handler_close => out.extend_from_slice(b"Connection: close\r\n"),
         ConnHeader::Close => out.extend_from_slice(b"Connection: close\r\n"),
         ConnHeader::KeepAlive => out.extend_from_slice(b"Connection: keep-alive\r\n"),
-        ConnHeader::Omit | ConnHeader::Handler => {}
+        ConnHeader::Omit => {}
     }
     out.extend_from_slice(b"\r\n");
+    handler_close
+}
+
+/// Whether a `Connection` field value lists `close`.
+pub(crate) fn has_close_token(v: &[u8]) -> bool {
+    v.split(|&b| b == b',')
+        .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"))
 }
 
 /// Decimal digits of `n` without allocating.
@@ -184,6 +196,42 @@ mod tests {
             "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n\
              date: Thu, 01 Jan 1970 00:00:00 GMT\r\nServer: fibra\r\nContent-Length: 13\r\nConnection: close\r\n\r\n"
         );
+    }
+
+    #[test]
+    fn handler_connection_close_is_honoured_once() {
+        let mut headers = HeaderMap::new();
+        headers.insert("connection", "Keep-Alive, CLOSE ".parse().unwrap());
+        for conn in [ConnHeader::Omit, ConnHeader::KeepAlive, ConnHeader::Close] {
+            let mut out = Vec::new();
+            let close = put_head(
+                &mut out,
+                StatusCode::OK,
+                &headers,
+                None,
+                Framing::Length(0),
+                conn,
+            );
+            let text = String::from_utf8(out).unwrap();
+            assert!(close, "{conn:?}");
+            assert_eq!(text.matches("onnection").count(), 1, "{text}");
+            assert!(text.ends_with("Connection: close\r\n\r\n"), "{text}");
+        }
+        // Other values leave the connection alone; 101 passes the field through.
+        headers.insert("connection", "upgrade".parse().unwrap());
+        let mut out = Vec::new();
+        let close = put_head(
+            &mut out,
+            StatusCode::SWITCHING_PROTOCOLS,
+            &headers,
+            None,
+            Framing::None,
+            ConnHeader::Handler,
+        );
+        assert!(!close);
+        assert!(String::from_utf8(out)
+            .unwrap()
+            .contains("connection: upgrade\r\n"));
     }
 
     #[test]

@@ -14,7 +14,6 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use http::header::CONNECTION;
 use http::{Method, StatusCode, Version};
 
 use crate::body::{Body, BodySource, Request};
@@ -893,13 +892,9 @@ where
                     || matches!(sh.body, BodyState::Length(n) if n.saturating_sub(buffered) > settings.max_drain_bytes);
             }
         }
-        // Shutdown may have begun while the handler ran.
-        if ctl.shutting_down.load(Ordering::SeqCst)
-            || resp
-                .headers()
-                .get(CONNECTION)
-                .is_some_and(|v| has_close_token(v.as_bytes()))
-        {
+        // Shutdown may have begun while the handler ran. (A `Connection: close` of the
+        // handler's is found while composing the head: `write_response`.)
+        if ctl.shutting_down.load(Ordering::SeqCst) {
             close = true;
         }
         let status = resp.status();
@@ -959,11 +954,6 @@ fn error_response(status: StatusCode, text: &'static str) -> Response {
     r
 }
 
-fn has_close_token(v: &[u8]) -> bool {
-    v.split(|&b| b == b',')
-        .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"))
-}
-
 /// Composes the head and sends or buffers the body. Returns the upgrade callback of a 101.
 fn write_response<T: Transport>(
     cell: &RefCell<Shared<T>>,
@@ -999,7 +989,9 @@ fn write_response<T: Transport>(
         ConnHeader::Omit
     };
     let mut sh = cell.borrow_mut();
-    put_head(&mut sh.wbuf, status, &parts.headers, server, framing, conn);
+    if put_head(&mut sh.wbuf, status, &parts.headers, server, framing, conn) {
+        *close = true;
+    }
     if let Kind::Upgrade(f) = body.kind {
         return Ok(upgrade.then_some(f));
     }

@@ -70,3 +70,22 @@ fn keep_alive_disabled_in_settings() {
     assert_eq!(count_responses(&out), 1, "{out}");
     assert!(out.contains("Connection: close\r\n"), "{out}");
 }
+
+#[test]
+fn a_handlers_connection_close_ends_the_connection() {
+    let srv = start(Settings::default(), |_req| {
+        let mut r = fibra_http::Response::new("bye".into());
+        r.headers_mut()
+            .insert("connection", http::HeaderValue::from_static("close"));
+        r
+    });
+    // The second request is never answered: the connection ends after the first response.
+    let out = send_and_read_to_close(
+        srv.addr,
+        b"GET / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n",
+    );
+    assert_eq!(count_responses(&out), 1, "{out}");
+    assert_eq!(out.matches("onnection").count(), 1, "{out}");
+    assert!(out.contains("Connection: close\r\n"), "{out}");
+    assert!(out.ends_with("\r\n\r\nbye"), "{out}");
+}
