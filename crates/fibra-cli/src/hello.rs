@@ -22,7 +22,9 @@ const OCTET_STREAM: HeaderValue = HeaderValue::from_static("application/octet-st
 /// A response with a `Content-Type` (the values are validated once, at compile time).
 fn with_type(body: ResponseBody, ctype: HeaderValue) -> Response {
     let mut resp = Response::new(body);
-    resp.headers_mut().insert(CONTENT_TYPE, ctype);
+    // `append` on the empty map is `insert`; it is also the code path the server takes to
+    // build request maps, so a request runs one copy of it instead of two (instruction cache).
+    resp.headers_mut().append(CONTENT_TYPE, ctype);
     resp
 }
 

@@ -289,6 +289,35 @@ fn parse_target(method: &Method, target: &str) -> Result<Uri, ProtocolError> {
 }
 
 /// Applies the framing and field rules and builds the header map.
+/// The fields the server itself interprets.
+enum Field {
+    ContentLength,
+    TransferEncoding,
+    Host,
+    Connection,
+    Expect,
+    Upgrade,
+    Other,
+}
+
+/// Which of the server's fields `name` is: one case-insensitive comparison, picked by length.
+fn field_kind(name: &[u8]) -> Field {
+    let (want, field): (&[u8], _) = match name.len() {
+        4 => (b"host", Field::Host),
+        6 => (b"expect", Field::Expect),
+        7 => (b"upgrade", Field::Upgrade),
+        10 => (b"connection", Field::Connection),
+        14 => (b"content-length", Field::ContentLength),
+        17 => (b"transfer-encoding", Field::TransferEncoding),
+        _ => return Field::Other,
+    };
+    if name.eq_ignore_ascii_case(want) {
+        field
+    } else {
+        Field::Other
+    }
+}
+
 fn validate_headers(
     raw: &[httparse::Header<'_>],
     method: Method,
@@ -320,52 +349,58 @@ fn validate_headers(
         if cached.is_none() && h.value.iter().any(|&b| b < 0x20 && b != b'\t' || b == 0x7f) {
             return Err(ProtocolError::bad("control byte in header value"));
         }
-        if name.eq_ignore_ascii_case(b"content-length") {
-            let n = parse_content_length(h.value)?;
-            if content_length.is_some_and(|prev| prev != n) {
-                return Err(ProtocolError::bad("conflicting Content-Length"));
-            }
-            content_length = Some(n);
-        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
-            if !http11 {
-                return Err(ProtocolError::bad("Transfer-Encoding on HTTP/1.0"));
-            }
-            for coding in list_items(h.value) {
-                if chunked_last {
-                    // anything after `chunked` (including a second `chunked`)
-                    return Err(ProtocolError::bad("chunked is not the final coding"));
+        match field_kind(name) {
+            Field::ContentLength => {
+                let n = parse_content_length(h.value)?;
+                if content_length.is_some_and(|prev| prev != n) {
+                    return Err(ProtocolError::bad("conflicting Content-Length"));
                 }
-                if coding.eq_ignore_ascii_case(b"chunked") {
-                    chunked_last = true;
-                } else if !coding.iter().all(|&b| is_token(b)) {
-                    return Err(ProtocolError::bad("invalid transfer coding"));
-                } else {
-                    return Err(ProtocolError::new(
-                        StatusCode::NOT_IMPLEMENTED,
-                        "unsupported transfer coding",
-                    ));
+                content_length = Some(n);
+            }
+            Field::TransferEncoding => {
+                if !http11 {
+                    return Err(ProtocolError::bad("Transfer-Encoding on HTTP/1.0"));
                 }
+                for coding in list_items(h.value) {
+                    if chunked_last {
+                        // anything after `chunked` (including a second `chunked`)
+                        return Err(ProtocolError::bad("chunked is not the final coding"));
+                    }
+                    if coding.eq_ignore_ascii_case(b"chunked") {
+                        chunked_last = true;
+                    } else if !coding.iter().all(|&b| is_token(b)) {
+                        return Err(ProtocolError::bad("invalid transfer coding"));
+                    } else {
+                        return Err(ProtocolError::new(
+                            StatusCode::NOT_IMPLEMENTED,
+                            "unsupported transfer coding",
+                        ));
+                    }
+                }
+                te_seen = true;
             }
-            te_seen = true;
-        } else if name.eq_ignore_ascii_case(b"host") {
-            hosts += 1;
-            if cached.is_none() && !valid_host(h.value) {
-                return Err(ProtocolError::bad("invalid Host"));
-            }
-        } else if name.eq_ignore_ascii_case(b"connection") {
-            for t in list_items(h.value) {
-                if t.eq_ignore_ascii_case(b"close") {
-                    conn_close = true;
-                } else if t.eq_ignore_ascii_case(b"keep-alive") {
-                    conn_keep_alive = true;
-                } else if t.eq_ignore_ascii_case(b"upgrade") {
-                    conn_upgrade = true;
+            Field::Host => {
+                hosts += 1;
+                if cached.is_none() && !valid_host(h.value) {
+                    return Err(ProtocolError::bad("invalid Host"));
                 }
             }
-        } else if name.eq_ignore_ascii_case(b"expect") {
-            expect_continue = http11 && h.value.eq_ignore_ascii_case(b"100-continue");
-        } else if name.eq_ignore_ascii_case(b"upgrade") {
-            has_upgrade = true;
+            Field::Connection => {
+                for t in list_items(h.value) {
+                    if t.eq_ignore_ascii_case(b"close") {
+                        conn_close = true;
+                    } else if t.eq_ignore_ascii_case(b"keep-alive") {
+                        conn_keep_alive = true;
+                    } else if t.eq_ignore_ascii_case(b"upgrade") {
+                        conn_upgrade = true;
+                    }
+                }
+            }
+            Field::Expect => {
+                expect_continue = http11 && h.value.eq_ignore_ascii_case(b"100-continue");
+            }
+            Field::Upgrade => has_upgrade = true,
+            Field::Other => {}
         }
         let (name, value) = match cached {
             Some((n, v)) => (n.clone(), v.clone()),
