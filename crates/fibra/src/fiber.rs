@@ -35,7 +35,30 @@ pub(crate) type Body = Box<dyn FnOnce() + Send + 'static>;
 
 /// What every other part of the runtime knows about a fiber. Shared through `Arc` so wakers on
 /// any thread can reach it; the coroutine itself lives in its home worker's slab.
+// `repr(C)`, hot fields first: with the `Arc` counts in front they fill exactly the first 64
+// bytes of the task's 128-byte (so 128-aligned) block, and a park/wake cycle touches one
+// cache line of it; the id, name and outcome follow in the second.
+#[repr(C)]
 pub(crate) struct Task {
+    /// EMPTY, PARKED, NOTIFIED or DONE.
+    state: AtomicU8,
+    /// Set by the timer when the deadline passed. Home worker only.
+    pub(crate) timed_out: AtomicBool,
+    /// `J_*` bits of the hand-over of the fiber's outcome (see [`JoinCell`]).
+    join_state: AtomicU8,
+    /// Index of the worker that owns (or will own) the fiber.
+    home: u32,
+    /// Key of the fiber's slot in its home worker's slab; set when it arrives there.
+    key: AtomicU32,
+    /// The runtime it belongs to.
+    pub(crate) rt: Arc<RtShared>,
+    /// Current timeout in ticks, 0 for none. Home worker only (Relaxed is enough).
+    pub(crate) deadline: AtomicU64,
+    /// Tick of the timer entry queued for this fiber, 0 for none. Home worker only.
+    pub(crate) timer_queued: AtomicU64,
+    /// `limit` of the fiber's stack once it has started (0 before), from which the overflow
+    /// handler derives the guard page. Written by the home worker before the first resume.
+    pub(crate) stack_limit: AtomicUsize,
     /// Unique id, for messages (stack overflow, panics).
     pub(crate) id: u64,
     /// Optional name given through [`Builder::name`].
@@ -43,25 +66,6 @@ pub(crate) struct Task {
     // messages, while every spawn allocates a task, so its size is what counts.
     #[allow(clippy::box_collection)]
     pub(crate) name: Option<Box<String>>,
-    /// Index of the worker that owns (or will own) the fiber.
-    home: u32,
-    /// The runtime it belongs to.
-    pub(crate) rt: Arc<RtShared>,
-    /// EMPTY, PARKED, NOTIFIED or DONE.
-    state: AtomicU8,
-    /// Key of the fiber's slot in its home worker's slab; set when it arrives there.
-    key: AtomicU32,
-    /// Current timeout in ticks, 0 for none. Home worker only (Relaxed is enough).
-    pub(crate) deadline: AtomicU64,
-    /// Tick of the timer entry queued for this fiber, 0 for none. Home worker only.
-    pub(crate) timer_queued: AtomicU64,
-    /// Set by the timer when the deadline passed. Home worker only.
-    pub(crate) timed_out: AtomicBool,
-    /// `limit` of the fiber's stack once it has started (0 before), from which the overflow
-    /// handler derives the guard page. Written by the home worker before the first resume.
-    pub(crate) stack_limit: AtomicUsize,
-    /// `J_*` bits of the hand-over of the fiber's outcome (see [`JoinCell`]).
-    join_state: AtomicU8,
     /// The fiber's outcome, kept here (no separate allocation) until joined.
     join: JoinCell,
 }
@@ -601,4 +605,33 @@ pub(crate) fn resume(task: &Task, co: &mut FiberCoroutine) -> bool {
 /// Marks this thread as cancelling fibers: every suspended fiber it resumes unwinds.
 pub(crate) fn set_cancelling(on: bool) {
     CANCELLING.with(|c| c.set(on));
+}
+
+#[cfg(test)]
+mod layout_tests {
+    use super::Task;
+    use std::mem::{offset_of, size_of};
+
+    #[test]
+    fn a_park_wake_cycle_touches_one_line_of_the_task() {
+        // `Arc<Task>`'s block is the two counts plus the task: keep it in the 128-byte bin...
+        assert!(
+            16 + size_of::<Task>() <= 128,
+            "task is {} bytes",
+            size_of::<Task>()
+        );
+        // ...with every field a park, wake or timer touches in its first 64 bytes.
+        for end in [
+            offset_of!(Task, state) + 1,
+            offset_of!(Task, timed_out) + 1,
+            offset_of!(Task, home) + 4,
+            offset_of!(Task, key) + 4,
+            offset_of!(Task, rt) + 8,
+            offset_of!(Task, deadline) + 8,
+            offset_of!(Task, timer_queued) + 8,
+            offset_of!(Task, stack_limit) + 8,
+        ] {
+            assert!(16 + end <= 64, "hot field ends at {end}");
+        }
+    }
 }

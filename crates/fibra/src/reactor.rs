@@ -199,3 +199,13 @@ pub(crate) fn release(token: Token) {
     // by the registration's drop, after the socket was closed.
     drop(unsafe { Arc::from_raw(token as *const IoState) });
 }
+
+#[cfg(test)]
+mod layout_tests {
+    #[test]
+    fn io_state_fits_one_line() {
+        let size = std::mem::size_of::<super::IoState>();
+        // `Arc<IoState>`: two counts plus the state, in one 64-byte (so 64-aligned) block.
+        assert!(16 + size <= 64, "IoState is {size} bytes");
+    }
+}
