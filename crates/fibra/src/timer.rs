@@ -23,15 +23,21 @@ fn origin() -> Instant {
 
 /// Converts an instant to ticks, rounding up so a timer never fires early.
 pub(crate) fn ticks_at(at: Instant) -> u64 {
-    let since = at.saturating_duration_since(origin());
-    let ms = since.as_nanos().div_ceil(1_000_000);
-    (ms as u64).max(1)
+    ceil_ms(at.saturating_duration_since(origin())).max(1)
+}
+
+/// `d` in whole milliseconds, rounded up, in 64-bit arithmetic (`as_nanos` is a `u128`, and
+/// dividing one is a library call on every park with a timeout).
+fn ceil_ms(d: Duration) -> u64 {
+    d.as_secs()
+        .saturating_mul(1000)
+        .saturating_add(u64::from(d.subsec_nanos().div_ceil(1_000_000)))
 }
 
 /// The tick `d` from now. Reads the real clock: the worker's cached one may be a little behind,
 /// and a timeout must never fire early.
 pub(crate) fn ticks_after(d: Duration) -> u64 {
-    let ms = u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX / 2);
+    let ms = ceil_ms(d).min(u64::MAX / 2);
     ticks_at(Instant::now()).saturating_add(ms.max(1))
 }
 
@@ -118,5 +124,29 @@ impl Timers {
     /// Drops every entry (at shutdown).
     pub(crate) fn clear(&mut self) {
         self.heap.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ceil_ms;
+    use std::time::Duration;
+
+    #[test]
+    fn milliseconds_round_up_like_the_u128_division() {
+        for d in [
+            Duration::ZERO,
+            Duration::from_nanos(1),
+            Duration::from_nanos(999_999),
+            Duration::from_millis(1),
+            Duration::from_nanos(1_000_001),
+            Duration::new(5, 0),
+            Duration::new(5, 1),
+            Duration::new(86_400 * 365, 999_999_999),
+        ] {
+            let want = u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap();
+            assert_eq!(ceil_ms(d), want, "{d:?}");
+        }
+        assert_eq!(ceil_ms(Duration::MAX), u64::MAX);
     }
 }
