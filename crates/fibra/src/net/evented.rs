@@ -229,19 +229,7 @@ impl<S: AsRawFd> Evented<S> {
     fn ready_blocking(&self, dir: Dir) -> io::Result<()> {
         let deadline = self.timeout(dir).map(|t| std::time::Instant::now() + t);
         loop {
-            let ms = match deadline {
-                None => -1,
-                Some(at) => {
-                    let left = at.saturating_duration_since(std::time::Instant::now());
-                    if left.is_zero() {
-                        return Err(io::Error::new(
-                            io::ErrorKind::TimedOut,
-                            "fibra: operation timed out",
-                        ));
-                    }
-                    left.as_millis().clamp(1, i32::MAX as u128) as i32
-                }
-            };
+            let ms = poll_ms(deadline)?;
             if poll_fd(self.io.as_raw_fd(), dir, ms)? {
                 return Ok(());
             }
@@ -258,22 +246,23 @@ impl<S: AsRawFd> Evented<S> {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 other => return other,
             }
-            let ms = match deadline {
-                None => -1,
-                Some(at) => {
-                    let left = at.saturating_duration_since(std::time::Instant::now());
-                    if left.is_zero() {
-                        return Err(io::Error::new(
-                            io::ErrorKind::TimedOut,
-                            "fibra: operation timed out",
-                        ));
-                    }
-                    left.as_millis().clamp(1, i32::MAX as u128) as i32
-                }
-            };
+            let ms = poll_ms(deadline)?;
             poll_fd(self.io.as_raw_fd(), dir, ms)?;
         }
     }
+}
+
+/// The `poll(2)` timeout left until `deadline` (-1: none), or `TimedOut` once it has passed.
+fn poll_ms(deadline: Option<std::time::Instant>) -> io::Result<i32> {
+    let Some(at) = deadline else { return Ok(-1) };
+    let left = at.saturating_duration_since(std::time::Instant::now());
+    if left.is_zero() {
+        return Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "fibra: operation timed out",
+        ));
+    }
+    Ok(left.as_millis().clamp(1, i32::MAX as u128) as i32)
 }
 
 /// Waits in `poll(2)` until `fd` is ready for `dir` or `ms` milliseconds pass (-1: forever).
