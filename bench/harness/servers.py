@@ -227,6 +227,34 @@ def _fibra_cmd(sub):
     return build
 
 
+def _build_fibra_pgo(ctx):
+    """target/pgo/release/fibra, the profile-guided build made by bench/pgo.sh."""
+    # Built once per run for both fibra-*-pgo servers (the result is kept in the tool cache).
+    if "fibra-pgo" not in ctx.tool_cache:
+        ctx.tool_cache["fibra-pgo"] = _run_pgo_build(ctx)
+    return ctx.tool_cache["fibra-pgo"]
+
+
+def _run_pgo_build(ctx):
+    path = _fibra_pgo_path(ctx)
+    if not ctx.build:
+        return _prebuilt(path)
+    if toolchain.fibra_binary(ctx) is None:
+        return "target/release/fibra could not be built"
+    if not toolchain.ensure(ctx, "wrk"):
+        return "bench/pgo.sh needs wrk"
+    print("[build] bench/pgo.sh (instrumented build, training run, PGO build)", file=sys.stderr)
+    try:
+        toolchain.run([os.path.join(ctx.bench_dir, "pgo.sh")], cwd=ctx.repo_dir)
+    except RuntimeError as e:
+        return f"bench/pgo.sh failed: {str(e)[-300:]}"
+    return None if os.access(path, os.X_OK) else "bench/pgo.sh did not produce a binary"
+
+
+def _fibra_pgo_path(ctx):
+    return os.path.join(ctx.repo_dir, "target", "pgo", "release", "fibra")
+
+
 def _build_go(ctx):
     if not ctx.build:
         return _prebuilt(_target(ctx, "peer-go"))
@@ -336,10 +364,18 @@ def all_servers():
         Server("fibra-hello", {HELLO}, _fibra_cmd("hello"),
                lambda ctx, p, d: [fibra(ctx), "hello", "--workers", "1", "--port", str(p)],
                describe="fibra hello --workers 1"),
+        Server("fibra-hello-pgo", {HELLO}, _build_fibra_pgo,
+               lambda ctx, p, d: [_fibra_pgo_path(ctx), "hello", "--workers", "1",
+                                  "--port", str(p)],
+               describe="fibra hello --workers 1, profile-guided build (bench/pgo.sh)"),
         Server("fibra-serve", {STATIC}, _fibra_cmd("serve"),
                lambda ctx, p, d: [fibra(ctx), "serve", os.path.join(d, "root"),
                                   "--workers", "1", "--port", str(p)],
                describe="fibra serve --workers 1"),
+        Server("fibra-serve-pgo", {STATIC}, _build_fibra_pgo,
+               lambda ctx, p, d: [_fibra_pgo_path(ctx), "serve", os.path.join(d, "root"),
+                                  "--workers", "1", "--port", str(p)],
+               describe="fibra serve --workers 1, profile-guided build (bench/pgo.sh)"),
         Server("nginx", {HELLO, STATIC}, _build_nginx, _nginx_cmd,
                describe="nginx, 1 worker, return 200 / sendfile + open_file_cache"),
         Server("h2o", {HELLO, STATIC}, _build_h2o, _h2o_cmd,
