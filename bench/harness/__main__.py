@@ -108,7 +108,7 @@ def measure_once(ctx, sc, server, round_no):
     """Starts server, warms up, runs the scenario's client, samples CPU around it."""
     m = {"scenario": sc.name, "server": server.name, "round": round_no, "notes": "",
          "error": None, "requests": 0, "rps": None, "cpu_s": None, "cpu_us": None,
-         "cpu_pct": None, "client_pct": None}
+         "user_us": None, "cpu_pct": None, "client_pct": None}
     try:
         running = servers.start(ctx, server, sc.kind, ctx.server_cpu)
     except (RuntimeError, OSError) as e:
@@ -117,18 +117,21 @@ def measure_once(ctx, sc, server, round_no):
         return m
     try:
         sc.warm_up(ctx, running.port, ctx.client_cpu)
-        before = running.cpu_seconds()
+        user_before, sys_before = running.cpu_seconds()
         client_before = _children_cpu()
         t0 = os.times().elapsed
         result = sc.run(ctx, running.port, ctx.client_cpu)
         wall = os.times().elapsed - t0
-        cpu = running.cpu_seconds() - before
+        user_after, sys_after = running.cpu_seconds()
+        user = user_after - user_before
+        cpu = user + sys_after - sys_before
         client = _children_cpu() - client_before
         m.update(requests=result.requests, rps=result.rps, notes=result.notes, cpu_s=cpu,
                  cpu_pct=100.0 * cpu / wall if wall > 0 else None,
                  client_pct=100.0 * client / wall if wall > 0 else None)
         if result.requests > 0:
             m["cpu_us"] = cpu * 1e6 / result.requests
+            m["user_us"] = user * 1e6 / result.requests
         else:
             m["error"] = "no requests completed"
     except (RuntimeError, OSError, subprocess.SubprocessError) as e:

@@ -34,6 +34,8 @@ def summarize(measurements, scenario_order, server_order):
                 "server": srv,
                 "rps": _median([m["rps"] for m in good]),
                 "cpu_us": _median([m["cpu_us"] for m in good]),
+                "user_us": _median([m["user_us"] for m in good
+                                    if m.get("user_us") is not None]),
                 "cpu_pct": _median([m["cpu_pct"] for m in good]),
                 "client_pct": _median([m["client_pct"] for m in good]),
                 "rounds": len(good),
@@ -72,8 +74,8 @@ def write_csv(path, summary):
 
 def write_raw_csv(path, measurements):
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    keys = ["scenario", "round", "server", "requests", "rps", "cpu_s", "cpu_us", "cpu_pct",
-            "client_pct",
+    keys = ["scenario", "round", "server", "requests", "rps", "cpu_s", "cpu_us", "user_us",
+            "cpu_pct", "client_pct",
             "notes", "error"]
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=keys, extrasaction="ignore")
@@ -149,7 +151,8 @@ def write_markdown(ctx, path, summary, servers, skipped_scenarios, png_name, arg
         f"- Server pinned to CPU {ctx.server_cpu}, client pinned to CPU {ctx.client_cpu}; "
         "one worker/thread per server.",
         "- **CPU µs/req** = user+system time of the server's whole process group across the "
-        "run (`/proc/PID/stat` fields 14+15) ÷ requests completed. **CPU %** is the server's "
+        "run (`/proc/PID/stat` fields 14+15) ÷ requests completed; **of which user** is the "
+        "user-space part (field 14), the part a server's own code decides. **CPU %** is the server's "
         "busy share of its core and the client's (server/client): a server near 100 % is "
         "server-bound; a client near 100 % with the server below it means client-bound, and "
         "then CPU µs/req is the figure that shows efficiency.",
@@ -172,11 +175,13 @@ def write_markdown(ctx, path, summary, servers, skipped_scenarios, png_name, arg
         lines.append("")
         lines.append(f"Client: {sc.describe}.")
         lines.append("")
-        lines.append("| server | req/s | CPU µs/req | req/s ÷ pong | CPU ÷ pong | CPU % srv/cli | notes |")
-        lines.append("|---|---:|---:|---:|---:|---:|---|")
+        lines.append("| server | req/s | CPU µs/req | of which user | req/s ÷ pong | CPU ÷ pong "
+                     "| CPU % srv/cli | notes |")
+        lines.append("|---|---:|---:|---:|---:|---:|---:|---|")
         for r in rows:
             lines.append(
                 f"| {r['server']} | {_fmt(r['rps'], ',.0f')} | {_fmt(r['cpu_us'], '.2f')} "
+                f"| {_fmt(r.get('user_us'), '.2f')} "
                 f"| {_fmt(r['rps_ratio'], '.2f')} | {_fmt(r['cpu_ratio'], '.2f')} "
                 f"| {_fmt(r['cpu_pct'], '.0f')}/{_fmt(r['client_pct'], '.0f')} "
                 f"| {r['notes'].replace('|', '/')} |")

@@ -77,13 +77,15 @@ class Running:
         return out
 
     def cpu_seconds(self):
-        """User+system CPU time of the whole process group (fields 14+15 of /proc/PID/stat)."""
-        ticks = 0
+        """(user, system) CPU seconds of the whole process group (fields 14 and 15 of
+        /proc/PID/stat)."""
+        user = system = 0
         for pid in self.pids():
             fields = _stat_fields(str(pid))
             if fields:
-                ticks += int(fields[13]) + int(fields[14])
-        return ticks / CLK_TCK
+                user += int(fields[13])
+                system += int(fields[14])
+        return user / CLK_TCK, system / CLK_TCK
 
     def log_tail(self, n=15):
         try:
