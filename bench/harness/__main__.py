@@ -26,6 +26,7 @@ class Context:
         self.duration = args.duration
         self.warmup = args.warmup
         self.rounds = args.rounds
+        self.paired = args.paired
         self.server_cpu = args.server_cpu
         self.client_cpu = args.client_cpu
         self.build = not args.no_build
@@ -58,6 +59,9 @@ def parse_args(argv):
     p.add_argument("--rounds", type=int, default=3, help="rounds; medians are reported (3)")
     p.add_argument("--server-cpu", type=int, default=0)
     p.add_argument("--client-cpu", type=int, default=1)
+    p.add_argument("--paired", action="store_true",
+                   help="measure pong right before every other server and report the median "
+                        "of the per-pair ratios (twice the runs; for drifting machines)")
     p.add_argument("--no-build", action="store_true", help="use what is already built")
     p.add_argument("--no-install", action="store_true", help="never run apt-get")
     p.add_argument("--md", default=None, help="markdown output (docs/BENCHMARKS.generated.md)")
@@ -142,6 +146,17 @@ def measure_once(ctx, sc, server, round_no):
     return m
 
 
+def _measure(ctx, sc, server, round_no, measurements):
+    print(f"[run] {sc.name} round {round_no}/{ctx.rounds}: {server.name}", file=sys.stderr)
+    m = measure_once(ctx, sc, server, round_no)
+    measurements.append(m)
+    if m["error"] is None:
+        print(f"      {m['rps']:,.0f} req/s, {m['cpu_us']:.2f} µs CPU/req, "
+              f"server {m['cpu_pct']:.0f}% CPU, client {m['client_pct']:.0f}% "
+              f"{m['notes']}", file=sys.stderr)
+    return m
+
+
 def main(argv):
     args = parse_args(argv)
     bench_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -183,15 +198,22 @@ def main(argv):
     measurements = []
     for sc in run_sc:
         participants = [s for s in usable if sc.kind in s.kinds]
+        pong = next((s for s in participants if s.name == "pong"), None)
         for r in range(1, ctx.rounds + 1):
-            for s in participants:
-                print(f"[run] {sc.name} round {r}/{ctx.rounds}: {s.name}", file=sys.stderr)
-                m = measure_once(ctx, sc, s, r)
-                measurements.append(m)
-                if m["error"] is None:
-                    print(f"      {m['rps']:,.0f} req/s, {m['cpu_us']:.2f} µs CPU/req, "
-                          f"server {m['cpu_pct']:.0f}% CPU, client {m['client_pct']:.0f}% "
-                          f"{m['notes']}", file=sys.stderr)
+            if args.paired and pong is not None:
+                # pong, A, pong, B, ...: each server's ratio comes from the pong run right
+                # before it, so drift over a round (minutes) does not enter the ratio.
+                for s in participants:
+                    if s is pong:
+                        continue
+                    ref = _measure(ctx, sc, pong, r, measurements)
+                    m = _measure(ctx, sc, s, r, measurements)
+                    if ref["error"] is None and m["error"] is None:
+                        m["pair_rps_ratio"] = m["rps"] / ref["rps"] if ref["rps"] else None
+                        m["pair_cpu_ratio"] = m["cpu_us"] / ref["cpu_us"]
+            else:
+                for s in participants:
+                    _measure(ctx, sc, s, r, measurements)
 
     order = [s.name for s in chosen]
     summary = report.summarize(measurements, run_sc, order)

@@ -46,6 +46,13 @@ def summarize(measurements, scenario_order, server_order):
         for r in rows:
             r["rps_ratio"] = _ratio(r["rps"], pong and pong["rps"])
             r["cpu_ratio"] = _ratio(r["cpu_us"], pong and pong["cpu_us"])
+            # --paired: the median of the ratios to the pong run just before each round.
+            ms = [m for m in measurements if m["scenario"] == sc.name
+                  and m["server"] == r["server"] and m.get("pair_cpu_ratio") is not None]
+            if ms:
+                r["rps_ratio"] = _median([m["pair_rps_ratio"] for m in ms
+                                          if m["pair_rps_ratio"] is not None])
+                r["cpu_ratio"] = _median([m["pair_cpu_ratio"] for m in ms])
         if rows:
             out.append((sc, rows))
     return out
@@ -157,7 +164,10 @@ def write_markdown(ctx, path, summary, servers, skipped_scenarios, png_name, arg
         "server-bound; a client near 100 % with the server below it means client-bound, and "
         "then CPU µs/req is the figure that shows efficiency.",
         "- Ratios are to the C pong reference (`bench/pong/pong.c`) in the same run: "
-        "req/s higher is better, CPU lower is better.",
+        "req/s higher is better, CPU lower is better."
+        + (" **Paired** (`--paired`): pong was measured right before every other server, and "
+           "each ratio is the median over the rounds of the ratio to that pong run (pong's "
+           "own row: all its runs)." if ctx.paired else ""),
         "",
     ]
     wrk = _version(["wrk", "-v"])

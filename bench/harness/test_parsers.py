@@ -97,6 +97,25 @@ class SummaryTests(unittest.TestCase):
         self.assertEqual(fibra["rounds"], 3)
         self.assertIn("start failed", fibra["notes"])
 
+    def test_paired_ratios_are_medians_of_per_pair_ratios(self):
+        sc = clients.scenarios()[0]
+        ms = []
+        # The machine slows down over the run; each pair sees the same speed.
+        for rnd, (p_cpu, f_cpu) in enumerate([(5.0, 6.0), (10.0, 11.0), (20.0, 24.0)]):
+            ms.append({"scenario": sc.name, "server": "pong", "round": rnd, "rps": 100.0,
+                       "cpu_us": p_cpu, "cpu_pct": 90.0, "client_pct": 100.0, "notes": "",
+                       "error": None})
+            ms.append({"scenario": sc.name, "server": "fibra-hello", "round": rnd,
+                       "rps": 90.0, "cpu_us": f_cpu, "cpu_pct": 90.0, "client_pct": 100.0,
+                       "notes": "", "error": None, "pair_rps_ratio": 0.9,
+                       "pair_cpu_ratio": f_cpu / p_cpu})
+        (_, rows), = report.summarize(ms, [sc], ["pong", "fibra-hello"])
+        pong, fibra = rows
+        self.assertAlmostEqual(pong["cpu_ratio"], 1.0)
+        # medians of 1.2, 1.1, 1.2 (not 11.0 / 10.0 from the medians of each server)
+        self.assertAlmostEqual(fibra["cpu_ratio"], 1.2)
+        self.assertAlmostEqual(fibra["rps_ratio"], 0.9)
+
 
 if __name__ == "__main__":
     unittest.main()
