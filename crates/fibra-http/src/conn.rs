@@ -447,7 +447,9 @@ impl<T: Transport> StreamSink for Shared<T> {
 /// Appends a complete error response (always `Connection: close`).
 #[cold]
 #[inline(never)]
-fn put_error(out: &mut Vec<u8>, e: &ProtocolError, server: Option<&str>) {
+/// Appends the error response for `e` (closing the connection). A `HEAD` request's answer keeps
+/// the headers, `Content-Length` included, and leaves out the text.
+fn put_error(out: &mut Vec<u8>, e: &ProtocolError, server: Option<&str>, is_head: bool) {
     let mut headers = http::HeaderMap::new();
     headers.insert(
         http::header::CONTENT_TYPE,
@@ -462,8 +464,10 @@ fn put_error(out: &mut Vec<u8>, e: &ProtocolError, server: Option<&str>) {
         Framing::Length(reason.len() as u64 + 1),
         ConnHeader::Close,
     );
-    out.extend_from_slice(reason);
-    out.push(b'\n');
+    if !is_head {
+        out.extend_from_slice(reason);
+        out.push(b'\n');
+    }
 }
 
 /// A fiber being cancelled (its runtime dropped) unwinds with `fibra::Cancelled`: that must
@@ -697,7 +701,7 @@ where
                         "request head too large",
                     );
                     self.settings.report_rejected(sh.peer, e);
-                    put_error(&mut sh.wbuf, &e, self.server());
+                    put_error(&mut sh.wbuf, &e, self.server(), false);
                     sh.linger();
                     return false;
                 }
@@ -734,7 +738,7 @@ where
         if sh.rpos < sh.rend {
             let e = ProtocolError::new(StatusCode::REQUEST_TIMEOUT, "request head timeout");
             self.settings.report_rejected(sh.peer, e);
-            put_error(&mut sh.wbuf, &e, self.server());
+            put_error(&mut sh.wbuf, &e, self.server(), false);
             sh.linger();
         }
     }
@@ -799,7 +803,7 @@ where
                     Ok(None) => return true,
                     Err(e) => {
                         settings.report_rejected(sh.peer, e);
-                        put_error(&mut sh.wbuf, &e, self.server());
+                        put_error(&mut sh.wbuf, &e, self.server(), false);
                         sh.linger();
                         return false;
                     }
@@ -869,14 +873,14 @@ where
             match sh.body_error.take() {
                 Some(BodyError::Protocol(e)) => {
                     settings.report_rejected(sh.peer, e);
-                    put_error(&mut sh.wbuf, &e, self.server());
+                    put_error(&mut sh.wbuf, &e, self.server(), is_head);
                     sh.linger();
                     return false;
                 }
                 Some(BodyError::Timeout) => {
                     let e = ProtocolError::new(StatusCode::REQUEST_TIMEOUT, "request body timeout");
                     settings.report_rejected(sh.peer, e);
-                    put_error(&mut sh.wbuf, &e, self.server());
+                    put_error(&mut sh.wbuf, &e, self.server(), is_head);
                     sh.linger();
                     return false;
                 }
