@@ -10,7 +10,8 @@
 # 8 seconds) loads http://127.0.0.1:PORT/PATH, where PORT is the server command's last
 # argument and PATH is $CACHESIM_PATH (default /plaintext). Prints the totals divided by the
 # requests wrk completed. The kernel is not simulated: these are the figures that differ
-# between servers making the same system calls. Deterministic enough to compare builds where
+# between servers making the same system calls. CACHESIM_I1=SIZE,WAYS,LINE overrides the L1i
+# geometry: with a tiny one (2048,2,64) its misses approximate the code lines a request touches. Deterministic enough to compare builds where
 # wall-clock runs on a shared machine are not (counts move by ~1 % between runs).
 set -euo pipefail
 
@@ -27,7 +28,7 @@ path="${CACHESIM_PATH:-/plaintext}"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 
-valgrind --tool=cachegrind --cache-sim=yes --D1=32768,8,64 --I1=32768,8,64 \
+valgrind --tool=cachegrind --cache-sim=yes --D1=32768,8,64 --I1="${CACHESIM_I1:-32768,8,64}" \
     --LL=524288,8,64 --cachegrind-out-file="$out/cg.out" "${server[@]}" \
     >"$out/server.log" 2>&1 &
 vg=$!
