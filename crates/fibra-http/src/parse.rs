@@ -66,7 +66,7 @@ pub enum BodyKind {
 }
 
 /// A parsed, validated request head.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Head {
     /// Request method.
     pub method: Method,
@@ -89,11 +89,87 @@ pub struct Head {
 /// What the previous request on a connection parsed to, so an identical target or header field
 /// in the next one is cloned (a reference-count increment) instead of parsed and copied into a
 /// new allocation. Keep-alive clients repeat most of their head from request to request.
+///
+/// It also keeps the last head's bytes: when the same bytes come again, the head they parsed to
+/// is kept too, and from then on a byte-identical head (a benchmark client's, a health check's,
+/// a polling client's) costs one comparison and a clone instead of a parse.
 #[derive(Debug, Default)]
 pub struct HeadCache {
     target: Vec<u8>,
     uri: Option<Uri>,
     fields: Vec<(HeaderName, HeaderValue)>,
+    /// The last head parsed, byte for byte (empty if it was longer than [`REPEAT_MAX`]).
+    last: Vec<u8>,
+    /// What `last` parsed to, once it was seen twice in a row.
+    repeat: Option<Repeat>,
+    /// Heads in a row that differed from the one before; past [`REPEAT_BACKOFF`] it counts on
+    /// and only every 16th head is looked at, so traffic that never repeats pays for next to
+    /// nothing, and traffic that starts repeating is caught within 32 heads.
+    misses: u32,
+}
+
+/// Misses in a row after which [`HeadCache`] looks at only every 16th head.
+const REPEAT_BACKOFF: u32 = 8;
+
+/// A head kept for byte-identical repeats, with what the settings-dependent limits look at.
+#[derive(Debug)]
+struct Repeat {
+    head: Head,
+    target_len: usize,
+    fields: usize,
+}
+
+/// Longest head kept for byte-identical repeats.
+const REPEAT_MAX: usize = 1024;
+
+impl HeadCache {
+    /// The head at the start of `buf` if it is byte for byte the one kept, and within the
+    /// limits of `settings` (the cache may be shared by servers with different settings).
+    fn repeated(&self, buf: &[u8], settings: &Settings) -> Option<(Head, usize)> {
+        let r = self.repeat.as_ref()?;
+        let len = self.last.len();
+        let within = len <= settings.max_head_bytes
+            && r.target_len <= settings.max_target_bytes
+            && r.fields <= settings.max_headers
+            && !matches!(r.head.body, BodyKind::Length(n) if n > settings.max_body_bytes);
+        (within && buf.starts_with(&self.last)).then(|| (r.head.clone(), len))
+    }
+
+    /// Records a successfully parsed head; keeps what it parsed to when it repeats the last one.
+    #[inline]
+    fn remember(&mut self, bytes: &[u8], head: &Head, target_len: usize, fields: usize) {
+        if self.misses > REPEAT_BACKOFF {
+            // Backing off: look only at every 16th head.
+            self.misses = self.misses.wrapping_add(1);
+            if self.misses % 16 != 0 {
+                return;
+            }
+        }
+        self.compare_and_keep(bytes, head, target_len, fields);
+    }
+
+    #[inline(never)]
+    fn compare_and_keep(&mut self, bytes: &[u8], head: &Head, target_len: usize, fields: usize) {
+        if self.last == bytes {
+            self.misses = 0;
+            if self.repeat.is_none() {
+                self.repeat = Some(Repeat {
+                    head: head.clone(),
+                    target_len,
+                    fields,
+                });
+            }
+            return;
+        }
+        if self.misses <= REPEAT_BACKOFF {
+            self.misses += 1;
+        }
+        self.last.clear();
+        if bytes.len() <= REPEAT_MAX {
+            self.last.extend_from_slice(bytes);
+        }
+        self.repeat = None;
+    }
 }
 
 /// Header-array size kept on the stack; more headers than this (when allowed by
@@ -121,6 +197,9 @@ pub fn parse_head_cached(
     // the stack (a 100-slot array was 3 KiB of stack per request, and zeroing it was half of
     // this function's time), and only a head with more fields is parsed again into a
     // `max_headers`-sized array on the heap.
+    if let Some(hit) = cache.repeated(buf, settings) {
+        return Ok(Some(hit));
+    }
     let mut small = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; STACK_HEADERS];
     let mut heap = Vec::new();
     let max_headers = settings.max_headers;
@@ -174,6 +253,7 @@ pub fn parse_head_cached(
         }
     };
     let head = validate_headers(req.headers, method, uri, version, settings, cache)?;
+    cache.remember(&buf[..len], &head, target.len(), req.headers.len());
     Ok(Some((head, len)))
 }
 
@@ -318,6 +398,8 @@ fn field_kind(name: &[u8]) -> Field {
     }
 }
 
+// Inlined into its one caller: returned through memory, a `Head` costs a copy more.
+#[inline(always)]
 fn validate_headers(
     raw: &[httparse::Header<'_>],
     method: Method,
@@ -789,6 +871,147 @@ mod tests {
                 (a, b) => panic!("{a:?} != {b:?} for {}", String::from_utf8_lossy(req)),
             }
         }
+    }
+
+    /// Asserts that two parses agree on everything a `Head` holds.
+    fn assert_same(a: &Head, b: &Head) {
+        assert_eq!(a.method, b.method);
+        assert_eq!(a.uri, b.uri);
+        assert_eq!(a.version, b.version);
+        assert_eq!(a.headers, b.headers);
+        assert_eq!(a.body, b.body);
+        assert_eq!(a.keep_alive, b.keep_alive);
+        assert_eq!(a.expect_continue, b.expect_continue);
+        assert_eq!(a.upgrade, b.upgrade);
+    }
+
+    #[test]
+    fn a_byte_identical_head_is_served_from_the_cache_from_its_third_time() {
+        let settings = Settings::default();
+        let mut cache = HeadCache::default();
+        let req =
+            b"POST /p?q HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n";
+        let (fresh, n) = parse_head(req, &settings).unwrap().unwrap();
+        for round in 0..4 {
+            // Pipelined: the next request's bytes follow, and must not be counted.
+            let mut buf = req.to_vec();
+            buf.extend_from_slice(b"abcGET / HTTP/1.1\r\n");
+            let (head, m) = parse_head_cached(&buf, &settings, &mut cache)
+                .unwrap()
+                .unwrap();
+            assert_eq!(m, n);
+            assert_same(&head, &fresh);
+            assert_eq!(cache.repeat.is_some(), round >= 1, "round {round}");
+        }
+    }
+
+    #[test]
+    fn a_cached_head_is_checked_against_the_limits_of_the_settings_in_use() {
+        let loose = Settings::default();
+        let req = b"POST /abcdef HTTP/1.1\r\nHost: x\r\nA: 1\r\nContent-Length: 100\r\n\r\n";
+        let strict: [(Settings, u16); 4] = [
+            (
+                Settings {
+                    max_body_bytes: 99,
+                    ..Settings::default()
+                },
+                413,
+            ),
+            (
+                Settings {
+                    max_target_bytes: 5,
+                    ..Settings::default()
+                },
+                414,
+            ),
+            (
+                Settings {
+                    max_headers: 2,
+                    ..Settings::default()
+                },
+                431,
+            ),
+            (
+                Settings {
+                    max_head_bytes: 40,
+                    ..Settings::default()
+                },
+                431,
+            ),
+        ];
+        for (settings, want) in strict {
+            let mut cache = HeadCache::default();
+            for _ in 0..3 {
+                assert!(parse_head_cached(req, &loose, &mut cache)
+                    .unwrap()
+                    .is_some());
+            }
+            assert!(cache.repeat.is_some());
+            let got = parse_head_cached(req, &settings, &mut cache).map(|_| ());
+            assert_eq!(got.map_err(|e| e.status().as_u16()), Err(want));
+        }
+    }
+
+    #[test]
+    fn a_head_differing_in_one_byte_is_parsed_afresh() {
+        let settings = Settings::default();
+        let mut cache = HeadCache::default();
+        let a = b"GET /a HTTP/1.1\r\nHost: x\r\nX-N: 1\r\n\r\n";
+        for _ in 0..3 {
+            parse_head_cached(a, &settings, &mut cache)
+                .unwrap()
+                .unwrap();
+        }
+        assert!(cache.repeat.is_some());
+        // Same length, one byte apart, and a malformed one of the same length.
+        let b = b"GET /a HTTP/1.1\r\nHost: x\r\nX-N: 2\r\n\r\n";
+        let (head, _) = parse_head_cached(b, &settings, &mut cache)
+            .unwrap()
+            .unwrap();
+        assert_eq!(head.headers["x-n"], "2");
+        let bad = b"GET /a HTTP/1.1\r\nHost: x\r\nX-N: \x01\r\n\r\n";
+        for _ in 0..3 {
+            parse_head_cached(a, &settings, &mut cache)
+                .unwrap()
+                .unwrap();
+        }
+        assert_eq!(
+            parse_head_cached(bad, &settings, &mut cache)
+                .map_err(|e| e.status().as_u16())
+                .map(|_| ()),
+            Err(400)
+        );
+        // An incomplete head that starts like the kept one is not taken for it.
+        assert!(parse_head_cached(&a[..a.len() - 2], &settings, &mut cache)
+            .unwrap()
+            .is_none());
+    }
+
+    #[test]
+    fn after_many_distinct_heads_a_repeating_one_is_still_caught() {
+        let settings = Settings::default();
+        let mut cache = HeadCache::default();
+        for i in 0..1000 {
+            let req = format!("GET /{i} HTTP/1.1\r\nHost: x\r\n\r\n");
+            parse_head_cached(req.as_bytes(), &settings, &mut cache)
+                .unwrap()
+                .unwrap();
+        }
+        assert!(cache.repeat.is_none());
+        let req = b"GET /same HTTP/1.1\r\nHost: x\r\n\r\n";
+        let mut caught = None;
+        for i in 0..40 {
+            let (head, _) = parse_head_cached(req, &settings, &mut cache)
+                .unwrap()
+                .unwrap();
+            assert_eq!(head.uri.path(), "/same");
+            if cache.repeat.is_some() {
+                caught = Some(i);
+                break;
+            }
+        }
+        let caught = caught.expect("never cached");
+        assert!(caught < 33, "caught after {caught} repeats");
     }
 
     #[test]
