@@ -200,7 +200,7 @@ def main(argv):
         participants = [s for s in usable if sc.kind in s.kinds]
         pong = next((s for s in participants if s.name == "pong"), None)
         for r in range(1, ctx.rounds + 1):
-            if args.paired and pong is not None:
+            if ctx.paired and pong is not None:
                 # pong, A, pong, B, ...: each server's ratio comes from the pong run right
                 # before it, so drift over a round (minutes) does not enter the ratio.
                 for s in participants:
