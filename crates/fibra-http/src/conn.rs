@@ -5,6 +5,10 @@
 //! in the read buffer are answered before the socket is read again, and their responses leave
 //! in one `write` (pipelining). The write buffer is flushed only before the connection would
 //! block on a read, before a large body, or at close.
+//!
+//! The server runs each connection as a fiber made of steps (`serve_steps`): between
+//! requests it waits for input without a stack. [`serve_connection`] is the same loop for any
+//! transport, waiting on the fiber's own stack.
 
 use std::cell::RefCell;
 use std::io::{self, Write};
@@ -12,6 +16,9 @@ use std::net::{Shutdown, SocketAddr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use fibra::fiber::{Step, Wait};
 use std::time::{Duration, Instant};
 
 use http::{Method, StatusCode, Version};
@@ -492,6 +499,36 @@ where
     T: Transport,
     H: Fn(Request) -> Response + ?Sized,
 {
+    let shared = open(io, settings);
+    let src: Rc<RefCell<dyn BodySource>> = shared.clone();
+    let conn = Conn {
+        shared: &shared,
+        src: &src,
+        settings,
+        handler,
+        ctl,
+    };
+    loop {
+        // 1. Read what has arrived, answer every complete request and send the responses, on
+        // the worker's shared stack: reading, parsing and responding write a few kilobytes of
+        // stack per request, which on this fiber's own (cold) stack would all be cache misses.
+        if !fibra::fiber::on_shared_stack(|| conn.serve_ready()) {
+            return;
+        }
+        // 2. Wait for more input here, so an idle connection holds no shared stack. Only this
+        // loop's frame and the wait's touch the own stack per request.
+        let mut sh = shared.borrow_mut();
+        let Some(io) = &sh.io else { return };
+        match io.wait_readable() {
+            Ok(()) => {}
+            Err(e) if is_timeout(&e) => return conn.read_timed_out(&mut sh),
+            Err(_) => return,
+        }
+    }
+}
+
+/// A new connection's state, with the read timeout of its first head set.
+fn open<T: Transport>(io: T, settings: &Settings) -> Rc<RefCell<Shared<T>>> {
     let start = Instant::now();
     let _ = io.set_write_timeout(Some(settings.write_timeout));
     let peer = io.peer_addr();
@@ -520,31 +557,95 @@ where
     shared
         .borrow_mut()
         .set_read_timeout(settings.header_timeout);
+    shared
+}
+
+/// What a connection served in steps needs from its server: the lifecycle flags.
+pub(crate) trait Owner: 'static {
+    fn ctl(&self) -> ConnCtl<'_>;
+}
+
+/// A connection served as a fiber made of steps (see [`fibra::fiber::Step`]).
+struct Stepped<T, H, O> {
+    shared: Rc<RefCell<Shared<T>>>,
+    src: Rc<RefCell<dyn BodySource>>,
+    settings: Arc<Settings>,
+    handler: Arc<H>,
+    owner: O,
+    /// The transport's stackless wait for input.
+    when_readable: fn(&T) -> Wait,
+}
+
+/// Serves a connection like [`serve_with`], as the first step of a fiber made of steps:
+/// between requests the connection waits for input without a stack (`when_readable`), and
+/// each burst of requests runs on the stack the worker used last, which is still cached — with
+/// thousands of connections taking turns, a stack per connection would be a cold one.
+pub(crate) fn serve_steps<T, H, O>(
+    io: T,
+    settings: Arc<Settings>,
+    handler: Arc<H>,
+    owner: O,
+    when_readable: fn(&T) -> Wait,
+) -> Step
+where
+    T: Transport,
+    H: Fn(Request) -> Response + 'static,
+    O: Owner,
+{
+    let shared = open(io, &settings);
     let src: Rc<RefCell<dyn BodySource>> = shared.clone();
-    let conn = Conn {
-        shared: &shared,
-        src: &src,
+    step(Box::new(Stepped {
+        shared,
+        src,
         settings,
         handler,
-        ctl,
+        owner,
+        when_readable,
+    }))
+}
+
+/// Answers what has arrived, then waits for more (the next step) or ends.
+fn step<T, H, O>(c: Box<Stepped<T, H, O>>) -> Step
+where
+    T: Transport,
+    H: Fn(Request) -> Response + 'static,
+    O: Owner,
+{
+    let wait = {
+        let ctl = c.owner.ctl();
+        let conn = Conn {
+            shared: &c.shared,
+            src: &c.src,
+            settings: &c.settings,
+            handler: &*c.handler,
+            ctl: &ctl,
+        };
+        if !conn.serve_ready() {
+            return Step::done();
+        }
+        let sh = c.shared.borrow();
+        let Some(io) = &sh.io else {
+            return Step::done();
+        };
+        (c.when_readable)(io)
     };
-    loop {
-        // 1. Read what has arrived, answer every complete request and send the responses, on
-        // the worker's shared stack: reading, parsing and responding write a few kilobytes of
-        // stack per request, which on this fiber's own (cold) stack would all be cache misses.
-        if !fibra::fiber::on_shared_stack(|| conn.serve_ready()) {
-            return;
+    wait.then(move |ready| match ready {
+        Ok(()) => step(c),
+        Err(e) => {
+            if is_timeout(&e) {
+                let ctl = c.owner.ctl();
+                let conn = Conn {
+                    shared: &c.shared,
+                    src: &c.src,
+                    settings: &c.settings,
+                    handler: &*c.handler,
+                    ctl: &ctl,
+                };
+                conn.read_timed_out(&mut c.shared.borrow_mut());
+            }
+            Step::done()
         }
-        // 2. Wait for more input here, so an idle connection holds no shared stack. Only this
-        // loop's frame and the wait's touch the own stack per request.
-        let mut sh = shared.borrow_mut();
-        let Some(io) = &sh.io else { return };
-        match io.wait_readable() {
-            Ok(()) => {}
-            Err(e) if is_timeout(&e) => return conn.read_timed_out(&mut sh),
-            Err(_) => return,
-        }
-    }
+    })
 }
 
 /// Size of a connection's read buffer, and how far it may grow to hold one request head.

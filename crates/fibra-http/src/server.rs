@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use fibra::net::{ListenOptions, TcpListener, TcpStream};
 
 use crate::body::Request;
-use crate::conn::{serve_with, ConnCtl};
+use crate::conn::{serve_steps, ConnCtl, Owner};
 use crate::response::Response;
 use crate::settings::{ErrorHook, ServerError, ServerErrorKind, Settings};
 use crate::transport::Transport;
@@ -421,6 +421,22 @@ impl Drop for ConnGuard {
     }
 }
 
+/// What a connection's steps keep of the server: its entry (the idle flag) and the guard that
+/// unregisters it.
+struct ConnOwner {
+    entry: Arc<ConnEntry>,
+    guard: ConnGuard,
+}
+
+impl Owner for ConnOwner {
+    fn ctl(&self) -> ConnCtl<'_> {
+        ConnCtl {
+            idle: &self.entry.idle,
+            shutting_down: &self.guard.state.shutting_down,
+        }
+    }
+}
+
 fn accept_loop<H>(
     worker: usize,
     listener: TcpListener,
@@ -481,14 +497,14 @@ fn accept_loop<H>(
             id,
         };
         let (settings, handler) = (settings.clone(), handler.clone());
-        let spawned = fibra::fiber::Builder::new().worker(worker).spawn(move || {
-            let guard = guard;
-            let ctl = ConnCtl {
-                idle: &entry.idle,
-                shutting_down: &guard.state.shutting_down,
-            };
-            serve_with(Tcp(entry.clone()), &settings, &*handler, &ctl);
-        });
+        let spawned = fibra::fiber::Builder::new()
+            .worker(worker)
+            .spawn_steps(move || {
+                let io = Tcp(entry.clone());
+                serve_steps(io, settings, handler, ConnOwner { entry, guard }, |io| {
+                    io.0.stream.when_readable()
+                })
+            });
         if let Err(e) = spawned {
             log::warn!("cannot spawn a connection fiber: {e}");
             fibra::time::sleep(ACCEPT_BACKOFF);

@@ -8,6 +8,7 @@
 //! `unpark` sets NOTIFIED and schedules the fiber only if it saw PARKED, so a fiber is never
 //! queued twice and a wake-up that races with parking is never lost.
 
+use crate::reactor::{Dir, IoState};
 use crate::runtime::{self, RtShared};
 use crate::worker;
 use corosensei::stack::DefaultStack;
@@ -27,11 +28,16 @@ const PARKED: u8 = 1;
 const NOTIFIED: u8 = 2;
 const DONE: u8 = 3;
 
-/// The coroutine type every fiber runs in.
-pub(crate) type FiberCoroutine = Coroutine<(), (), (), DefaultStack>;
+/// The coroutine type every fiber runs in. It returns the fiber's next body when the fiber
+/// waits without a stack (see [`Step`]), `None` when it is finished.
+pub(crate) type FiberCoroutine = Coroutine<(), (), Option<Next>, DefaultStack>;
 
 /// The body of a fiber that has not started yet.
-pub(crate) type Body = Box<dyn FnOnce() + Send + 'static>;
+pub(crate) type Body = Box<dyn FnOnce() -> Option<Next> + Send + 'static>;
+
+/// The body a fiber runs when it wakes from a wait without a stack. It stays on the fiber's
+/// worker thread, so it need not be `Send`.
+pub(crate) struct Next(pub(crate) Box<dyn FnOnce() -> Option<Next> + 'static>);
 
 /// What every other part of the runtime knows about a fiber. Shared through `Arc` so wakers on
 /// any thread can reach it; the coroutine itself lives in its home worker's slab.
@@ -227,6 +233,28 @@ fn suspend() {
 /// Returns true if it woke because the deadline passed. May wake spuriously.
 #[inline(always)]
 pub(crate) fn park_fiber(task: &Task, deadline: u64) -> bool {
+    match park_begin(task, deadline) {
+        ParkBegin::Notified => return false,
+        ParkBegin::Parked => suspend(),
+        ParkBegin::Raced => {}
+    }
+    park_end(task)
+}
+
+/// How the first half of a park went.
+pub(crate) enum ParkBegin {
+    /// A wake-up was pending: it is consumed and the fiber does not park.
+    Notified,
+    /// The fiber is marked parked: suspend it (or end its run, see [`Step`]), then call
+    /// [`park_end`] once it runs again.
+    Parked,
+    /// A wake-up arrived while the timer was being armed: call [`park_end`] right away.
+    Raced,
+}
+
+/// The first half of [`park_fiber`]: arms the deadline and marks the fiber parked.
+#[inline(always)]
+pub(crate) fn park_begin(task: &Task, deadline: u64) -> ParkBegin {
     // Plain loads first: a locked instruction costs ~4 ns here, and the common cases (not yet
     // notified; not timed out) need none.
     if task.state.load(Acquire) == NOTIFIED
@@ -235,7 +263,7 @@ pub(crate) fn park_fiber(task: &Task, deadline: u64) -> bool {
             .compare_exchange(NOTIFIED, EMPTY, Acquire, Relaxed)
             .is_ok()
     {
-        return false;
+        return ParkBegin::Notified;
     }
     if deadline != 0 {
         worker::with(|w| w.timers.borrow_mut().arm(task, deadline));
@@ -245,8 +273,16 @@ pub(crate) fn park_fiber(task: &Task, deadline: u64) -> bool {
         .compare_exchange(EMPTY, PARKED, AcqRel, Acquire)
         .is_ok()
     {
-        suspend();
+        ParkBegin::Parked
+    } else {
+        ParkBegin::Raced
     }
+}
+
+/// The second half of [`park_fiber`], once the fiber runs again: returns whether the deadline
+/// passed.
+#[inline(always)]
+pub(crate) fn park_end(task: &Task) -> bool {
     task.state.store(EMPTY, Release);
     task.deadline.store(0, Relaxed);
     let timed_out = task.timed_out.load(Relaxed);
@@ -528,6 +564,33 @@ impl Builder {
         })?;
         Ok(spawn_in(&rt, self.name, self.worker, f))
     }
+
+    /// Spawns a fiber made of steps (see [`Step`]): `f` runs first, and each step it (or a
+    /// later one) returns says whether the fiber is done or what it waits for next, holding no
+    /// stack meanwhile. The handle's `join` returns once a step returns [`Step::done`], or
+    /// with the payload of a step that panicked.
+    ///
+    /// Fails with `io::ErrorKind::Other` when called outside a fibra runtime.
+    pub fn spawn_steps<F>(self, f: F) -> io::Result<JoinHandle<()>>
+    where
+        F: FnOnce() -> Step + Send + 'static,
+    {
+        let rt = runtime::current().ok_or_else(|| {
+            io::Error::other("fibra::spawn called outside a fibra runtime (use Runtime::block_on)")
+        })?;
+        let home = match self.worker {
+            Some(i) => i % rt.workers.len(),
+            None => rt.next_worker(),
+        };
+        let task = Arc::new(Task::new(rt.next_id(), self.name, home, rt.clone()));
+        let body: Body = Box::new(move || drive_steps(move |_| f()));
+        let handle = JoinHandle {
+            task: task.clone(),
+            _result: PhantomData,
+        };
+        worker::submit(task, body);
+        Ok(handle)
+    }
 }
 
 /// Spawns a fiber on the current runtime, like [`std::thread::spawn`].
@@ -570,6 +633,7 @@ where
                 task.complete(Some(result));
             }
         });
+        None
     });
     let handle = JoinHandle {
         task: task.clone(),
@@ -580,26 +644,256 @@ where
 }
 
 /// Creates the coroutine for a fiber's body on a pooled stack.
-pub(crate) fn make_coroutine(stack: DefaultStack, body: Body) -> FiberCoroutine {
+pub(crate) fn make_coroutine(
+    stack: DefaultStack,
+    body: Box<dyn FnOnce() -> Option<Next>>,
+) -> FiberCoroutine {
     Coroutine::with_stack(stack, move |yielder: &Yielder<(), ()>, ()| {
         YIELDER.with(|y| y.set(yielder as *const _));
         // `body` catches the user's panic; this catch is for `Cancelled` unwinding out of the
         // join plumbing and keeps any unwind from crossing the coroutine boundary.
-        let _ = panic::catch_unwind(AssertUnwindSafe(body));
+        panic::catch_unwind(AssertUnwindSafe(body)).unwrap_or(None)
     })
 }
 
-/// Resumes fiber `task` on the current worker. Returns true if it finished.
+/// How a resumed fiber stopped.
+pub(crate) enum Resumed {
+    /// It parked or yielded.
+    Suspended,
+    /// It finished.
+    Finished,
+    /// Its stack is free: it waits without one and runs this body when woken (see [`Step`]).
+    Waiting(Next),
+}
+
+/// Resumes fiber `task` on the current worker.
 ///
 /// The hot half of every switch: two thread-local stores around corosensei's resume. The
 /// overflow handler finds the running fiber (and its guard page) through `CURRENT`; `YIELDER`
 /// is left stale on purpose — only a running fiber reads it, after setting it.
 #[inline]
-pub(crate) fn resume(task: &Task, co: &mut FiberCoroutine) -> bool {
+pub(crate) fn resume(task: &Task, co: &mut FiberCoroutine) -> Resumed {
     CURRENT.with(|c| c.set(task as *const Task));
     let result = co.resume(());
     CURRENT.with(|c| c.set(std::ptr::null()));
-    matches!(result, CoroutineResult::Return(()))
+    match result {
+        CoroutineResult::Yield(()) => Resumed::Suspended,
+        CoroutineResult::Return(None) => Resumed::Finished,
+        CoroutineResult::Return(Some(next)) => Resumed::Waiting(next),
+    }
+}
+
+/// What a fiber started with [`Builder::spawn_steps`] does after each step: finish, or wait
+/// for a socket **without holding a stack** and then run its next step.
+///
+/// A fiber blocked in `read` keeps its stack for as long as it waits. A keep-alive connection
+/// waits most of its life, and when thousands take turns, each wake-up finds its fiber's stack
+/// gone from the CPU caches. A fiber made of steps ends each step by returning a `Step`
+/// instead: while it waits it is a task record and a closure, its stack is back in the
+/// worker's pool, and its next step starts on the stack used last, which is still cached.
+/// Inside a step, blocking calls work as in any fiber.
+///
+/// Steps come from [`Step::done`] and [`Wait::then`], on a wait such as
+/// [`TcpStream::when_readable`](crate::net::TcpStream::when_readable).
+///
+/// ```
+/// use std::io::{Read, Write};
+/// use fibra::fiber::{Builder, Step};
+/// use fibra::net::{TcpListener, TcpStream};
+///
+/// /// Echoes what has arrived, then waits for more without holding a stack.
+/// fn echo(conn: TcpStream) -> Step {
+///     let mut buf = [0u8; 512];
+///     loop {
+///         match conn.try_read(&mut buf) {
+///             Ok(n @ 1..) if (&conn).write_all(&buf[..n]).is_ok() => {}
+///             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+///             _ => return Step::done(), // end of stream or an error
+///         }
+///     }
+///     conn.when_readable().then(move |ready| match ready {
+///         Ok(()) => echo(conn),
+///         Err(_) => Step::done(),
+///     })
+/// }
+///
+/// fibra::run(|| {
+///     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+///     let addr = listener.local_addr().unwrap();
+///     fibra::spawn(move || {
+///         let (conn, _) = listener.accept().unwrap();
+///         Builder::new().spawn_steps(move || echo(conn)).unwrap();
+///     });
+///     let mut client = TcpStream::connect(addr).unwrap();
+///     for word in [b"ping", b"pong"] {
+///         client.write_all(word).unwrap();
+///         let mut reply = [0u8; 4];
+///         client.read_exact(&mut reply).unwrap();
+///         assert_eq!(&reply, word);
+///     }
+/// });
+/// ```
+#[must_use = "a fiber only waits (or ends) by returning the step"]
+pub struct Step(pub(crate) StepKind);
+
+pub(crate) enum StepKind {
+    Done,
+    /// Run `then` with this outcome at once.
+    Now(io::Result<()>, Then),
+    /// Wait for readiness, then run `then`.
+    Wait(IoWait),
+}
+
+/// The rest of a fiber made of steps, given the outcome of its wait.
+pub(crate) type Then = Box<dyn FnOnce(io::Result<()>) -> Step + 'static>;
+
+/// A wait for readiness `dir` of a socket, until tick `deadline` (0: none).
+pub(crate) struct IoWait {
+    pub(crate) state: Arc<IoState>,
+    pub(crate) dir: Dir,
+    pub(crate) deadline: u64,
+    pub(crate) then: Then,
+}
+
+/// Something a fiber made of steps can wait for without holding a stack; [`Wait::then`] turns
+/// it into the fiber's next [`Step`]. Made by
+/// [`TcpStream::when_readable`](crate::net::TcpStream::when_readable).
+pub struct Wait(WaitKind);
+
+enum WaitKind {
+    /// The outcome is known already (an error, or a wait on a plain thread).
+    Now(io::Result<()>),
+    Io {
+        state: Arc<IoState>,
+        dir: Dir,
+        deadline: u64,
+    },
+}
+
+impl std::fmt::Debug for Wait {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            WaitKind::Now(result) => f.debug_tuple("Wait::Now").field(result).finish(),
+            WaitKind::Io { dir, deadline, .. } => f
+                .debug_struct("Wait::Io")
+                .field("dir", dir)
+                .field("deadline", deadline)
+                .finish(),
+        }
+    }
+}
+
+impl Wait {
+    pub(crate) fn now(result: io::Result<()>) -> Wait {
+        Wait(WaitKind::Now(result))
+    }
+
+    pub(crate) fn io(state: Arc<IoState>, dir: Dir, deadline: u64) -> Wait {
+        Wait(WaitKind::Io {
+            state,
+            dir,
+            deadline,
+        })
+    }
+
+    /// The step that waits, then runs `then` (in the same fiber, on a stack from the worker's
+    /// pool) with the outcome: `Ok` once ready, or the error the blocking operation would have
+    /// returned (`TimedOut` after the socket's timeout).
+    pub fn then(self, then: impl FnOnce(io::Result<()>) -> Step + 'static) -> Step {
+        match self.0 {
+            WaitKind::Now(result) => Step(StepKind::Now(result, Box::new(then))),
+            WaitKind::Io {
+                state,
+                dir,
+                deadline,
+            } => Step(StepKind::Wait(IoWait {
+                state,
+                dir,
+                deadline,
+                then: Box::new(then),
+            })),
+        }
+    }
+}
+
+impl Step {
+    /// The fiber is finished.
+    pub fn done() -> Step {
+        Step(StepKind::Done)
+    }
+}
+
+impl std::fmt::Debug for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self.0 {
+            StepKind::Done => "Step::Done",
+            StepKind::Now(..) => "Step::Now",
+            StepKind::Wait(..) => "Step::Wait",
+        })
+    }
+}
+
+impl IoWait {
+    /// The step after the wait ended: `then`, or the same wait again after a spurious
+    /// wake-up.
+    fn woken(self, timed_out: bool) -> Step {
+        match self.state.after_wait(self.dir, timed_out) {
+            Err(e) => (self.then)(Err(e)),
+            Ok(()) if IoState::is_ready(self.state.snapshot(), self.dir) => (self.then)(Ok(())),
+            Ok(()) => Step(StepKind::Wait(self)),
+        }
+    }
+}
+
+/// Runs steps until the fiber finishes (`None`) or waits without its stack (the body to run
+/// when woken).
+fn run_steps(task: &Task, mut step: Step) -> Option<Next> {
+    loop {
+        step = match step.0 {
+            StepKind::Done => return None,
+            StepKind::Now(result, then) => then(result),
+            StepKind::Wait(w) => {
+                if !w.state.add_waiter(task, w.dir) {
+                    (w.then)(Ok(()))
+                } else {
+                    match park_begin(task, w.deadline) {
+                        ParkBegin::Parked => {
+                            return Some(Next(Box::new(move || {
+                                drive_steps(|task| {
+                                    let timed_out = park_end(task);
+                                    w.woken(timed_out)
+                                })
+                            })))
+                        }
+                        ParkBegin::Notified => w.woken(false),
+                        ParkBegin::Raced => {
+                            let timed_out = park_end(task);
+                            w.woken(timed_out)
+                        }
+                    }
+                }
+            }
+        };
+    }
+}
+
+/// Runs the steps that start with `first`, and records the fiber's outcome once it is
+/// finished (or a step panicked).
+fn drive_steps(first: impl FnOnce(&Task) -> Step) -> Option<Next> {
+    with_current(|task| {
+        let task = task.expect("fibra: steps run in a fiber");
+        match panic::catch_unwind(AssertUnwindSafe(|| run_steps(task, first(task)))) {
+            Ok(Some(next)) => Some(next),
+            Ok(None) => {
+                task.complete(Some(Ok(Box::new(()))));
+                None
+            }
+            Err(payload) => {
+                task.complete(Some(Err(payload)));
+                None
+            }
+        }
+    })
 }
 
 /// Marks this thread as cancelling fibers: every suspended fiber it resumes unwinds.

@@ -43,7 +43,10 @@
 //! - [`task::spawn_blocking`] runs blocking code on a helper thread while the fiber parks.
 //! - [`fiber::on_shared_stack`] runs a burst of work on a stack the worker lends to whichever
 //!   fiber asks, which stays in the CPU caches while each fiber's own stack goes cold when
-//!   thousands take turns (fibra-http parses and answers requests on it).
+//!   thousands take turns.
+//! - A fiber made of steps ([`fiber::Builder::spawn_steps`], [`fiber::Step`]) holds no stack
+//!   while it waits for a socket: each step returns the wait and what to do next, and the next
+//!   step starts on the worker's most recently used stack (fibra-http serves connections so).
 
 #![deny(missing_docs)]
 #![warn(missing_debug_implementations)]

@@ -102,18 +102,33 @@ impl IoState {
     }
 
     fn wait_as(&self, task: &crate::fiber::Task, dir: Dir, deadline: u64) -> io::Result<()> {
-        {
-            let mut w = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
-            if self.readiness.load(Acquire) & dir.bit() != 0 {
-                return Ok(());
-            }
-            let slot = match dir {
-                Dir::Read => &mut w.reader,
-                Dir::Write => &mut w.writer,
-            };
-            *slot = Some(Waiter::Fiber(task.arc()));
+        if !self.add_waiter(task, dir) {
+            return Ok(());
         }
         let timed_out = crate::fiber::park_fiber(task, deadline);
+        self.after_wait(dir, timed_out)
+    }
+
+    /// Registers `task` as the waiter for `dir`, unless `dir` is ready (false).
+    #[inline]
+    pub(crate) fn add_waiter(&self, task: &crate::fiber::Task, dir: Dir) -> bool {
+        let mut w = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+        if self.readiness.load(Acquire) & dir.bit() != 0 {
+            return false;
+        }
+        let slot = match dir {
+            Dir::Read => &mut w.reader,
+            Dir::Write => &mut w.writer,
+        };
+        *slot = Some(Waiter::Fiber(task.arc()));
+        true
+    }
+
+    /// After a wait registered by [`IoState::add_waiter`] ended: `TimedOut` if the deadline
+    /// passed before `dir` became ready (the registration is removed), otherwise `Ok` (which
+    /// may be a spurious wake-up: look at the readiness again).
+    #[inline]
+    pub(crate) fn after_wait(&self, dir: Dir, timed_out: bool) -> io::Result<()> {
         if timed_out && self.readiness.load(Acquire) & dir.bit() == 0 {
             let mut w = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
             let slot = match dir {

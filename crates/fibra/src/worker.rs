@@ -8,7 +8,7 @@
 //! Cross-thread wake-ups and spawns go through [`WorkerShared::inbox`]; the producer interrupts
 //! the poller (an eventfd) only when the worker said it is about to sleep.
 
-use crate::fiber::{self, Body, FiberCoroutine, Task};
+use crate::fiber::{self, Body, FiberCoroutine, Next, Resumed, Task};
 use crate::reactor::{self, IoState};
 use crate::runtime::RtShared;
 use crate::stack::StackPool;
@@ -86,6 +86,9 @@ impl WorkerShared {
 /// A fiber's slot in its worker's slab.
 enum FiberState {
     NotStarted(Body),
+    /// Parked without a stack (see [`fiber::Step`]): this body runs, on a pooled stack, when
+    /// the fiber is woken.
+    Waiting(Next),
     /// The coroutine, resumed in place: the slab is never mutated while a fiber runs (spawns
     /// made meanwhile are deferred), so the coroutine does not move.
     Suspended(FiberCoroutine),
@@ -213,12 +216,16 @@ impl Worker {
             let Some(slot) = fibers.get_mut(key) else {
                 return;
             };
-            if let FiberState::NotStarted(_) = slot.state {
-                let FiberState::NotStarted(body) =
-                    std::mem::replace(&mut slot.state, FiberState::Empty)
-                else {
-                    unreachable!()
-                };
+            if matches!(
+                slot.state,
+                FiberState::NotStarted(_) | FiberState::Waiting(_)
+            ) {
+                let body: Box<dyn FnOnce() -> Option<Next>> =
+                    match std::mem::replace(&mut slot.state, FiberState::Empty) {
+                        FiberState::NotStarted(body) => body,
+                        FiberState::Waiting(next) => next.0,
+                        _ => unreachable!(),
+                    };
                 match self.stacks.borrow_mut().get() {
                     Ok(stack) => {
                         slot.task.stack_limit.store(stack.limit().get(), Relaxed);
@@ -245,13 +252,27 @@ impl Worker {
         // are only removed below, after the fiber stopped), so the slot — its `Arc<Task>` and
         // the coroutine stored in place — stays where these pointers point, and nothing else
         // borrows the coroutine meanwhile. A task never moves inside its Arc.
-        let finished = unsafe { fiber::resume(&*task_ptr, &mut *co_ptr) };
+        let resumed = unsafe { fiber::resume(&*task_ptr, &mut *co_ptr) };
         self.running.set(false);
-        if finished {
-            let slot = self.fibers.borrow_mut().remove(key);
-            slot.task.mark_done();
-            if let FiberState::Suspended(co) = slot.state {
-                self.stacks.borrow_mut().put(co.into_stack());
+        match resumed {
+            Resumed::Suspended => {}
+            Resumed::Finished => {
+                let slot = self.fibers.borrow_mut().remove(key);
+                slot.task.mark_done();
+                if let FiberState::Suspended(co) = slot.state {
+                    self.stacks.borrow_mut().put(co.into_stack());
+                }
+            }
+            Resumed::Waiting(next) => {
+                // The fiber stays (parked, its wakers hold its key); its stack goes back to
+                // the pool, on top, so the next fiber to start runs on it while it is cached.
+                let mut fibers = self.fibers.borrow_mut();
+                let slot = &mut fibers[key];
+                if let FiberState::Suspended(co) =
+                    std::mem::replace(&mut slot.state, FiberState::Waiting(next))
+                {
+                    self.stacks.borrow_mut().put(co.into_stack());
+                }
             }
         }
         // In spawn order; the queue keeps its capacity for the next burst.
@@ -360,7 +381,7 @@ impl Worker {
             for key in keys {
                 let not_started = matches!(
                     self.fibers.borrow().get(key).map(|s| &s.state),
-                    Some(FiberState::NotStarted(_))
+                    Some(FiberState::NotStarted(_) | FiberState::Waiting(_))
                 );
                 if not_started {
                     let slot = self.fibers.borrow_mut().remove(key);

@@ -5,6 +5,7 @@
 //! The socket is registered lazily, with the poller of the worker where a fiber first waits on
 //! it (for an accepted connection: the worker that runs its fiber), and stays there.
 
+use crate::fiber::Wait;
 use crate::reactor::{self, Dir, IoState};
 use crate::runtime::RtShared;
 use crate::worker::{self, Message};
@@ -222,6 +223,19 @@ impl<S: AsRawFd> Evented<S> {
                 }
             }
             reg.state.wait(dir, deadline)?;
+        }
+    }
+
+    /// [`Evented::ready`] as a [`Wait`] for a fiber made of steps: the deadline (from the
+    /// direction's timeout) starts now. On a plain thread it waits right away.
+    pub(crate) fn when_ready(&self, dir: Dir) -> Wait {
+        match self.registration() {
+            Err(e) => Wait::now(Err(e)),
+            Ok(None) => Wait::now(self.ready_blocking(dir)),
+            Ok(Some(reg)) => {
+                let deadline = self.timeout(dir).map_or(0, crate::timer::ticks_after);
+                Wait::io(reg.state.clone(), dir, deadline)
+            }
         }
     }
 

@@ -329,6 +329,13 @@ impl TcpStream {
     pub fn readable(&self) -> io::Result<()> {
         self.inner.ready(Dir::Read)
     }
+
+    /// [`readable`](TcpStream::readable) for a fiber made of steps: the wait, holding no
+    /// stack, that [`Wait::then`](crate::fiber::Wait::then) continues. The read timeout
+    /// (`TimedOut`) counts from this call. See [`crate::fiber::Step`].
+    pub fn when_readable(&self) -> crate::fiber::Wait {
+        self.inner.when_ready(Dir::Read)
+    }
 }
 
 impl Read for &TcpStream {
