@@ -2,7 +2,8 @@
 //! the framing headers straight into the connection's reused write buffer.
 
 use http::header::{CONNECTION, CONTENT_LENGTH, DATE, SERVER, TRANSFER_ENCODING};
-use http::{HeaderMap, StatusCode};
+use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use std::cell::RefCell;
 
 use crate::date::with_date;
 
@@ -76,6 +77,11 @@ pub(crate) enum ConnHeader {
 /// Appends a complete response head to `out`. Returns true when the handler's own
 /// `Connection` field asks to close (then `Connection: close` is written whatever `conn`
 /// says, except for [`ConnHeader::Handler`], which passes the field through).
+///
+/// Most servers send the same head many times in a row (the same status and fields, only the
+/// `Date` changing once a second), so the worker keeps the last head it composed with what
+/// it was made from: when those are equal, the head is one copy (with the current date put
+/// in). When heads keep differing it stops looking, like the request-head cache.
 pub(crate) fn put_head(
     out: &mut Vec<u8>,
     status: StatusCode,
@@ -84,6 +90,118 @@ pub(crate) fn put_head(
     framing: Framing,
     conn: ConnHeader,
 ) -> bool {
+    LAST_HEAD.with(|cell| {
+        let Ok(mut last) = cell.try_borrow_mut() else {
+            return compose(out, status, headers, server, framing, conn).handler_close;
+        };
+        last.put(out, status, headers, server, framing, conn)
+    })
+}
+
+thread_local! {
+    static LAST_HEAD: RefCell<LastHead> = RefCell::new(LastHead::default());
+}
+
+/// Heads in a row that differed from the one before, after which only every 16th is
+/// compared and kept.
+const HEAD_BACKOFF: u32 = 8;
+
+/// The last response head this thread composed, and what it was composed from.
+#[derive(Default)]
+struct LastHead {
+    /// `bytes` is a head composed from the fields below.
+    valid: bool,
+    status: StatusCode,
+    framing: Option<Framing>,
+    conn: Option<ConnHeader>,
+    server: Option<String>,
+    fields: Vec<(HeaderName, HeaderValue)>,
+    bytes: Vec<u8>,
+    composed: Composed,
+    misses: u32,
+}
+
+impl LastHead {
+    fn put(
+        &mut self,
+        out: &mut Vec<u8>,
+        status: StatusCode,
+        headers: &HeaderMap,
+        server: Option<&str>,
+        framing: Framing,
+        conn: ConnHeader,
+    ) -> bool {
+        if self.valid
+            && self.status == status
+            && self.framing == Some(framing)
+            && self.conn == Some(conn)
+            && self.server.as_deref() == server
+            && headers.len() == self.fields.len()
+            && headers
+                .iter()
+                .zip(&self.fields)
+                .all(|((n, v), (kn, kv))| n == kn && v == kv)
+        {
+            self.misses = 0;
+            if let Some(at) = self.composed.date_at {
+                with_date(|d| {
+                    if self.bytes[at..at + d.len()] != d[..] {
+                        self.bytes[at..at + d.len()].copy_from_slice(d);
+                    }
+                });
+            }
+            out.extend_from_slice(&self.bytes);
+            return self.composed.handler_close;
+        }
+        if self.misses > HEAD_BACKOFF {
+            self.misses = self.misses.wrapping_add(1);
+            if self.misses % 16 != 0 {
+                return compose(out, status, headers, server, framing, conn).handler_close;
+            }
+        } else {
+            self.misses += 1;
+        }
+        // Compose, and keep a copy with what it was made from.
+        let start = out.len();
+        let composed = compose(out, status, headers, server, framing, conn);
+        self.bytes.clear();
+        self.bytes.extend_from_slice(&out[start..]);
+        self.fields.clear();
+        self.fields
+            .extend(headers.iter().map(|(n, v)| (n.clone(), v.clone())));
+        self.status = status;
+        self.framing = Some(framing);
+        self.conn = Some(conn);
+        if self.server.as_deref() != server {
+            self.server = server.map(str::to_owned);
+        }
+        self.composed = Composed {
+            handler_close: composed.handler_close,
+            date_at: composed.date_at.map(|at| at - start),
+        };
+        self.valid = true;
+        composed.handler_close
+    }
+}
+
+/// What [`compose`] wrote besides the bytes.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct Composed {
+    /// The handler's `Connection` field asked to close.
+    pub(crate) handler_close: bool,
+    /// Where the `Date` value starts, if the composer wrote one.
+    date_at: Option<usize>,
+}
+
+/// [`put_head`] without the cache: composes the head field by field.
+pub(crate) fn compose(
+    out: &mut Vec<u8>,
+    status: StatusCode,
+    headers: &HeaderMap,
+    server: Option<&str>,
+    framing: Framing,
+    conn: ConnHeader,
+) -> Composed {
     put_status(out, status);
     // One pass over the handler's fields; `Date`/`Server` are added after them unless present
     // (a scan of a few fields is cheaper than two hash lookups).
@@ -107,9 +225,11 @@ pub(crate) fn put_head(
         out.extend_from_slice(value.as_bytes());
         out.extend_from_slice(b"\r\n");
     }
+    let mut date_at = None;
     if !has_date {
         with_date(|d| {
             out.extend_from_slice(b"Date: ");
+            date_at = Some(out.len());
             out.extend_from_slice(d);
             out.extend_from_slice(b"\r\n");
         });
@@ -136,7 +256,10 @@ pub(crate) fn put_head(
         ConnHeader::Omit => {}
     }
     out.extend_from_slice(b"\r\n");
-    handler_close
+    Composed {
+        handler_close,
+        date_at,
+    }
 }
 
 /// Whether a `Connection` field value lists `close`.
@@ -232,6 +355,107 @@ mod tests {
         assert!(String::from_utf8(out)
             .unwrap()
             .contains("connection: upgrade\r\n"));
+    }
+
+    /// `put_head` (through the thread's last-head cache) against a fresh `compose`.
+    fn check_cached(
+        status: StatusCode,
+        headers: &HeaderMap,
+        server: Option<&str>,
+        framing: Framing,
+        conn: ConnHeader,
+    ) {
+        let (mut cached, mut fresh) = (b"prefix".to_vec(), b"prefix".to_vec());
+        let close = put_head(&mut cached, status, headers, server, framing, conn);
+        let composed = compose(&mut fresh, status, headers, server, framing, conn);
+        assert_eq!(
+            String::from_utf8(cached).unwrap(),
+            String::from_utf8(fresh).unwrap()
+        );
+        assert_eq!(close, composed.handler_close);
+    }
+
+    #[test]
+    fn a_repeated_head_is_copied_and_any_difference_composes_afresh() {
+        let mut a = HeaderMap::new();
+        a.insert("content-type", "text/plain".parse().unwrap());
+        let mut b = a.clone();
+        b.insert("content-type", "text/html".parse().unwrap());
+        let mut two = a.clone();
+        two.append("x-extra", "1".parse().unwrap());
+        let mut close = a.clone();
+        close.insert("connection", "close".parse().unwrap());
+        let mut dated = a.clone();
+        dated.insert("date", "Thu, 01 Jan 1970 00:00:00 GMT".parse().unwrap());
+        let ok = StatusCode::OK;
+        let (len, omit) = (Framing::Length(13), ConnHeader::Omit);
+        for _ in 0..3 {
+            check_cached(ok, &a, Some("fibra"), len, omit);
+            check_cached(ok, &a, Some("fibra"), len, omit);
+            check_cached(ok, &b, Some("fibra"), len, omit);
+            check_cached(ok, &two, Some("fibra"), len, omit);
+            check_cached(ok, &a, None, len, omit);
+            check_cached(ok, &a, Some("other"), len, omit);
+            check_cached(StatusCode::NOT_FOUND, &a, None, len, omit);
+            check_cached(ok, &a, None, Framing::Length(14), omit);
+            check_cached(ok, &a, None, Framing::Chunked, omit);
+            check_cached(ok, &a, None, len, ConnHeader::Close);
+            check_cached(ok, &a, None, len, ConnHeader::KeepAlive);
+            check_cached(ok, &close, None, len, omit);
+            check_cached(ok, &close, None, len, omit);
+            check_cached(ok, &dated, None, len, omit);
+            check_cached(ok, &dated, None, len, omit);
+        }
+    }
+
+    #[test]
+    fn a_cached_head_carries_the_current_date() {
+        let mut h = HeaderMap::new();
+        h.insert("content-type", "text/plain".parse().unwrap());
+        let mut first = Vec::new();
+        put_head(
+            &mut first,
+            StatusCode::OK,
+            &h,
+            None,
+            Framing::None,
+            ConnHeader::Omit,
+        );
+        // Across a second boundary the copy must change with the date.
+        let start = std::time::Instant::now();
+        loop {
+            check_cached(StatusCode::OK, &h, None, Framing::None, ConnHeader::Omit);
+            let mut now = Vec::new();
+            put_head(
+                &mut now,
+                StatusCode::OK,
+                &h,
+                None,
+                Framing::None,
+                ConnHeader::Omit,
+            );
+            if now != first || start.elapsed() > std::time::Duration::from_secs(30) {
+                let text = String::from_utf8(now).unwrap();
+                let date = with_date(|d| String::from_utf8(d.to_vec()).unwrap());
+                assert!(text.contains(&format!("Date: {date}\r\n")), "{text}");
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
+    #[test]
+    fn after_many_different_heads_a_repeating_one_is_still_cached() {
+        let mut h = HeaderMap::new();
+        for i in 0..100u32 {
+            h.insert("x-n", i.into());
+            check_cached(StatusCode::OK, &h, None, Framing::None, ConnHeader::Omit);
+        }
+        h.insert("x-n", 7u32.into());
+        for _ in 0..40 {
+            check_cached(StatusCode::OK, &h, None, Framing::None, ConnHeader::Omit);
+        }
+        LAST_HEAD.with(|c| assert_eq!(c.borrow().misses, 0, "the repeating head never hit"));
     }
 
     #[test]

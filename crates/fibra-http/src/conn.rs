@@ -25,7 +25,7 @@ use http::{Method, StatusCode, Version};
 
 use crate::body::{Body, BodySource, Request};
 use crate::chunked::ChunkedDecoder;
-use crate::compose::{put_head, ConnHeader, Framing};
+use crate::compose::{compose, put_head, ConnHeader, Framing};
 use crate::parse::{parse_head_cached, BodyKind, Head, HeadCache, ProtocolError};
 use crate::response::{BodyWriter, Kind, Response, StreamSink, UpgradeFn, Upgraded, FLUSH_BYTES};
 use crate::settings::Settings;
@@ -463,7 +463,7 @@ fn put_error(out: &mut Vec<u8>, e: &ProtocolError, server: Option<&str>, is_head
         http::HeaderValue::from_static("text/plain"),
     );
     let reason = e.reason().as_bytes();
-    put_head(
+    compose(
         out,
         e.status(),
         &headers,
