@@ -43,6 +43,8 @@ fd_count() { ls "/proc/$1/fd" | wc -l; }
 # Stops a process started by the script (by its pid), waiting up to 10 s.
 stop() {
   local pid=$1
+  # No process (an unset PID defaults to 0): `kill 0` would signal this whole process group.
+  [[ "$pid" =~ ^[1-9][0-9]*$ ]] || return 0
   kill -TERM "$pid" 2>/dev/null || return 0
   for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
   kill -KILL "$pid" 2>/dev/null || true
