@@ -559,10 +559,7 @@ impl Builder {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let rt = runtime::current().ok_or_else(|| {
-            io::Error::other("fibra::spawn called outside a fibra runtime (use Runtime::block_on)")
-        })?;
-        Ok(spawn_in(&rt, self.name, self.worker, f))
+        Ok(spawn_in(&current_runtime()?, self.name, self.worker, f))
     }
 
     /// Spawns a fiber made of steps (see [`Step`]): `f` runs first, and each step it (or a
@@ -575,22 +572,21 @@ impl Builder {
     where
         F: FnOnce() -> Step + Send + 'static,
     {
-        let rt = runtime::current().ok_or_else(|| {
-            io::Error::other("fibra::spawn called outside a fibra runtime (use Runtime::block_on)")
-        })?;
-        let home = match self.worker {
-            Some(i) => i % rt.workers.len(),
-            None => rt.next_worker(),
-        };
-        let task = Arc::new(Task::new(rt.next_id(), self.name, home, rt.clone()));
         let body: Body = Box::new(move || drive_steps(move |_| f()));
-        let handle = JoinHandle {
-            task: task.clone(),
-            _result: PhantomData,
-        };
-        worker::submit(task, body);
-        Ok(handle)
+        Ok(submit_body(
+            &current_runtime()?,
+            self.name,
+            self.worker,
+            body,
+        ))
     }
+}
+
+/// The runtime of the calling thread, or the error `Builder`'s spawns report outside one.
+fn current_runtime() -> io::Result<Arc<RtShared>> {
+    runtime::current().ok_or_else(|| {
+        io::Error::other("fibra::spawn called outside a fibra runtime (use Runtime::block_on)")
+    })
 }
 
 /// Spawns a fiber on the current runtime, like [`std::thread::spawn`].
@@ -618,12 +614,6 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    let home = match worker {
-        Some(i) => i % rt.workers.len(),
-        None => rt.next_worker(),
-    };
-    let id = rt.next_id();
-    let task = Arc::new(Task::new(id, name, home, rt.clone()));
     let body: Body = Box::new(move || {
         let result = panic::catch_unwind(AssertUnwindSafe(f))
             .map(|value| Box::new(value) as Box<dyn Any + Send>);
@@ -635,6 +625,22 @@ where
         });
         None
     });
+    submit_body(rt, name, worker, body)
+}
+
+/// Creates the task for `body` on runtime `rt` (on worker `worker`, or round-robin) and hands
+/// it to its home worker.
+fn submit_body<T>(
+    rt: &Arc<RtShared>,
+    name: Option<String>,
+    worker: Option<usize>,
+    body: Body,
+) -> JoinHandle<T> {
+    let home = match worker {
+        Some(i) => i % rt.workers.len(),
+        None => rt.next_worker(),
+    };
+    let task = Arc::new(Task::new(rt.next_id(), name, home, rt.clone()));
     let handle = JoinHandle {
         task: task.clone(),
         _result: PhantomData,

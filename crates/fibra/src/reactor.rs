@@ -64,6 +64,16 @@ struct Waiters {
     writer: Option<Waiter>,
 }
 
+impl Waiters {
+    /// The waiter slot of direction `dir`.
+    fn slot(&mut self, dir: Dir) -> &mut Option<Waiter> {
+        match dir {
+            Dir::Read => &mut self.reader,
+            Dir::Write => &mut self.writer,
+        }
+    }
+}
+
 impl IoState {
     /// A new state; both directions start ready so the first operation is tried directly.
     pub(crate) fn new() -> Arc<IoState> {
@@ -116,11 +126,7 @@ impl IoState {
         if self.readiness.load(Acquire) & dir.bit() != 0 {
             return false;
         }
-        let slot = match dir {
-            Dir::Read => &mut w.reader,
-            Dir::Write => &mut w.writer,
-        };
-        *slot = Some(Waiter::Fiber(task.arc()));
+        *w.slot(dir) = Some(Waiter::Fiber(task.arc()));
         true
     }
 
@@ -131,11 +137,7 @@ impl IoState {
     pub(crate) fn after_wait(&self, dir: Dir, timed_out: bool) -> io::Result<()> {
         if timed_out && self.readiness.load(Acquire) & dir.bit() == 0 {
             let mut w = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
-            let slot = match dir {
-                Dir::Read => &mut w.reader,
-                Dir::Write => &mut w.writer,
-            };
-            *slot = None;
+            *w.slot(dir) = None;
             return Err(io::Error::new(
                 io::ErrorKind::TimedOut,
                 match dir {
