@@ -109,9 +109,8 @@ const HEAD_BACKOFF: u32 = 8;
 /// The last response head this thread composed, and what it was composed from.
 #[derive(Default)]
 struct LastHead {
-    /// `bytes` is a head composed from the fields below.
-    valid: bool,
     status: StatusCode,
+    /// `None` until a head is kept; then `bytes` is the head composed from these fields.
     framing: Option<Framing>,
     conn: Option<ConnHeader>,
     server: Option<String>,
@@ -131,8 +130,7 @@ impl LastHead {
         framing: Framing,
         conn: ConnHeader,
     ) -> bool {
-        if self.valid
-            && self.status == status
+        if self.status == status
             && self.framing == Some(framing)
             && self.conn == Some(conn)
             && self.server.as_deref() == server
@@ -179,7 +177,6 @@ impl LastHead {
             handler_close: composed.handler_close,
             date_at: composed.date_at.map(|at| at - start),
         };
-        self.valid = true;
         composed.handler_close
     }
 }

@@ -604,6 +604,25 @@ where
     }))
 }
 
+impl<T, H, O> Stepped<T, H, O>
+where
+    T: Transport,
+    H: Fn(Request) -> Response + 'static,
+    O: Owner,
+{
+    /// Runs `f` with the connection as the request loop sees it.
+    fn with_conn<R>(&self, f: impl FnOnce(&Conn<'_, T, H>) -> R) -> R {
+        let ctl = self.owner.ctl();
+        f(&Conn {
+            shared: &self.shared,
+            src: &self.src,
+            settings: &self.settings,
+            handler: &*self.handler,
+            ctl: &ctl,
+        })
+    }
+}
+
 /// Answers what has arrived, then waits for more (the next step) or ends.
 fn step<T, H, O>(c: Box<Stepped<T, H, O>>) -> Step
 where
@@ -611,18 +630,10 @@ where
     H: Fn(Request) -> Response + 'static,
     O: Owner,
 {
+    if !c.with_conn(|conn| conn.serve_ready()) {
+        return Step::done();
+    }
     let wait = {
-        let ctl = c.owner.ctl();
-        let conn = Conn {
-            shared: &c.shared,
-            src: &c.src,
-            settings: &c.settings,
-            handler: &*c.handler,
-            ctl: &ctl,
-        };
-        if !conn.serve_ready() {
-            return Step::done();
-        }
         let sh = c.shared.borrow();
         let Some(io) = &sh.io else {
             return Step::done();
@@ -633,15 +644,7 @@ where
         Ok(()) => step(c),
         Err(e) => {
             if is_timeout(&e) {
-                let ctl = c.owner.ctl();
-                let conn = Conn {
-                    shared: &c.shared,
-                    src: &c.src,
-                    settings: &c.settings,
-                    handler: &*c.handler,
-                    ctl: &ctl,
-                };
-                conn.read_timed_out(&mut c.shared.borrow_mut());
+                c.with_conn(|conn| conn.read_timed_out(&mut c.shared.borrow_mut()));
             }
             Step::done()
         }
