@@ -40,6 +40,7 @@ macro_rules! io_by_ref {
 use io_by_ref;
 
 mod evented;
+mod sys;
 mod tcp;
 mod unix;
 

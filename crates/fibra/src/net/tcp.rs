@@ -1,6 +1,7 @@
 //! TCP: [`TcpListener`] and [`TcpStream`], with `std::net`'s shape.
 
 use super::evented::Evented;
+use super::sys;
 use crate::reactor::Dir;
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
 use std::fs::File;
@@ -319,7 +320,7 @@ impl TcpStream {
     pub fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
         let want = buf.len();
         self.inner
-            .try_op(Dir::Read, |mut s| s.read(buf), short(want))
+            .try_op(Dir::Read, |s| sys::recv(s.as_raw_fd(), buf), short(want))
     }
 
     /// Waits until a read may make progress: data, end of stream or an error has arrived
@@ -341,7 +342,8 @@ impl TcpStream {
 impl Read for &TcpStream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let want = buf.len();
-        self.inner.op(Dir::Read, |mut s| s.read(buf), short(want))
+        self.inner
+            .op(Dir::Read, |s| sys::recv(s.as_raw_fd(), buf), short(want))
     }
 
     fn read_vectored(&mut self, bufs: &mut [IoSliceMut<'_>]) -> io::Result<usize> {
@@ -354,7 +356,8 @@ impl Read for &TcpStream {
 impl Write for &TcpStream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let want = buf.len();
-        self.inner.op(Dir::Write, |mut s| s.write(buf), short(want))
+        self.inner
+            .op(Dir::Write, |s| sys::send(s.as_raw_fd(), buf), short(want))
     }
 
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
