@@ -1,11 +1,11 @@
 //! Response-head composer: writes the status line, `Date`, `Server`, the handler's headers and
 //! the framing headers straight into the connection's reused write buffer.
 
-use http::header::{CONNECTION, CONTENT_LENGTH, DATE, SERVER, TRANSFER_ENCODING};
+use http::header::{CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, DATE, SERVER, TRANSFER_ENCODING};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use std::cell::RefCell;
 
-use crate::date::with_date;
+use crate::date::{with_date, with_stamped_date};
 
 /// Pre-rendered status lines for the common codes; others are rendered on the fly.
 fn status_line(status: StatusCode) -> Option<&'static [u8]> {
@@ -82,20 +82,27 @@ pub(crate) enum ConnHeader {
 /// `Date` changing once a second), so the worker keeps the last head it composed with what
 /// it was made from: when those are equal, the head is one copy (with the current date put
 /// in). When heads keep differing it stops looking, like the request-head cache.
-pub(crate) fn put_head(
-    out: &mut Vec<u8>,
-    status: StatusCode,
-    headers: &HeaderMap,
-    server: Option<&str>,
-    framing: Framing,
-    conn: ConnHeader,
-) -> bool {
+pub(crate) fn put_head(out: &mut Vec<u8>, head: &HeadOut<'_>) -> bool {
     LAST_HEAD.with(|cell| {
         let Ok(mut last) = cell.try_borrow_mut() else {
-            return compose(out, status, headers, server, framing, conn).handler_close;
+            return compose(out, head).handler_close;
         };
-        last.put(out, status, headers, server, framing, conn)
+        last.put(out, head)
     })
+}
+
+/// What a response head is composed from.
+#[derive(Clone, Copy)]
+pub(crate) struct HeadOut<'a> {
+    pub(crate) status: StatusCode,
+    /// The handler's fields.
+    pub(crate) headers: &'a HeaderMap,
+    /// The body's media type, written as `Content-Type` unless `headers` have one.
+    pub(crate) content_type: Option<&'a HeaderValue>,
+    /// The `Server` value, written unless `headers` have one.
+    pub(crate) server: Option<&'a str>,
+    pub(crate) framing: Framing,
+    pub(crate) conn: ConnHeader,
 }
 
 thread_local! {
@@ -113,27 +120,31 @@ struct LastHead {
     /// `None` until a head is kept; then `bytes` is the head composed from these fields.
     framing: Option<Framing>,
     conn: Option<ConnHeader>,
+    content_type: Option<HeaderValue>,
     server: Option<String>,
     fields: Vec<(HeaderName, HeaderValue)>,
     bytes: Vec<u8>,
+    /// The Unix second of the `Date` in `bytes`; 0 when not known (patched on the next use).
+    date_secs: u64,
     composed: Composed,
     misses: u32,
 }
 
 impl LastHead {
-    fn put(
-        &mut self,
-        out: &mut Vec<u8>,
-        status: StatusCode,
-        headers: &HeaderMap,
-        server: Option<&str>,
-        framing: Framing,
-        conn: ConnHeader,
-    ) -> bool {
+    fn put(&mut self, out: &mut Vec<u8>, head: &HeadOut<'_>) -> bool {
+        let HeadOut {
+            status,
+            headers,
+            content_type,
+            server,
+            framing,
+            conn,
+        } = *head;
         if self.status == status
             && self.framing == Some(framing)
             && self.conn == Some(conn)
             && self.server.as_deref() == server
+            && self.content_type.as_ref() == content_type
             && headers.len() == self.fields.len()
             && headers
                 .iter()
@@ -142,9 +153,10 @@ impl LastHead {
         {
             self.misses = 0;
             if let Some(at) = self.composed.date_at {
-                with_date(|d| {
-                    if self.bytes[at..at + d.len()] != d[..] {
+                with_stamped_date(|secs, d| {
+                    if secs != self.date_secs {
                         self.bytes[at..at + d.len()].copy_from_slice(d);
+                        self.date_secs = secs;
                     }
                 });
             }
@@ -154,22 +166,26 @@ impl LastHead {
         if self.misses > HEAD_BACKOFF {
             self.misses = self.misses.wrapping_add(1);
             if self.misses % 16 != 0 {
-                return compose(out, status, headers, server, framing, conn).handler_close;
+                return compose(out, head).handler_close;
             }
         } else {
             self.misses += 1;
         }
         // Compose, and keep a copy with what it was made from.
         let start = out.len();
-        let composed = compose(out, status, headers, server, framing, conn);
+        let composed = compose(out, head);
         self.bytes.clear();
         self.bytes.extend_from_slice(&out[start..]);
+        self.date_secs = 0;
         self.fields.clear();
         self.fields
             .extend(headers.iter().map(|(n, v)| (n.clone(), v.clone())));
         self.status = status;
         self.framing = Some(framing);
         self.conn = Some(conn);
+        if self.content_type.as_ref() != content_type {
+            self.content_type = content_type.cloned();
+        }
         if self.server.as_deref() != server {
             self.server = server.map(str::to_owned);
         }
@@ -191,26 +207,30 @@ pub(crate) struct Composed {
 }
 
 /// [`put_head`] without the cache: composes the head field by field.
-pub(crate) fn compose(
-    out: &mut Vec<u8>,
-    status: StatusCode,
-    headers: &HeaderMap,
-    server: Option<&str>,
-    framing: Framing,
-    conn: ConnHeader,
-) -> Composed {
+pub(crate) fn compose(out: &mut Vec<u8>, head: &HeadOut<'_>) -> Composed {
+    let HeadOut {
+        status,
+        headers,
+        content_type,
+        server,
+        framing,
+        conn,
+    } = *head;
     put_status(out, status);
     // One pass over the handler's fields; `Date`/`Server` are added after them unless present
     // (a scan of a few fields is cheaper than two hash lookups).
     let keep_user_length = framing == Framing::None && status == StatusCode::NOT_MODIFIED;
     let mut has_date = false;
     let mut has_server = false;
+    let mut has_type = false;
     let mut handler_close = false;
     for (name, value) in headers {
         if name == DATE {
             has_date = true;
         } else if name == SERVER {
             has_server = true;
+        } else if name == CONTENT_TYPE {
+            has_type = true;
         } else if name == CONNECTION && conn != ConnHeader::Handler {
             handler_close |= has_close_token(value.as_bytes());
             continue;
@@ -220,6 +240,11 @@ pub(crate) fn compose(
         out.extend_from_slice(name.as_str().as_bytes());
         out.extend_from_slice(b": ");
         out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    if let (Some(ctype), false) = (content_type, has_type) {
+        out.extend_from_slice(b"Content-Type: ");
+        out.extend_from_slice(ctype.as_bytes());
         out.extend_from_slice(b"\r\n");
     }
     let mut date_at = None;
@@ -296,6 +321,24 @@ impl Digits {
 mod tests {
     use super::*;
 
+    fn head<'a>(
+        status: StatusCode,
+        headers: &'a HeaderMap,
+        server: Option<&'a str>,
+        framing: Framing,
+        conn: ConnHeader,
+        content_type: Option<&'a HeaderValue>,
+    ) -> HeadOut<'a> {
+        HeadOut {
+            status,
+            headers,
+            content_type,
+            server,
+            framing,
+            conn,
+        }
+    }
+
     #[test]
     fn composes_head() {
         let mut headers = HeaderMap::new();
@@ -305,11 +348,14 @@ mod tests {
         let mut out = Vec::new();
         put_head(
             &mut out,
-            StatusCode::OK,
-            &headers,
-            Some("fibra"),
-            Framing::Length(13),
-            ConnHeader::Close,
+            &head(
+                StatusCode::OK,
+                &headers,
+                Some("fibra"),
+                Framing::Length(13),
+                ConnHeader::Close,
+                None,
+            ),
         );
         assert_eq!(
             String::from_utf8(out).unwrap(),
@@ -326,11 +372,14 @@ mod tests {
             let mut out = Vec::new();
             let close = put_head(
                 &mut out,
-                StatusCode::OK,
-                &headers,
-                None,
-                Framing::Length(0),
-                conn,
+                &head(
+                    StatusCode::OK,
+                    &headers,
+                    None,
+                    Framing::Length(0),
+                    conn,
+                    None,
+                ),
             );
             let text = String::from_utf8(out).unwrap();
             assert!(close, "{conn:?}");
@@ -342,11 +391,14 @@ mod tests {
         let mut out = Vec::new();
         let close = put_head(
             &mut out,
-            StatusCode::SWITCHING_PROTOCOLS,
-            &headers,
-            None,
-            Framing::None,
-            ConnHeader::Handler,
+            &head(
+                StatusCode::SWITCHING_PROTOCOLS,
+                &headers,
+                None,
+                Framing::None,
+                ConnHeader::Handler,
+                None,
+            ),
         );
         assert!(!close);
         assert!(String::from_utf8(out)
@@ -362,14 +414,42 @@ mod tests {
         framing: Framing,
         conn: ConnHeader,
     ) {
+        check(&head(status, headers, server, framing, conn, None));
+    }
+
+    fn check(h: &HeadOut<'_>) -> String {
         let (mut cached, mut fresh) = (b"prefix".to_vec(), b"prefix".to_vec());
-        let close = put_head(&mut cached, status, headers, server, framing, conn);
-        let composed = compose(&mut fresh, status, headers, server, framing, conn);
+        let close = put_head(&mut cached, h);
+        let composed = compose(&mut fresh, h);
         assert_eq!(
             String::from_utf8(cached).unwrap(),
-            String::from_utf8(fresh).unwrap()
+            String::from_utf8(fresh.clone()).unwrap()
         );
         assert_eq!(close, composed.handler_close);
+        String::from_utf8(fresh).unwrap()
+    }
+
+    #[test]
+    fn the_body_type_is_written_unless_the_handler_set_one_and_is_part_of_the_cache_key() {
+        let empty = HeaderMap::new();
+        let mut own = HeaderMap::new();
+        own.insert("content-type", "text/html".parse().unwrap());
+        let (plain, json) = (
+            HeaderValue::from_static("text/plain"),
+            HeaderValue::from_static("application/json"),
+        );
+        let (ok, len, omit) = (StatusCode::OK, Framing::Length(2), ConnHeader::Omit);
+        for _ in 0..3 {
+            let a = check(&head(ok, &empty, None, len, omit, Some(&plain)));
+            assert!(a.contains("\r\nContent-Type: text/plain\r\n"), "{a}");
+            let b = check(&head(ok, &empty, None, len, omit, Some(&json)));
+            assert!(b.contains("\r\nContent-Type: application/json\r\n"), "{b}");
+            let c = check(&head(ok, &empty, None, len, omit, None));
+            assert!(!c.to_ascii_lowercase().contains("content-type"), "{c}");
+            let d = check(&head(ok, &own, None, len, omit, Some(&plain)));
+            assert_eq!(d.to_ascii_lowercase().matches("content-type").count(), 1);
+            assert!(d.contains("content-type: text/html\r\n"), "{d}");
+        }
     }
 
     #[test]
@@ -412,11 +492,14 @@ mod tests {
         let mut first = Vec::new();
         put_head(
             &mut first,
-            StatusCode::OK,
-            &h,
-            None,
-            Framing::None,
-            ConnHeader::Omit,
+            &head(
+                StatusCode::OK,
+                &h,
+                None,
+                Framing::None,
+                ConnHeader::Omit,
+                None,
+            ),
         );
         // Across a second boundary the copy must change with the date.
         let start = std::time::Instant::now();
@@ -425,11 +508,14 @@ mod tests {
             let mut now = Vec::new();
             put_head(
                 &mut now,
-                StatusCode::OK,
-                &h,
-                None,
-                Framing::None,
-                ConnHeader::Omit,
+                &head(
+                    StatusCode::OK,
+                    &h,
+                    None,
+                    Framing::None,
+                    ConnHeader::Omit,
+                    None,
+                ),
             );
             if now != first || start.elapsed() > std::time::Duration::from_secs(30) {
                 let text = String::from_utf8(now).unwrap();

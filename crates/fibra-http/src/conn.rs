@@ -25,7 +25,7 @@ use http::{Method, StatusCode, Version};
 
 use crate::body::{Body, BodySource, Request};
 use crate::chunked::ChunkedDecoder;
-use crate::compose::{compose, put_head, ConnHeader, Framing};
+use crate::compose::{compose, put_head, ConnHeader, Framing, HeadOut};
 use crate::parse::{parse_head_cached, BodyKind, Head, HeadCache, ProtocolError};
 use crate::response::{BodyWriter, Kind, Response, StreamSink, UpgradeFn, Upgraded, FLUSH_BYTES};
 use crate::settings::Settings;
@@ -45,7 +45,9 @@ const LINGER_BYTES: usize = 1 << 20;
 /// Connection lifecycle flags shared with the server for graceful shutdown.
 #[derive(Debug)]
 pub(crate) struct ConnCtl<'a> {
-    /// Set while the connection waits for the next request with nothing buffered.
+    /// Set while the connection waits for the next request with nothing buffered. Written
+    /// with relaxed stores (two per request): the server's shutdown looks at it again every few
+    /// milliseconds instead of relying on a fence on this side.
     pub idle: &'a AtomicBool,
     /// Set by the server when shutting down: finish the current request with
     /// `Connection: close`, and do not wait for another.
@@ -457,19 +459,17 @@ impl<T: Transport> StreamSink for Shared<T> {
 /// Appends the error response for `e` (closing the connection). A `HEAD` request's answer keeps
 /// the headers, `Content-Length` included, and leaves out the text.
 fn put_error(out: &mut Vec<u8>, e: &ProtocolError, server: Option<&str>, is_head: bool) {
-    let mut headers = http::HeaderMap::new();
-    headers.insert(
-        http::header::CONTENT_TYPE,
-        http::HeaderValue::from_static("text/plain"),
-    );
     let reason = e.reason().as_bytes();
     compose(
         out,
-        e.status(),
-        &headers,
-        server,
-        Framing::Length(reason.len() as u64 + 1),
-        ConnHeader::Close,
+        &HeadOut {
+            status: e.status(),
+            headers: &http::HeaderMap::new(),
+            content_type: Some(&http::HeaderValue::from_static("text/plain")),
+            server,
+            framing: Framing::Length(reason.len() as u64 + 1),
+            conn: ConnHeader::Close,
+        },
     );
     if !is_head {
         out.extend_from_slice(reason);
@@ -813,7 +813,7 @@ where
                 match sh.try_read_in() {
                     Ok(0) => return false,
                     Ok(n) => {
-                        self.ctl.idle.store(false, Ordering::SeqCst);
+                        self.ctl.idle.store(false, Ordering::Relaxed);
                         n < room
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
@@ -859,8 +859,8 @@ where
         }
         let partial = sh.rpos < sh.rend;
         if !partial && !sh.first {
-            ctl.idle.store(true, Ordering::SeqCst);
-            if ctl.shutting_down.load(Ordering::SeqCst) {
+            ctl.idle.store(true, Ordering::Relaxed);
+            if ctl.shutting_down.load(Ordering::Relaxed) {
                 return false;
             }
             sh.set_read_timeout(settings.idle_timeout);
@@ -1097,7 +1097,15 @@ fn write_response<T: Transport>(
         ConnHeader::Omit
     };
     let mut sh = cell.borrow_mut();
-    if put_head(&mut sh.wbuf, status, &parts.headers, server, framing, conn) {
+    let head = HeadOut {
+        status,
+        headers: &parts.headers,
+        content_type: body.content_type.as_ref(),
+        server,
+        framing,
+        conn,
+    };
+    if put_head(&mut sh.wbuf, &head) {
         *close = true;
     }
     if let Kind::Upgrade(f) = body.kind {

@@ -4,32 +4,47 @@
 //! costs one compare against the worker's cached clock ([`fibra::time::now`], refreshed by the
 //! scheduler, no clock read); the wall clock is read once a second, when the copy expires.
 
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Length of an IMF-fixdate, e.g. `Sun, 06 Nov 1994 08:49:37 GMT`.
 pub const DATE_LEN: usize = 29;
 
 thread_local! {
-    /// The rendered date and the (coarse-clock) instant at which its second ends.
-    static CACHE: Cell<(Option<Instant>, [u8; DATE_LEN])> = const { Cell::new((None, [0; DATE_LEN])) };
+    static CACHE: RefCell<Cached> = const {
+        RefCell::new(Cached { until: None, secs: 0, text: [0; DATE_LEN] })
+    };
+}
+
+/// The rendered date, the Unix second it shows, and the (coarse-clock) instant at which that
+/// second ends.
+struct Cached {
+    until: Option<Instant>,
+    secs: u64,
+    text: [u8; DATE_LEN],
 }
 
 /// Calls `f` with the current date as an IMF-fixdate (RFC 9110 §5.6.7).
 pub fn with_date<R>(f: impl FnOnce(&[u8; DATE_LEN]) -> R) -> R {
+    with_stamped_date(|_, text| f(text))
+}
+
+/// Calls `f` with the Unix second of the current date and the date as an IMF-fixdate: equal
+/// seconds mean equal text, so a caller keeping a copy compares a number instead of the text.
+pub(crate) fn with_stamped_date<R>(f: impl FnOnce(u64, &[u8; DATE_LEN]) -> R) -> R {
     let now = fibra::time::now();
-    CACHE.with(|c| {
-        let (until, mut text) = c.get();
-        if until.map_or(true, |u| now >= u) {
+    CACHE.with_borrow_mut(|c| {
+        if c.until.map_or(true, |u| now >= u) {
             let wall = SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .unwrap_or_default();
             let s = httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(wall.as_secs()));
-            text.copy_from_slice(&s.as_bytes()[..DATE_LEN]);
+            c.text.copy_from_slice(&s.as_bytes()[..DATE_LEN]);
+            c.secs = wall.as_secs();
             let rest = Duration::from_nanos(1_000_000_000 - u64::from(wall.subsec_nanos()));
-            c.set((Some(now + rest), text));
+            c.until = Some(now + rest);
         }
-        f(&text)
+        f(c.secs, &c.text)
     })
 }
 

@@ -12,6 +12,7 @@ use std::io::{self, Read, Write};
 use std::sync::Arc;
 
 use bytes::Bytes;
+use http::HeaderValue;
 
 /// The response type handlers return.
 pub type Response = http::Response<ResponseBody>;
@@ -106,29 +107,32 @@ pub(crate) enum Kind {
 /// or the constructors below.
 pub struct ResponseBody {
     pub(crate) kind: Kind,
+    pub(crate) content_type: Option<HeaderValue>,
 }
 
 impl ResponseBody {
+    fn of(kind: Kind) -> Self {
+        ResponseBody {
+            kind,
+            content_type: None,
+        }
+    }
     /// No body (`Content-Length: 0` where a length is allowed).
     pub fn empty() -> Self {
-        ResponseBody { kind: Kind::Empty }
+        ResponseBody::of(Kind::Empty)
     }
     /// A byte range of a file, see [`FileRange`].
     pub fn file(range: FileRange) -> Self {
-        ResponseBody {
-            kind: Kind::File(range),
-        }
+        ResponseBody::of(Kind::File(range))
     }
     /// A body written by `f` as the response goes out; sent chunked on HTTP/1.1 (on HTTP/1.0
     /// it is delimited by closing the connection). `f` is dropped unrun for `HEAD`.
     /// Whatever `f` owns is dropped when it returns, also when the client has gone away.
     pub fn stream(f: impl FnOnce(&mut BodyWriter<'_>) -> io::Result<()> + 'static) -> Self {
-        ResponseBody {
-            kind: Kind::Stream {
-                len: None,
-                f: Box::new(f),
-            },
-        }
+        ResponseBody::of(Kind::Stream {
+            len: None,
+            f: Box::new(f),
+        })
     }
     /// A streamed body of exactly `len` bytes, sent with `Content-Length`. Writing more fails;
     /// writing fewer closes the connection after the response.
@@ -136,19 +140,37 @@ impl ResponseBody {
         len: u64,
         f: impl FnOnce(&mut BodyWriter<'_>) -> io::Result<()> + 'static,
     ) -> Self {
-        ResponseBody {
-            kind: Kind::Stream {
-                len: Some(len),
-                f: Box::new(f),
-            },
-        }
+        ResponseBody::of(Kind::Stream {
+            len: Some(len),
+            f: Box::new(f),
+        })
     }
     /// Upgrades the connection: send this with status `101` and an `Upgrade` header; after the
     /// head is written, `f` runs in the connection's fiber with the raw connection.
     pub fn upgrade(f: impl FnOnce(Upgraded) + 'static) -> Self {
-        ResponseBody {
-            kind: Kind::Upgrade(Box::new(f)),
-        }
+        ResponseBody::of(Kind::Upgrade(Box::new(f)))
+    }
+    /// Gives the body a media type, sent as `Content-Type` unless the response's headers have
+    /// one. For a fixed type this is cheaper than a header: no `HeaderMap` is allocated, and
+    /// the worker's copy of the last response head still applies.
+    ///
+    /// ```
+    /// use fibra_http::{Response, ResponseBody};
+    /// use http::HeaderValue;
+    ///
+    /// let resp = Response::new(
+    ///     ResponseBody::from("Hello").with_content_type(HeaderValue::from_static("text/plain")),
+    /// );
+    /// assert!(resp.headers().is_empty());
+    /// assert_eq!(resp.body().content_type().unwrap(), "text/plain");
+    /// ```
+    pub fn with_content_type(mut self, value: HeaderValue) -> Self {
+        self.content_type = Some(value);
+        self
+    }
+    /// The media type given with [`ResponseBody::with_content_type`].
+    pub fn content_type(&self) -> Option<&HeaderValue> {
+        self.content_type.as_ref()
     }
     /// The body's length when known in advance.
     pub fn len(&self) -> Option<u64> {
@@ -193,6 +215,10 @@ impl fmt::Debug for ResponseBody {
             Kind::File(r) => f.debug_tuple("File").field(r).finish(),
             Kind::Stream { len, .. } => write!(f, "Stream(len: {len:?})"),
             Kind::Upgrade(_) => f.write_str("Upgrade"),
+        }?;
+        match &self.content_type {
+            Some(t) => write!(f, " as {t:?}"),
+            None => Ok(()),
         }
     }
 }
@@ -204,35 +230,27 @@ impl From<()> for ResponseBody {
 }
 impl From<&'static str> for ResponseBody {
     fn from(s: &'static str) -> Self {
-        ResponseBody {
-            kind: Kind::Static(s.as_bytes()),
-        }
+        ResponseBody::of(Kind::Static(s.as_bytes()))
     }
 }
 impl From<&'static [u8]> for ResponseBody {
     fn from(s: &'static [u8]) -> Self {
-        ResponseBody {
-            kind: Kind::Static(s),
-        }
+        ResponseBody::of(Kind::Static(s))
     }
 }
 impl From<String> for ResponseBody {
     fn from(s: String) -> Self {
-        ResponseBody {
-            kind: Kind::Vec(s.into_bytes()),
-        }
+        ResponseBody::of(Kind::Vec(s.into_bytes()))
     }
 }
 impl From<Vec<u8>> for ResponseBody {
     fn from(v: Vec<u8>) -> Self {
-        ResponseBody { kind: Kind::Vec(v) }
+        ResponseBody::of(Kind::Vec(v))
     }
 }
 impl From<Bytes> for ResponseBody {
     fn from(b: Bytes) -> Self {
-        ResponseBody {
-            kind: Kind::Bytes(b),
-        }
+        ResponseBody::of(Kind::Bytes(b))
     }
 }
 impl From<FileRange> for ResponseBody {

@@ -33,6 +33,8 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 struct ConnEntry {
     stream: TcpStream,
     idle: AtomicBool,
+    /// Shutdown has shut its reading side (once).
+    woken: AtomicBool,
 }
 
 /// The transport of a server connection: a fibra `TcpStream` shared with the server's
@@ -377,17 +379,23 @@ fn run_server<H>(
     let _ = ready_tx.send(Ok(bound));
     let grace = cmd_rx.recv().unwrap_or(Duration::ZERO);
 
-    // Stop accepting; wake idle connections (they see the flag and close).
+    // Stop accepting; wake idle connections (they see the flag and close). Connections set
+    // their idle flag with relaxed stores, so one that went idle just as the flag was set may
+    // be seen idle only by a later look: look again on every round of the wait.
     state.shutting_down.store(true, Ordering::SeqCst);
     state.slot_freed.notify_all();
-    state.each_conn(|c| {
-        if c.idle.load(Ordering::SeqCst) {
-            let _ = c.stream.shutdown(Shutdown::Read);
-        }
-    });
+    let close_idle = || {
+        state.each_conn(|c| {
+            if c.idle.load(Ordering::Relaxed) && !c.woken.swap(true, Ordering::Relaxed) {
+                let _ = c.stream.shutdown(Shutdown::Read);
+            }
+        })
+    };
+    close_idle();
     let deadline = Instant::now() + grace;
     while state.active.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
         fibra::time::sleep(Duration::from_millis(5));
+        close_idle();
     }
     // Force-close what is left, and give those fibers a moment to unwind on their own.
     state.each_conn(|c| {
@@ -485,6 +493,7 @@ fn accept_loop<H>(
         let entry = Arc::new(ConnEntry {
             stream,
             idle: AtomicBool::new(false),
+            woken: AtomicBool::new(false),
         });
         let id = state.next_id.fetch_add(1, Ordering::Relaxed);
         state
