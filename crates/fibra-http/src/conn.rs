@@ -922,6 +922,65 @@ where
     /// Runs the handler for one parsed request and writes (or buffers) its response. Returns
     /// whether the connection goes on to the next request.
     ///
+    /// The handler panicked: reports it and answers 500 (rare paths of [`Conn::respond`] are out
+    /// of line so the code a request runs stays together).
+    #[cold]
+    #[inline(never)]
+    fn handler_panicked(&self, p: Box<dyn std::any::Any + Send>) -> Response {
+        let p = rethrow_cancel(p);
+        self.settings.report_panic(self.peer(), panic_message(&*p));
+        error_response(StatusCode::INTERNAL_SERVER_ERROR, "internal server error")
+    }
+
+    /// Reading the request body failed while the handler ran: answers the error (the handler's
+    /// response is dropped) and ends the connection.
+    #[cold]
+    #[inline(never)]
+    fn body_failed(&self, sh: &mut Shared<T>, e: BodyError, is_head: bool) {
+        let e = match e {
+            BodyError::Protocol(e) => e,
+            BodyError::Timeout => {
+                ProtocolError::new(StatusCode::REQUEST_TIMEOUT, "request body timeout")
+            }
+            BodyError::Io => {
+                let _ = sh.flush();
+                return;
+            }
+        };
+        self.settings.report_rejected(sh.peer, e);
+        put_error(&mut sh.wbuf, &e, self.server(), is_head);
+        sh.linger();
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn log_access(&self, line: &str, status: StatusCode) {
+        log::info!(target: "fibra_http::access", "{} \"{line}\" {}", self.peer().map(|p| p.to_string()).unwrap_or_default(), status.as_u16());
+    }
+
+    /// After a 101: hands the raw connection (and what was read past the request) to `f`.
+    #[cold]
+    #[inline(never)]
+    fn upgrade(&self, f: UpgradeFn) {
+        let mut sh = self.shared.borrow_mut();
+        if sh.flush().is_err() {
+            return;
+        }
+        let Some(io) = sh.io.take() else { return };
+        let buffered = sh.rbuf[sh.rpos..sh.rend].to_vec();
+        let _ = io.set_read_timeout(None);
+        drop(sh);
+        let up = Upgraded {
+            io: Box::new(io),
+            buffered,
+            pos: 0,
+        };
+        if let Err(p) = catch_unwind(AssertUnwindSafe(|| f(up))) {
+            let p = rethrow_cancel(p);
+            self.settings.report_panic(self.peer(), panic_message(&*p));
+        }
+    }
+
     /// Kept out of line: its locals (the request, the response) and the parser's frame then share
     /// the same stack lines. With a fiber per connection every stack line a request touches is a
     /// cache miss once many connections take turns, so depth matters more than instructions.
@@ -964,35 +1023,17 @@ where
         let mut resp = match catch_unwind(AssertUnwindSafe(|| handler(req))) {
             Ok(resp) => resp,
             Err(p) => {
-                let p = rethrow_cancel(p);
-                settings.report_panic(self.peer(), panic_message(&*p));
                 close = true;
-                error_response(StatusCode::INTERNAL_SERVER_ERROR, "internal server error")
+                self.handler_panicked(p)
             }
         };
 
         // 3. Decide the connection's fate, then write the response.
         {
             let mut sh = shared.borrow_mut();
-            match sh.body_error.take() {
-                Some(BodyError::Protocol(e)) => {
-                    settings.report_rejected(sh.peer, e);
-                    put_error(&mut sh.wbuf, &e, self.server(), is_head);
-                    sh.linger();
-                    return false;
-                }
-                Some(BodyError::Timeout) => {
-                    let e = ProtocolError::new(StatusCode::REQUEST_TIMEOUT, "request body timeout");
-                    settings.report_rejected(sh.peer, e);
-                    put_error(&mut sh.wbuf, &e, self.server(), is_head);
-                    sh.linger();
-                    return false;
-                }
-                Some(BodyError::Io) => {
-                    let _ = sh.flush();
-                    return false;
-                }
-                None => {}
+            if let Some(e) = sh.body_error.take() {
+                self.body_failed(&mut sh, e, is_head);
+                return false;
             }
             if !close && !matches!(sh.body, BodyState::Done) {
                 let buffered = (sh.rend - sh.rpos) as u64;
@@ -1009,35 +1050,18 @@ where
         if status == StatusCode::SWITCHING_PROTOCOLS
             && !matches!(resp.body().kind, Kind::Upgrade(_))
         {
-            *resp.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
-            *resp.body_mut() = "101 without an upgrade body\n".into();
             close = true;
+            bad_101(&mut resp);
         }
         let upgrade = match write_response(shared, resp, is_head, http11, settings, &mut close) {
             Ok(u) => u,
             Err(_) => return false,
         };
         if let Some(line) = log_line {
-            log::info!(target: "fibra_http::access", "{} \"{line}\" {}", self.peer().map(|p| p.to_string()).unwrap_or_default(), status.as_u16());
+            self.log_access(&line, status);
         }
         if let Some(f) = upgrade {
-            let mut sh = shared.borrow_mut();
-            if sh.flush().is_err() {
-                return false;
-            }
-            let Some(io) = sh.io.take() else { return false };
-            let buffered = sh.rbuf[sh.rpos..sh.rend].to_vec();
-            let _ = io.set_read_timeout(None);
-            drop(sh);
-            let up = Upgraded {
-                io: Box::new(io),
-                buffered,
-                pos: 0,
-            };
-            if let Err(p) = catch_unwind(AssertUnwindSafe(|| f(up))) {
-                let p = rethrow_cancel(p);
-                settings.report_panic(self.peer(), panic_message(&*p));
-            }
+            self.upgrade(f);
             return false;
         }
         let mut sh = shared.borrow_mut();
@@ -1050,6 +1074,50 @@ where
         }
         true
     }
+}
+
+/// Runs a streaming body's writer (out of line: most responses are in memory).
+#[cold]
+#[inline(never)]
+fn write_stream<T: Transport>(
+    cell: &RefCell<Shared<T>>,
+    len: Option<u64>,
+    f: crate::response::StreamFn,
+    chunked: bool,
+    settings: &Settings,
+    close: &mut bool,
+) {
+    let mut w = BodyWriter {
+        sink: cell as &RefCell<dyn StreamSink>,
+        chunked,
+        remaining: len,
+    };
+    match catch_unwind(AssertUnwindSafe(|| f(&mut w))) {
+        Ok(Ok(())) if w.remaining.unwrap_or(0) == 0 => {
+            if chunked {
+                cell.borrow_mut().wbuf.extend_from_slice(b"0\r\n\r\n");
+            }
+        }
+        Ok(Ok(())) => *close = true,
+        Ok(Err(e)) => {
+            log::debug!("streaming body failed: {e}");
+            *close = true;
+        }
+        Err(p) => {
+            let p = rethrow_cancel(p);
+            let peer = cell.borrow().peer;
+            settings.report_panic(peer, panic_message(&*p));
+            *close = true;
+        }
+    }
+}
+
+/// A 101 without an upgrade body is the handler's mistake: answer 500 instead.
+#[cold]
+#[inline(never)]
+fn bad_101(resp: &mut Response) {
+    *resp.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+    *resp.body_mut() = "101 without an upgrade body\n".into();
 }
 
 fn error_response(status: StatusCode, text: &'static str) -> Response {
@@ -1126,30 +1194,7 @@ fn write_response<T: Transport>(
         }
         Kind::Stream { len, f } => {
             drop(sh);
-            let chunked = framing == Framing::Chunked;
-            let mut w = BodyWriter {
-                sink: cell as &RefCell<dyn StreamSink>,
-                chunked,
-                remaining: len,
-            };
-            match catch_unwind(AssertUnwindSafe(|| f(&mut w))) {
-                Ok(Ok(())) if w.remaining.unwrap_or(0) == 0 => {
-                    if chunked {
-                        cell.borrow_mut().wbuf.extend_from_slice(b"0\r\n\r\n");
-                    }
-                }
-                Ok(Ok(())) => *close = true,
-                Ok(Err(e)) => {
-                    log::debug!("streaming body failed: {e}");
-                    *close = true;
-                }
-                Err(p) => {
-                    let p = rethrow_cancel(p);
-                    let peer = cell.borrow().peer;
-                    settings.report_panic(peer, panic_message(&*p));
-                    *close = true;
-                }
-            }
+            write_stream(cell, len, f, framing == Framing::Chunked, settings, close);
             sh = cell.borrow_mut();
         }
     }
