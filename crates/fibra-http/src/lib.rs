@@ -34,6 +34,11 @@
 //! server.shutdown(Duration::from_secs(1));
 //! ```
 //!
+//! A fixed media type can also go with the body,
+//! `ResponseBody::from(..).with_content_type(HeaderValue::from_static("text/plain"))`: it is
+//! written as `Content-Type` without building a header map for the response (see
+//! [`ResponseBody::with_content_type`]).
+//!
 //! Protocol handling follows RFC 9112 strictly (see [`parse`] and [`chunked`]); every knob is
 //! in [`Settings`]. Modules: [`parse`] (request heads), [`chunked`] (chunked bodies),
 //! [`body`] (request bodies), [`response`] (response bodies), [`conn`] (the connection loop,
