@@ -163,6 +163,21 @@ impl LastHead {
             out.extend_from_slice(&self.bytes);
             return self.composed.handler_close;
         }
+        self.miss(out, head)
+    }
+
+    /// A head unlike the last one: composed afresh, and kept unless backing off.
+    #[cold]
+    #[inline(never)]
+    fn miss(&mut self, out: &mut Vec<u8>, head: &HeadOut<'_>) -> bool {
+        let HeadOut {
+            status,
+            headers,
+            content_type,
+            server,
+            framing,
+            conn,
+        } = *head;
         if self.misses > HEAD_BACKOFF {
             self.misses = self.misses.wrapping_add(1);
             if self.misses % 16 != 0 {

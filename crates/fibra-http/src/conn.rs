@@ -333,12 +333,19 @@ impl<T: Transport> Shared<T> {
             self.wbuf.extend_from_slice(b);
             Ok(())
         } else {
-            self.flush()?;
-            self.io()?.write_all(b)
+            self.put_large(b)
         }
     }
 
+    /// A body too large to copy: the buffered output goes first, then the body is written.
+    #[inline(never)]
+    fn put_large(&mut self, b: &[u8]) -> io::Result<()> {
+        self.flush()?;
+        self.io()?.write_all(b)
+    }
+
     /// Sends a file range; returns false if the file was shorter than promised.
+    #[inline(never)]
     fn put_file(&mut self, r: &crate::FileRange) -> io::Result<bool> {
         use std::os::unix::fs::FileExt;
         if r.len() <= INLINE_FILE_BYTES {
