@@ -132,21 +132,14 @@ struct LastHead {
 
 impl LastHead {
     fn put(&mut self, out: &mut Vec<u8>, head: &HeadOut<'_>) -> bool {
-        let HeadOut {
-            status,
-            headers,
-            content_type,
-            server,
-            framing,
-            conn,
-        } = *head;
-        if self.status == status
-            && self.framing == Some(framing)
-            && self.conn == Some(conn)
-            && self.server.as_deref() == server
-            && self.content_type.as_ref() == content_type
-            && headers.len() == self.fields.len()
-            && headers
+        if self.status == head.status
+            && self.framing == Some(head.framing)
+            && self.conn == Some(head.conn)
+            && self.server.as_deref() == head.server
+            && self.content_type.as_ref() == head.content_type
+            && head.headers.len() == self.fields.len()
+            && head
+                .headers
                 .iter()
                 .zip(&self.fields)
                 .all(|((n, v), (kn, kv))| n == kn && v == kv)

@@ -27,7 +27,9 @@ use crate::body::{Body, BodySource, Request};
 use crate::chunked::ChunkedDecoder;
 use crate::compose::{compose, put_head, ConnHeader, Framing, HeadOut};
 use crate::parse::{parse_head_cached, BodyKind, Head, HeadCache, ProtocolError};
-use crate::response::{BodyWriter, Kind, Response, StreamSink, UpgradeFn, Upgraded, FLUSH_BYTES};
+use crate::response::{
+    BodyWriter, Kind, Response, ResponseBody, StreamSink, UpgradeFn, Upgraded, FLUSH_BYTES,
+};
 use crate::settings::Settings;
 use crate::transport::{is_timeout, Transport};
 
@@ -926,9 +928,6 @@ where
         }
     }
 
-    /// Runs the handler for one parsed request and writes (or buffers) its response. Returns
-    /// whether the connection goes on to the next request.
-    ///
     /// The handler panicked: reports it and answers 500 (rare paths of [`Conn::respond`] are out
     /// of line so the code a request runs stays together).
     #[cold]
@@ -959,6 +958,7 @@ where
         sh.linger();
     }
 
+    /// Writes the access-log line of a request (`Settings::access_log`).
     #[cold]
     #[inline(never)]
     fn log_access(&self, line: &str, status: StatusCode) {
@@ -968,7 +968,7 @@ where
     /// After a 101: hands the raw connection (and what was read past the request) to `f`.
     #[cold]
     #[inline(never)]
-    fn upgrade(&self, f: UpgradeFn) {
+    fn run_upgrade(&self, f: UpgradeFn) {
         let mut sh = self.shared.borrow_mut();
         if sh.flush().is_err() {
             return;
@@ -988,6 +988,9 @@ where
         }
     }
 
+    /// Runs the handler for one parsed request and writes (or buffers) its response. Returns
+    /// whether the connection goes on to the next request.
+    ///
     /// Kept out of line: its locals (the request, the response) and the parser's frame then share
     /// the same stack lines. With a fiber per connection every stack line a request touches is a
     /// cache miss once many connections take turns, so depth matters more than instructions.
@@ -1068,7 +1071,7 @@ where
             self.log_access(&line, status);
         }
         if let Some(f) = upgrade {
-            self.upgrade(f);
+            self.run_upgrade(f);
             return false;
         }
         let mut sh = shared.borrow_mut();
@@ -1128,12 +1131,10 @@ fn bad_101(resp: &mut Response) {
 }
 
 fn error_response(status: StatusCode, text: &'static str) -> Response {
-    let mut r = Response::new(text.into());
+    let body =
+        ResponseBody::from(text).with_content_type(http::HeaderValue::from_static("text/plain"));
+    let mut r = Response::new(body);
     *r.status_mut() = status;
-    r.headers_mut().insert(
-        http::header::CONTENT_TYPE,
-        http::HeaderValue::from_static("text/plain"),
-    );
     r
 }
 
