@@ -163,14 +163,6 @@ impl LastHead {
     #[cold]
     #[inline(never)]
     fn miss(&mut self, out: &mut Vec<u8>, head: &HeadOut<'_>) -> bool {
-        let HeadOut {
-            status,
-            headers,
-            content_type,
-            server,
-            framing,
-            conn,
-        } = *head;
         if self.misses > HEAD_BACKOFF {
             self.misses = self.misses.wrapping_add(1);
             if self.misses % 16 != 0 {
@@ -187,15 +179,15 @@ impl LastHead {
         self.date_secs = 0;
         self.fields.clear();
         self.fields
-            .extend(headers.iter().map(|(n, v)| (n.clone(), v.clone())));
-        self.status = status;
-        self.framing = Some(framing);
-        self.conn = Some(conn);
-        if self.content_type.as_ref() != content_type {
-            self.content_type = content_type.cloned();
+            .extend(head.headers.iter().map(|(n, v)| (n.clone(), v.clone())));
+        self.status = head.status;
+        self.framing = Some(head.framing);
+        self.conn = Some(head.conn);
+        if self.content_type.as_ref() != head.content_type {
+            self.content_type = head.content_type.cloned();
         }
-        if self.server.as_deref() != server {
-            self.server = server.map(str::to_owned);
+        if self.server.as_deref() != head.server {
+            self.server = head.server.map(str::to_owned);
         }
         self.composed = Composed {
             handler_close: composed.handler_close,
