@@ -11,9 +11,6 @@ use std::io::{self, Read};
 use std::net::SocketAddr;
 use std::rc::Rc;
 
-/// The request type handlers receive.
-pub type Request = http::Request<Body>;
-
 /// The connection side of a body (implemented by the connection loop).
 pub(crate) trait BodySource {
     /// Reads body bytes of request number `seq`; `Ok(0)` at the end (or for a stale body).
@@ -122,18 +119,6 @@ impl Read for Body {
             }
             Inner::Conn { src, seq } => src.borrow_mut().read_body(*seq, out),
         }
-    }
-}
-
-/// Convenience accessors on [`Request`].
-pub trait RequestExt {
-    /// The client's address.
-    fn peer_addr(&self) -> Option<SocketAddr>;
-}
-
-impl RequestExt for Request {
-    fn peer_addr(&self) -> Option<SocketAddr> {
-        self.body().peer_addr()
     }
 }
 

@@ -23,10 +23,11 @@ use std::time::{Duration, Instant};
 
 use http::{Method, StatusCode, Version};
 
-use crate::body::{Body, BodySource, Request};
+use crate::body::{Body, BodySource};
 use crate::chunked::ChunkedDecoder;
 use crate::compose::{compose, put_head, ConnHeader, Framing, HeadOut};
 use crate::parse::{parse_head_cached, BodyKind, Head, HeadCache, ProtocolError};
+use crate::request::Request;
 use crate::response::{
     BodyWriter, Kind, Response, ResponseBody, StreamSink, UpgradeFn, Upgraded, FLUSH_BYTES,
 };
@@ -1025,11 +1026,7 @@ where
             sh.body_error = None;
             sh.seq
         };
-        let mut req = Request::new(Body::from_conn(src.clone(), seq));
-        *req.method_mut() = head.method;
-        *req.uri_mut() = head.uri;
-        *req.version_mut() = head.version;
-        *req.headers_mut() = head.headers;
+        let req = Request::from_head(head.request, Body::from_conn(src.clone(), seq));
         let mut resp = match catch_unwind(AssertUnwindSafe(|| handler(req))) {
             Ok(resp) => resp,
             Err(p) => {

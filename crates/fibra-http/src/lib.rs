@@ -1,7 +1,8 @@
 //! HTTP/1.1 server on fibra fibers: one fiber per connection, handlers in plain blocking Rust.
 //!
-//! A handler is `Fn(Request) -> Response`, where [`Request`] is `http::Request<Body>` (the
-//! body is a streaming `std::io::Read`) and [`Response`] is `http::Response<ResponseBody>`
+//! A handler is `Fn(Request) -> Response`, where [`Request`] is a thin wrapper with the
+//! accessors of `http::Request<Body>` (the body is a streaming `std::io::Read`; the head is
+//! shared with the parser, see [`request`]) and [`Response`] is `http::Response<ResponseBody>`
 //! (bytes, a file range sent with `sendfile`, a streaming writer, or an upgrade).
 //!
 //! ```
@@ -41,9 +42,9 @@
 //!
 //! Protocol handling follows RFC 9112 strictly (see [`parse`] and [`chunked`]); every knob is
 //! in [`Settings`]. Modules: [`parse`] (request heads), [`chunked`] (chunked bodies),
-//! [`body`] (request bodies), [`response`] (response bodies), [`conn`] (the connection loop,
-//! usable over any [`Transport`]), [`date`] (the cached `Date` header), `server` (accept
-//! loops, graceful shutdown).
+//! [`request`] (the handler's request), [`body`] (request bodies), [`response`] (response
+//! bodies), [`conn`] (the connection loop, usable over any [`Transport`]), [`date`] (the cached
+//! `Date` header), `server` (accept loops, graceful shutdown).
 
 pub mod body;
 pub mod chunked;
@@ -52,14 +53,16 @@ pub mod conn;
 pub mod date;
 pub mod files;
 pub mod parse;
+pub mod request;
 pub mod response;
 mod server;
 pub mod settings;
 pub mod transport;
 
-pub use body::{Body, Request, RequestExt};
+pub use body::Body;
 pub use conn::serve_connection;
 pub use parse::ProtocolError;
+pub use request::Request;
 pub use response::{BodyWriter, FileRange, Response, ResponseBody, Upgraded};
 pub use server::{Server, ServerHandle, Tcp};
 pub use settings::{ErrorHook, ServerError, ServerErrorKind, Settings};

@@ -6,6 +6,8 @@
 //! closed, so a request smuggled behind a malformed one is never read, let alone answered.
 
 use std::fmt;
+use std::ops::Deref;
+use std::rc::Rc;
 
 use http::header::{HeaderName, HeaderValue};
 use http::{HeaderMap, Method, StatusCode, Uri, Version};
@@ -65,9 +67,12 @@ pub enum BodyKind {
     Chunked,
 }
 
-/// A parsed, validated request head.
-#[derive(Debug, Clone)]
-pub struct Head {
+/// The part of a request head a handler sees: method, target, version and header fields.
+///
+/// Shared by reference count between the parser's cache of a repeated head and each
+/// [`crate::Request`] made from it, so a byte-identical head costs no copy of its fields.
+#[derive(Debug, Clone, Default)]
+pub struct RequestHead {
     /// Request method.
     pub method: Method,
     /// Request target (origin-, absolute-, authority- or asterisk-form).
@@ -76,6 +81,14 @@ pub struct Head {
     pub version: Version,
     /// All header fields, in order.
     pub headers: HeaderMap,
+}
+
+/// A parsed, validated request head: what the handler sees ([`RequestHead`], through `Deref`)
+/// and what the connection needs to frame the body and decide on keep-alive.
+#[derive(Debug, Clone)]
+pub struct Head {
+    /// Method, target, version and fields.
+    pub request: Rc<RequestHead>,
     /// How the body is framed.
     pub body: BodyKind,
     /// Whether the client allows the connection to stay open after this request.
@@ -86,13 +99,21 @@ pub struct Head {
     pub upgrade: bool,
 }
 
+impl Deref for Head {
+    type Target = RequestHead;
+    fn deref(&self) -> &RequestHead {
+        &self.request
+    }
+}
+
 /// What the previous request on a connection parsed to, so an identical target or header field
 /// in the next one is cloned (a reference-count increment) instead of parsed and copied into a
 /// new allocation. Keep-alive clients repeat most of their head from request to request.
 ///
 /// It also keeps the last head's bytes: when the same bytes come again, the head they parsed to
 /// is kept too, and from then on a byte-identical head (a benchmark client's, a health check's,
-/// a polling client's) costs one comparison and a clone instead of a parse.
+/// a polling client's) costs one comparison instead of a parse, and its [`RequestHead`] is
+/// shared (a reference count) with the request instead of copied.
 #[derive(Debug, Default)]
 pub struct HeadCache {
     target: Vec<u8>,
@@ -530,10 +551,12 @@ fn validate_headers(
         conn_keep_alive && !conn_close
     };
     Ok(Head {
-        method,
-        uri,
-        version,
-        headers,
+        request: Rc::new(RequestHead {
+            method,
+            uri,
+            version,
+            headers,
+        }),
         body,
         keep_alive,
         expect_continue: expect_continue && body != BodyKind::Empty,

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use fibra::net::{ListenOptions, TcpListener, TcpStream};
 
-use crate::body::Request;
 use crate::conn::{serve_steps, ConnCtl, Owner};
+use crate::request::Request;
 use crate::response::Response;
 use crate::settings::{ErrorHook, ServerError, ServerErrorKind, Settings};
 use crate::transport::Transport;

@@ -59,3 +59,38 @@ fn pipelined_post_bodies_are_kept_apart() {
     assert!(out.contains("\r\n\r\nabcHTTP/1.1"), "{out}");
     assert!(out.contains("\r\n\r\ndeHTTP/1.1"), "{out}");
 }
+
+/// Byte-identical heads share one parsed head between their requests (copy on write): a
+/// handler that changes its request's method, target and fields must not change what the next
+/// identical request sees, on the same connection or on another one of the same worker.
+#[test]
+fn changes_to_a_repeated_head_stay_in_its_request() {
+    // (`start` runs one worker, so both connections go through the same parse cache.)
+    let srv = start(Settings::default(), |mut req: fibra_http::Request| {
+        let seen = format!(
+            "{} {} {}",
+            req.method(),
+            req.uri().path(),
+            req.headers()["x-n"].to_str().unwrap()
+        );
+        req.headers_mut()
+            .insert("x-n", http::HeaderValue::from_static("changed"));
+        *req.uri_mut() = http::Uri::from_static("/changed");
+        *req.method_mut() = http::Method::PUT;
+        Response::new(seen.into())
+    });
+    let one = b"GET /same HTTP/1.1\r\nHost: x\r\nX-N: 1\r\n\r\n";
+    for _ in 0..2 {
+        let mut s = connect(srv.addr);
+        s.write_all(&one.repeat(12)).unwrap();
+        for i in 0..12 {
+            let (head, body) = read_response(&mut s, false);
+            assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
+            assert_eq!(
+                String::from_utf8(body).unwrap(),
+                "GET /same 1",
+                "request {i}"
+            );
+        }
+    }
+}

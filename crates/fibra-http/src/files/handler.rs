@@ -25,7 +25,7 @@ use http::Version;
 
 use super::access_log::{AccessLog, LogEntry};
 use super::server::{FileBody, FileReply, FileServer};
-use crate::{FileRange, Request, RequestExt, Response, ResponseBody};
+use crate::{FileRange, Request, Response, ResponseBody};
 
 impl FileServer {
     /// Answers one request (any path: those outside the prefix get 404; use
