@@ -18,7 +18,7 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use fibra::fiber::{Step, Wait};
+use fibra::fiber::{Resume, Step, Wait};
 use std::time::{Duration, Instant};
 
 use http::{Method, StatusCode, Version};
@@ -650,15 +650,27 @@ where
         };
         (c.when_readable)(io)
     };
-    wait.then(move |ready| match ready {
-        Ok(()) => step(c),
-        Err(e) => {
-            if is_timeout(&e) {
-                c.with_conn(|conn| conn.read_timed_out(&mut c.shared.borrow_mut()));
+    // The connection's box is the rest of the fiber: waiting allocates nothing.
+    wait.resume_with(c)
+}
+
+impl<T, H, O> Resume for Stepped<T, H, O>
+where
+    T: Transport,
+    H: Fn(Request) -> Response + 'static,
+    O: Owner,
+{
+    fn resume(self: Box<Self>, ready: io::Result<()>) -> Step {
+        match ready {
+            Ok(()) => step(self),
+            Err(e) => {
+                if is_timeout(&e) {
+                    self.with_conn(|conn| conn.read_timed_out(&mut self.shared.borrow_mut()));
+                }
+                Step::done()
             }
-            Step::done()
         }
-    })
+    }
 }
 
 /// Size of a connection's read buffer, and how far it may grow to hold one request head.

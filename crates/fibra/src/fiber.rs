@@ -699,8 +699,8 @@ pub(crate) fn resume(task: &Task, co: &mut FiberCoroutine) -> Resumed {
 /// worker's pool, and its next step starts on the stack used last, which is still cached.
 /// Inside a step, blocking calls work as in any fiber.
 ///
-/// Steps come from [`Step::done`] and [`Wait::then`], on a wait such as
-/// [`TcpStream::when_readable`](crate::net::TcpStream::when_readable).
+/// Steps come from [`Step::done`] and [`Wait::then`] (or [`Wait::resume_with`]), on a wait
+/// such as [`TcpStream::when_readable`](crate::net::TcpStream::when_readable).
 ///
 /// ```
 /// use std::io::{Read, Write};
@@ -751,7 +751,73 @@ pub(crate) enum StepKind {
 }
 
 /// The rest of a fiber made of steps, given the outcome of its wait.
-pub(crate) type Then = Box<dyn FnOnce(io::Result<()>) -> Step + 'static>;
+pub(crate) type Then = Box<dyn Resume>;
+
+/// The rest of a fiber made of steps, as a value: what runs once a [`Wait`] ends, given its
+/// outcome. [`Wait::then`] makes one from a closure (boxing it); implementing `Resume` for a
+/// state that is boxed already and handing that box to [`Wait::resume_with`] waits without
+/// an allocation.
+///
+/// ```
+/// use std::io::{Read, Write};
+/// use fibra::fiber::{Builder, Resume, Step};
+/// use fibra::net::{TcpListener, TcpStream};
+///
+/// /// An echo connection that counts what it echoed; its box is the rest of the fiber.
+/// struct Echo {
+///     conn: TcpStream,
+///     echoed: usize,
+/// }
+///
+/// impl Resume for Echo {
+///     fn resume(mut self: Box<Self>, ready: std::io::Result<()>) -> Step {
+///         if ready.is_err() {
+///             return Step::done();
+///         }
+///         let mut buf = [0u8; 512];
+///         loop {
+///             match self.conn.try_read(&mut buf) {
+///                 Ok(n @ 1..) if (&self.conn).write_all(&buf[..n]).is_ok() => self.echoed += n,
+///                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+///                 _ => return Step::done(), // end of stream or an error
+///             }
+///         }
+///         let wait = self.conn.when_readable();
+///         wait.resume_with(self) // the same box: no allocation per wait
+///     }
+/// }
+///
+/// fibra::run(|| {
+///     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+///     let addr = listener.local_addr().unwrap();
+///     fibra::spawn(move || {
+///         let (conn, _) = listener.accept().unwrap();
+///         let echo = Box::new(Echo { conn, echoed: 0 });
+///         Builder::new().spawn_steps(move || echo.resume(Ok(()))).unwrap();
+///     });
+///     let mut client = TcpStream::connect(addr).unwrap();
+///     for word in [b"ping", b"pong"] {
+///         client.write_all(word).unwrap();
+///         let mut reply = [0u8; 4];
+///         client.read_exact(&mut reply).unwrap();
+///         assert_eq!(&reply, word);
+///     }
+/// });
+/// ```
+pub trait Resume: 'static {
+    /// Runs the next step with the wait's outcome: `Ok` once ready, or the error the blocking
+    /// operation would have returned.
+    fn resume(self: Box<Self>, ready: io::Result<()>) -> Step;
+}
+
+/// A closure as a [`Resume`] (what [`Wait::then`] boxes).
+struct ResumeFn<F>(F);
+
+impl<F: FnOnce(io::Result<()>) -> Step + 'static> Resume for ResumeFn<F> {
+    fn resume(self: Box<Self>, ready: io::Result<()>) -> Step {
+        (self.0)(ready)
+    }
+}
 
 /// A wait for readiness `dir` of a socket, until tick `deadline` (0: none).
 pub(crate) struct IoWait {
@@ -806,8 +872,14 @@ impl Wait {
     /// pool) with the outcome: `Ok` once ready, or the error the blocking operation would have
     /// returned (`TimedOut` after the socket's timeout).
     pub fn then(self, then: impl FnOnce(io::Result<()>) -> Step + 'static) -> Step {
+        self.resume_with(Box::new(ResumeFn(then)))
+    }
+
+    /// As [`Wait::then`], with the rest of the fiber as a boxed [`Resume`]: a fiber that keeps
+    /// its state in a box already passes that box on, and a wait costs no allocation.
+    pub fn resume_with(self, next: Box<dyn Resume>) -> Step {
         match self.0 {
-            WaitKind::Now(result) => Step(StepKind::Now(result, Box::new(then))),
+            WaitKind::Now(result) => Step(StepKind::Now(result, next)),
             WaitKind::Io {
                 state,
                 dir,
@@ -816,7 +888,7 @@ impl Wait {
                 state,
                 dir,
                 deadline,
-                then: Box::new(then),
+                then: next,
             })),
         }
     }
@@ -844,8 +916,10 @@ impl IoWait {
     /// wake-up.
     fn woken(self, timed_out: bool) -> Step {
         match self.state.after_wait(self.dir, timed_out) {
-            Err(e) => (self.then)(Err(e)),
-            Ok(()) if IoState::is_ready(self.state.snapshot(), self.dir) => (self.then)(Ok(())),
+            Err(e) => self.then.resume(Err(e)),
+            Ok(()) if IoState::is_ready(self.state.snapshot(), self.dir) => {
+                self.then.resume(Ok(()))
+            }
             Ok(()) => Step(StepKind::Wait(self)),
         }
     }
@@ -857,10 +931,10 @@ fn run_steps(task: &Task, mut step: Step) -> Option<Next> {
     loop {
         step = match step.0 {
             StepKind::Done => return None,
-            StepKind::Now(result, then) => then(result),
+            StepKind::Now(result, then) => then.resume(result),
             StepKind::Wait(w) => {
                 if !w.state.add_waiter(task, w.dir) {
-                    (w.then)(Ok(()))
+                    w.then.resume(Ok(()))
                 } else {
                     match park_begin(task, w.deadline) {
                         ParkBegin::Parked => {
