@@ -136,7 +136,7 @@ impl LastHead {
             && self.framing == Some(head.framing)
             && self.conn == Some(head.conn)
             && self.server.as_deref() == head.server
-            && self.content_type.as_ref() == head.content_type
+            && same_value(self.content_type.as_ref(), head.content_type)
             && head.headers.len() == self.fields.len()
             && head
                 .headers
@@ -194,6 +194,21 @@ impl LastHead {
             date_at: composed.date_at.map(|at| at - start),
         };
         composed.handler_close
+    }
+}
+
+/// Whether two optional values are equal; the same bytes in memory (a clone of the kept value,
+/// or of the same `from_static` one) are equal without comparing them. The kept value keeps its
+/// bytes alive, so equal pointers and lengths mean equal contents.
+#[inline]
+fn same_value(kept: Option<&HeaderValue>, new: Option<&HeaderValue>) -> bool {
+    match (kept, new) {
+        (Some(a), Some(b)) => {
+            let (a, b) = (a.as_bytes(), b.as_bytes());
+            a.len() == b.len() && (a.as_ptr() == b.as_ptr() || a == b)
+        }
+        (None, None) => true,
+        _ => false,
     }
 }
 
@@ -449,6 +464,15 @@ mod tests {
             let d = check(&head(ok, &own, None, len, omit, Some(&plain)));
             assert_eq!(d.to_ascii_lowercase().matches("content-type").count(), 1);
             assert!(d.contains("content-type: text/html\r\n"), "{d}");
+            // Values in other memory: equal bytes are a hit, equal lengths with other bytes
+            // are not (the kept value is compared by pointer first).
+            let copy = HeaderValue::from_bytes(b"text/plain").unwrap();
+            let other = HeaderValue::from_bytes(b"text/html!").unwrap();
+            check(&head(ok, &empty, None, len, omit, Some(&plain)));
+            let e = check(&head(ok, &empty, None, len, omit, Some(&copy)));
+            assert!(e.contains("\r\nContent-Type: text/plain\r\n"), "{e}");
+            let f = check(&head(ok, &empty, None, len, omit, Some(&other)));
+            assert!(f.contains("\r\nContent-Type: text/html!\r\n"), "{f}");
         }
     }
 
