@@ -32,6 +32,7 @@
 use std::fmt;
 use std::net::SocketAddr;
 use std::rc::Rc;
+use std::sync::OnceLock;
 
 use http::{Extensions, HeaderMap, Method, Uri, Version};
 
@@ -43,9 +44,14 @@ use crate::parse::RequestHead;
 /// Like its [`Body`], a `Request` is not `Send`: it lives in the connection's fiber.
 pub struct Request {
     head: Rc<RequestHead>,
-    extensions: Extensions,
+    /// Boxed on first use: most requests never have any, and an absent box costs nothing to
+    /// drop.
+    extensions: Option<Box<Extensions>>,
     body: Body,
 }
+
+/// What [`Request::extensions`] shows while a request has none.
+static NO_EXTENSIONS: OnceLock<Extensions> = OnceLock::new();
 
 impl Request {
     /// `GET / HTTP/1.1` with no header fields and `body` (as `http::Request::new`).
@@ -57,7 +63,7 @@ impl Request {
     pub(crate) fn from_head(head: Rc<RequestHead>, body: Body) -> Self {
         Request {
             head,
-            extensions: Extensions::new(),
+            extensions: None,
             body,
         }
     }
@@ -101,11 +107,14 @@ impl Request {
     }
     /// Typed values attached to the request (empty as the server hands it over).
     pub fn extensions(&self) -> &Extensions {
-        &self.extensions
+        match &self.extensions {
+            Some(e) => e,
+            None => NO_EXTENSIONS.get_or_init(Extensions::new),
+        }
     }
     /// Typed values attached to the request, for changing.
     pub fn extensions_mut(&mut self) -> &mut Extensions {
-        &mut self.extensions
+        self.extensions.get_or_insert_with(Box::default)
     }
     /// The body.
     pub fn body(&self) -> &Body {
@@ -131,7 +140,9 @@ impl Request {
         parts.uri = head.uri;
         parts.version = head.version;
         parts.headers = head.headers;
-        parts.extensions = self.extensions;
+        if let Some(e) = self.extensions {
+            parts.extensions = *e;
+        }
         (parts, self.body)
     }
     /// Converts into `http::Request<Body>`.
@@ -151,7 +162,7 @@ impl From<http::Request<Body>> for Request {
                 version: parts.version,
                 headers: parts.headers,
             }),
-            extensions: parts.extensions,
+            extensions: (!parts.extensions.is_empty()).then(|| Box::new(parts.extensions)),
             body,
         }
     }
@@ -244,11 +255,16 @@ mod tests {
         assert_eq!(back.extensions().get::<u32>(), Some(&8));
         assert_eq!(back.uri(), "/x?y=1");
         let fresh = Request::new(Body::empty());
+        assert!(format!("{fresh:?}").contains("GET"));
         assert_eq!(
             (fresh.method(), fresh.uri().path(), fresh.version()),
             (&Method::GET, "/", Version::HTTP_11)
         );
         assert!(fresh.headers().is_empty());
-        assert!(format!("{fresh:?}").contains("GET"));
+        assert!(fresh.extensions().is_empty());
+        let mut fresh = fresh;
+        fresh.extensions_mut().insert("tag");
+        assert_eq!(fresh.extensions().get::<&str>(), Some(&"tag"));
+        assert_eq!(fresh.into_http().extensions().get::<&str>(), Some(&"tag"));
     }
 }
