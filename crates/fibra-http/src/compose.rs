@@ -138,11 +138,12 @@ impl LastHead {
             && self.server.as_deref() == head.server
             && same_value(self.content_type.as_ref(), head.content_type)
             && head.headers.len() == self.fields.len()
-            && head
-                .headers
-                .iter()
-                .zip(&self.fields)
-                .all(|((n, v), (kn, kv))| n == kn && v == kv)
+            && (self.fields.is_empty()
+                || head
+                    .headers
+                    .iter()
+                    .zip(&self.fields)
+                    .all(|((n, v), (kn, kv))| n == kn && v == kv))
         {
             self.misses = 0;
             if let Some(at) = self.composed.date_at {
