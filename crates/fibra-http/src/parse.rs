@@ -209,7 +209,24 @@ pub fn parse_head(buf: &[u8], settings: &Settings) -> Result<Option<(Head, usize
 
 /// [`parse_head`] reusing (and updating) `cache`, the previous request's parse on the same
 /// connection. The result is the same as without the cache.
+///
+/// The check for a byte-identical repeat is inlined into the caller; the parse is not (its
+/// frame is large, and a repeat does not need it).
+#[inline]
 pub fn parse_head_cached(
+    buf: &[u8],
+    settings: &Settings,
+    cache: &mut HeadCache,
+) -> Result<Option<(Head, usize)>, ProtocolError> {
+    if let Some(hit) = cache.repeated(buf, settings) {
+        return Ok(Some(hit));
+    }
+    parse_head_uncached(buf, settings, cache)
+}
+
+/// [`parse_head_cached`] past the repeat check.
+#[inline(never)]
+fn parse_head_uncached(
     buf: &[u8],
     settings: &Settings,
     cache: &mut HeadCache,
@@ -218,9 +235,6 @@ pub fn parse_head_cached(
     // the stack (a 100-slot array was 3 KiB of stack per request, and zeroing it was half of
     // this function's time), and only a head with more fields is parsed again into a
     // `max_headers`-sized array on the heap.
-    if let Some(hit) = cache.repeated(buf, settings) {
-        return Ok(Some(hit));
-    }
     let mut small = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; STACK_HEADERS];
     let mut heap = Vec::new();
     let max_headers = settings.max_headers;
