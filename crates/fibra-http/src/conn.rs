@@ -681,23 +681,28 @@ fn read_sizes(settings: &Settings) -> (usize, usize) {
 
 thread_local! {
     /// The worker's read and write buffers, lent to the connection that is serving requests
-    /// (see [`HotBuffers`]). Empty while lent.
+    /// (see [`HotBuffers`]). While lent, a slot holds the borrowing connection's own buffer.
     static HOT: RefCell<Hot> = const {
         RefCell::new(Hot {
-            r: Some(Vec::new()),
-            w: Some(Vec::new()),
+            r: Vec::new(),
+            w: Vec::new(),
+            r_lent: false,
+            w_lent: false,
         })
     };
 }
 
 struct Hot {
-    r: Option<Vec<u8>>,
-    w: Option<Vec<u8>>,
+    r: Vec<u8>,
+    w: Vec<u8>,
+    r_lent: bool,
+    w_lent: bool,
 }
 
 /// Lends the worker's buffers to a connection for one burst of reading and answering, so
 /// requests are read into, and responses composed in, memory that is already cached instead
-/// of the connection's own (cold, or not even allocated) buffers.
+/// of the connection's own (cold, or not even allocated) buffers. Lending swaps the buffers:
+/// the connection's own wait in the worker's slot until the burst ends.
 ///
 /// The read buffer is lent only when the connection has no unconsumed input; whatever is
 /// left unconsumed at the end (a partial head, an early exit) is moved to the connection's own
@@ -706,9 +711,9 @@ struct Hot {
 /// other connections meanwhile use buffers of their own.
 struct HotBuffers<'a, T: Transport> {
     shared: &'a RefCell<Shared<T>>,
-    /// The connection's own buffers while the worker's are lent; `None` if nothing was lent.
-    own_r: Option<Vec<u8>>,
-    own_w: Option<Vec<u8>>,
+    /// Which buffers were lent.
+    r: bool,
+    w: bool,
     rsize: usize,
 }
 
@@ -717,19 +722,19 @@ impl<'a, T: Transport> HotBuffers<'a, T> {
         let (rsize, _) = read_sizes(settings);
         let mut sh = shared.borrow_mut();
         let sh = &mut *sh;
-        let (mut own_r, mut own_w) = (None, None);
+        let (mut r, mut w) = (false, false);
         HOT.with_borrow_mut(|hot| {
-            if sh.wbuf.is_empty() {
-                if let Some(w) = hot.w.take() {
-                    own_w = Some(std::mem::replace(&mut sh.wbuf, w));
-                }
+            if sh.wbuf.is_empty() && !hot.w_lent {
+                std::mem::swap(&mut sh.wbuf, &mut hot.w);
+                hot.w_lent = true;
+                w = true;
             }
-            if sh.rpos == sh.rend {
-                if let Some(r) = hot.r.take() {
-                    sh.rpos = 0;
-                    sh.rend = 0;
-                    own_r = Some(std::mem::replace(&mut sh.rbuf, r));
-                }
+            if sh.rpos == sh.rend && !hot.r_lent {
+                sh.rpos = 0;
+                sh.rend = 0;
+                std::mem::swap(&mut sh.rbuf, &mut hot.r);
+                hot.r_lent = true;
+                r = true;
             }
         });
         if sh.rbuf.len() < rsize {
@@ -737,8 +742,8 @@ impl<'a, T: Transport> HotBuffers<'a, T> {
         }
         HotBuffers {
             shared,
-            own_r,
-            own_w,
+            r,
+            w,
             rsize,
         }
     }
@@ -746,42 +751,38 @@ impl<'a, T: Transport> HotBuffers<'a, T> {
 
 impl<T: Transport> Drop for HotBuffers<'_, T> {
     fn drop(&mut self) {
-        if self.own_r.is_none() && self.own_w.is_none() {
+        if !self.r && !self.w {
             return;
         }
-        // Unwinding with the state borrowed: leave the lent buffers with the connection.
+        // Unwinding with the state borrowed: the lent buffers stay with the connection (and
+        // the worker's slots keep its own ones, lent for good).
         let Ok(mut sh) = self.shared.try_borrow_mut() else {
             return;
         };
         let sh = &mut *sh;
-        let w = self.own_w.take().map(|own| {
-            let mut hot = std::mem::replace(&mut sh.wbuf, own);
-            if !hot.is_empty() {
-                sh.wbuf.extend_from_slice(&hot);
-                hot.clear();
-            }
-            hot
-        });
-        let r = self.own_r.take().map(|own| {
-            let hot = std::mem::replace(&mut sh.rbuf, own);
-            let left = sh.rend - sh.rpos;
-            if left > 0 {
-                let need = left.max(self.rsize);
-                if sh.rbuf.len() < need {
-                    sh.rbuf.resize(need, 0);
-                }
-                sh.rbuf[..left].copy_from_slice(&hot[sh.rpos..sh.rend]);
-            }
-            sh.rpos = 0;
-            sh.rend = left;
-            hot
-        });
+        let rsize = self.rsize;
         HOT.with_borrow_mut(|hot| {
-            if w.is_some() {
-                hot.w = w;
+            if self.w {
+                std::mem::swap(&mut sh.wbuf, &mut hot.w);
+                hot.w_lent = false;
+                if !hot.w.is_empty() {
+                    sh.wbuf.extend_from_slice(&hot.w);
+                    hot.w.clear();
+                }
             }
-            if r.is_some() {
-                hot.r = r;
+            if self.r {
+                std::mem::swap(&mut sh.rbuf, &mut hot.r);
+                hot.r_lent = false;
+                let left = sh.rend - sh.rpos;
+                if left > 0 {
+                    let need = left.max(rsize);
+                    if sh.rbuf.len() < need {
+                        sh.rbuf.resize(need, 0);
+                    }
+                    sh.rbuf[..left].copy_from_slice(&hot.r[sh.rpos..sh.rend]);
+                }
+                sh.rpos = 0;
+                sh.rend = left;
             }
         });
     }
