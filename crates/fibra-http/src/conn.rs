@@ -30,6 +30,7 @@ use crate::parse::{parse_head_cached, BodyKind, Head, HeadCache, ProtocolError};
 use crate::request::Request;
 use crate::response::{
     BodyWriter, Kind, Response, ResponseBody, StreamSink, UpgradeFn, Upgraded, FLUSH_BYTES,
+    NO_HEADERS,
 };
 use crate::settings::Settings;
 use crate::transport::{is_timeout, Transport};
@@ -1158,8 +1159,12 @@ fn write_response<T: Transport>(
     close: &mut bool,
 ) -> io::Result<Option<UpgradeFn>> {
     let server = settings.server_header.as_deref();
-    let (parts, body) = resp.into_parts();
-    let status = parts.status;
+    let Response {
+        status,
+        headers,
+        body,
+        ..
+    } = resp;
     let no_framing = status.is_informational()
         || status == StatusCode::NO_CONTENT
         || status == StatusCode::NOT_MODIFIED;
@@ -1185,7 +1190,7 @@ fn write_response<T: Transport>(
     let mut sh = cell.borrow_mut();
     let head = HeadOut {
         status,
-        headers: &parts.headers,
+        headers: headers.get_or(&NO_HEADERS),
         content_type: body.content_type.as_ref(),
         server,
         framing,

@@ -2,8 +2,9 @@
 //!
 //! A handler is `Fn(Request) -> Response`, where [`Request`] is a thin wrapper with the
 //! accessors of `http::Request<Body>` (the body is a streaming `std::io::Read`; the head is
-//! shared with the parser, see [`request`]) and [`Response`] is `http::Response<ResponseBody>`
-//! (bytes, a file range sent with `sendfile`, a streaming writer, or an upgrade).
+//! shared with the parser, see [`request`]) and [`Response`] one with the accessors and
+//! builder of `http::Response<ResponseBody>` (see [`response`]). A body is bytes, a file
+//! range sent with `sendfile`, a streaming writer, or an upgrade.
 //!
 //! ```
 //! use std::io::{Read, Write};
@@ -13,7 +14,7 @@
 //! let server = Server::bind("127.0.0.1:0")
 //!     .workers(1)
 //!     .serve(|req: Request| match req.uri().path() {
-//!         "/plaintext" => http::Response::builder()
+//!         "/plaintext" => Response::builder()
 //!             .header("content-type", "text/plain")
 //!             .body("Hello, World!".into())
 //!             .unwrap(),
@@ -52,6 +53,7 @@ mod compose;
 pub mod conn;
 pub mod date;
 pub mod files;
+mod lazy;
 pub mod parse;
 pub mod request;
 pub mod response;

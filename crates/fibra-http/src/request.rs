@@ -37,6 +37,7 @@ use std::sync::OnceLock;
 use http::{Extensions, HeaderMap, Method, Uri, Version};
 
 use crate::body::Body;
+use crate::lazy::Lazy;
 use crate::parse::RequestHead;
 
 /// The request type handlers receive. See the module docs.
@@ -46,7 +47,7 @@ pub struct Request {
     head: Rc<RequestHead>,
     /// Boxed on first use: most requests never have any, and an absent box costs nothing to
     /// drop.
-    extensions: Option<Box<Extensions>>,
+    extensions: Lazy<Extensions>,
     body: Body,
 }
 
@@ -63,7 +64,7 @@ impl Request {
     pub(crate) fn from_head(head: Rc<RequestHead>, body: Body) -> Self {
         Request {
             head,
-            extensions: None,
+            extensions: Lazy::none(),
             body,
         }
     }
@@ -107,14 +108,11 @@ impl Request {
     }
     /// Typed values attached to the request (empty as the server hands it over).
     pub fn extensions(&self) -> &Extensions {
-        match &self.extensions {
-            Some(e) => e,
-            None => NO_EXTENSIONS.get_or_init(Extensions::new),
-        }
+        self.extensions.get_or(&NO_EXTENSIONS)
     }
     /// Typed values attached to the request, for changing.
     pub fn extensions_mut(&mut self) -> &mut Extensions {
-        self.extensions.get_or_insert_with(Box::default)
+        self.extensions.get_mut()
     }
     /// The body.
     pub fn body(&self) -> &Body {
@@ -133,15 +131,15 @@ impl Request {
         self.body.peer_addr()
     }
     /// The head as `http`'s parts, and the body.
-    pub fn into_parts(self) -> (http::request::Parts, Body) {
+    pub fn into_parts(mut self) -> (http::request::Parts, Body) {
         let head = Rc::try_unwrap(self.head).unwrap_or_else(|shared| (*shared).clone());
         let (mut parts, ()) = http::Request::new(()).into_parts();
         parts.method = head.method;
         parts.uri = head.uri;
         parts.version = head.version;
         parts.headers = head.headers;
-        if let Some(e) = self.extensions {
-            parts.extensions = *e;
+        if let Some(e) = self.extensions.take() {
+            parts.extensions = e;
         }
         (parts, self.body)
     }
@@ -162,7 +160,7 @@ impl From<http::Request<Body>> for Request {
                 version: parts.version,
                 headers: parts.headers,
             }),
-            extensions: (!parts.extensions.is_empty()).then(|| Box::new(parts.extensions)),
+            extensions: Lazy::unless_empty(parts.extensions, Extensions::is_empty),
             body,
         }
     }

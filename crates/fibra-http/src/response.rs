@@ -1,21 +1,243 @@
 //! Response bodies: empty, in-memory bytes, a byte range of a file (sent with `sendfile`), a
 //! streaming writer, or an upgrade that takes over the raw connection.
 //!
-//! A [`Response`] is a plain `http::Response<ResponseBody>`; the connection computes the
-//! framing headers (`Content-Length` or `Transfer-Encoding: chunked`) from the body, so
-//! handlers set only their own headers.
+//! A [`Response`] is a thin wrapper with the accessors of `http::Response<ResponseBody>`
+//! (`new`, `builder`, `status_mut`, `headers_mut`, …) and conversions to and from it. What it
+//! changes is the layout: the header map and the extensions are boxed on first use, so a
+//! response without fields of its own (the usual case once the body carries the media type,
+//! see [`ResponseBody::with_content_type`]) is small to move and costs nothing to drop.
+//!
+//! The connection computes the framing headers (`Content-Length` or
+//! `Transfer-Encoding: chunked`) from the body, so handlers set only their own headers.
+//!
+//! ```
+//! use fibra_http::{Response, ResponseBody};
+//! use http::{HeaderValue, StatusCode};
+//!
+//! let mut resp = Response::builder()
+//!     .status(StatusCode::CREATED)
+//!     .header("location", "/items/7")
+//!     .body(ResponseBody::from("made"))
+//!     .unwrap();
+//! resp.headers_mut().insert("cache-control", HeaderValue::from_static("no-store"));
+//! assert_eq!(resp.status(), 201);
+//! assert_eq!(resp.body().as_bytes(), Some(&b"made"[..]));
+//!
+//! let plain = Response::new("ok".into());
+//! assert!(plain.headers().is_empty());
+//! let resp: http::Response<ResponseBody> = resp.into_http();
+//! assert_eq!(resp.headers()["location"], "/items/7");
+//! ```
 
 use std::any::Any;
 use std::fmt;
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
-use http::HeaderValue;
+use http::header::{HeaderName, HeaderValue};
+use http::{Extensions, HeaderMap, StatusCode, Version};
 
-/// The response type handlers return.
-pub type Response = http::Response<ResponseBody>;
+use crate::lazy::Lazy;
+
+/// The response type handlers return. See the module docs.
+pub struct Response {
+    pub(crate) status: StatusCode,
+    version: Version,
+    /// Boxed on first use: most responses have no fields of their own, and an absent box is
+    /// cheap to move and costs nothing to drop.
+    pub(crate) headers: Lazy<HeaderMap>,
+    extensions: Lazy<Extensions>,
+    pub(crate) body: ResponseBody,
+}
+
+/// What [`Response::headers`] shows while a response has no fields.
+pub(crate) static NO_HEADERS: OnceLock<HeaderMap> = OnceLock::new();
+/// What [`Response::extensions`] shows while a response has none.
+static NO_EXTENSIONS: OnceLock<Extensions> = OnceLock::new();
+
+impl Response {
+    /// `200 OK` with no header fields and `body` (as `http::Response::new`).
+    #[inline]
+    pub fn new(body: ResponseBody) -> Self {
+        Response {
+            status: StatusCode::OK,
+            version: Version::HTTP_11,
+            headers: Lazy::none(),
+            extensions: Lazy::none(),
+            body,
+        }
+    }
+    /// A builder, as `http::Response::builder` (its `body` gives a `Result<Response>`).
+    pub fn builder() -> Builder {
+        Builder {
+            inner: http::Response::builder(),
+        }
+    }
+    /// The status code.
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+    /// The status code, for changing.
+    pub fn status_mut(&mut self) -> &mut StatusCode {
+        &mut self.status
+    }
+    /// The version. The server answers in its own version whatever this says; it is kept for
+    /// conversions.
+    pub fn version(&self) -> Version {
+        self.version
+    }
+    /// The version, for changing.
+    pub fn version_mut(&mut self) -> &mut Version {
+        &mut self.version
+    }
+    /// The handler's header fields (the server adds `Date`, `Server` and the framing fields).
+    pub fn headers(&self) -> &HeaderMap {
+        self.headers.get_or(&NO_HEADERS)
+    }
+    /// The header fields, for changing.
+    pub fn headers_mut(&mut self) -> &mut HeaderMap {
+        self.headers.get_mut()
+    }
+    /// Typed values attached to the response; the server does not send them.
+    pub fn extensions(&self) -> &Extensions {
+        self.extensions.get_or(&NO_EXTENSIONS)
+    }
+    /// Typed values attached to the response, for changing.
+    pub fn extensions_mut(&mut self) -> &mut Extensions {
+        self.extensions.get_mut()
+    }
+    /// The body.
+    pub fn body(&self) -> &ResponseBody {
+        &self.body
+    }
+    /// The body, for changing.
+    pub fn body_mut(&mut self) -> &mut ResponseBody {
+        &mut self.body
+    }
+    /// The body alone.
+    pub fn into_body(self) -> ResponseBody {
+        self.body
+    }
+    /// The head as `http`'s parts, and the body.
+    pub fn into_parts(mut self) -> (http::response::Parts, ResponseBody) {
+        let (mut parts, ()) = http::Response::new(()).into_parts();
+        parts.status = self.status;
+        parts.version = self.version;
+        if let Some(h) = self.headers.take() {
+            parts.headers = h;
+        }
+        if let Some(e) = self.extensions.take() {
+            parts.extensions = e;
+        }
+        (parts, self.body)
+    }
+    /// A response from `http`'s parts and a body.
+    pub fn from_parts(parts: http::response::Parts, body: ResponseBody) -> Self {
+        Response {
+            status: parts.status,
+            version: parts.version,
+            headers: Lazy::unless_empty(parts.headers, HeaderMap::is_empty),
+            extensions: Lazy::unless_empty(parts.extensions, Extensions::is_empty),
+            body,
+        }
+    }
+    /// Converts into `http::Response<ResponseBody>`.
+    pub fn into_http(self) -> http::Response<ResponseBody> {
+        let (parts, body) = self.into_parts();
+        http::Response::from_parts(parts, body)
+    }
+}
+
+impl Default for Response {
+    fn default() -> Self {
+        Response::new(ResponseBody::empty())
+    }
+}
+
+impl From<http::Response<ResponseBody>> for Response {
+    fn from(resp: http::Response<ResponseBody>) -> Self {
+        let (parts, body) = resp.into_parts();
+        Response::from_parts(parts, body)
+    }
+}
+
+impl From<Response> for http::Response<ResponseBody> {
+    fn from(resp: Response) -> Self {
+        resp.into_http()
+    }
+}
+
+impl fmt::Debug for Response {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Response")
+            .field("status", &self.status)
+            .field("version", &self.version)
+            .field("headers", self.headers())
+            .field("body", &self.body)
+            .finish()
+    }
+}
+
+/// Builds a [`Response`]: `http::response::Builder`'s methods, with a `body` that gives this
+/// crate's type. Errors (an invalid status or field) surface from [`Builder::body`].
+#[derive(Debug, Default)]
+pub struct Builder {
+    inner: http::response::Builder,
+}
+
+impl Builder {
+    /// A builder for `200 OK` with no fields (as [`Response::builder`]).
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Sets the status code (a `StatusCode` or a `u16`).
+    pub fn status<T>(self, status: T) -> Self
+    where
+        StatusCode: TryFrom<T>,
+        <StatusCode as TryFrom<T>>::Error: Into<http::Error>,
+    {
+        Builder {
+            inner: self.inner.status(status),
+        }
+    }
+    /// Sets the version.
+    pub fn version(self, version: Version) -> Self {
+        Builder {
+            inner: self.inner.version(version),
+        }
+    }
+    /// Appends a header field.
+    pub fn header<K, V>(self, key: K, value: V) -> Self
+    where
+        HeaderName: TryFrom<K>,
+        <HeaderName as TryFrom<K>>::Error: Into<http::Error>,
+        HeaderValue: TryFrom<V>,
+        <HeaderValue as TryFrom<V>>::Error: Into<http::Error>,
+    {
+        Builder {
+            inner: self.inner.header(key, value),
+        }
+    }
+    /// The fields so far (`None` after an error).
+    pub fn headers_mut(&mut self) -> Option<&mut HeaderMap> {
+        self.inner.headers_mut()
+    }
+    /// Attaches a typed value.
+    pub fn extension<T>(self, extension: T) -> Self
+    where
+        T: Clone + Any + Send + Sync + 'static,
+    {
+        Builder {
+            inner: self.inner.extension(extension),
+        }
+    }
+    /// The response with `body`, or the first error of the calls before.
+    pub fn body(self, body: ResponseBody) -> http::Result<Response> {
+        self.inner.body(body).map(Response::from)
+    }
+}
 
 /// A streaming body producer: called once with the writer; an `Err` or a panic aborts the
 /// response and closes the connection.
@@ -34,7 +256,7 @@ pub type UpgradeFn = Box<dyn FnOnce(Upgraded)>;
 /// use fibra_http::{FileRange, Response, ResponseBody};
 ///
 /// let file = Arc::new(std::fs::File::open("index.html").unwrap());
-/// let resp: Response = http::Response::builder()
+/// let resp = Response::builder()
 ///     .status(206)
 ///     .header("content-type", "text/html")
 ///     .header("content-range", "bytes 0-99/1234")
@@ -383,5 +605,82 @@ impl Write for Upgraded {
     }
     fn flush(&mut self) -> io::Result<()> {
         self.io.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn converts_to_and_from_http() {
+        let mut resp = http::Response::builder()
+            .status(404)
+            .version(Version::HTTP_10)
+            .header("x-a", "1")
+            .body(ResponseBody::from("gone"))
+            .unwrap();
+        resp.extensions_mut().insert(7u32);
+        let mut resp = Response::from(resp);
+        assert_eq!(resp.status(), StatusCode::NOT_FOUND);
+        assert_eq!(resp.version(), Version::HTTP_10);
+        assert_eq!(resp.headers()["x-a"], "1");
+        assert_eq!(resp.extensions().get::<u32>(), Some(&7));
+        assert_eq!(resp.body().as_bytes(), Some(&b"gone"[..]));
+        resp.headers_mut()
+            .insert("x-b", HeaderValue::from_static("2"));
+        resp.extensions_mut().insert(8u32);
+        *resp.status_mut() = StatusCode::GONE;
+        let back: http::Response<ResponseBody> = resp.into();
+        assert_eq!(back.status(), StatusCode::GONE);
+        assert_eq!(back.headers()["x-a"], "1");
+        assert_eq!(back.headers()["x-b"], "2");
+        assert_eq!(back.extensions().get::<u32>(), Some(&8));
+        let (parts, body) = back.into_parts();
+        let again = Response::from_parts(parts, body);
+        assert_eq!(again.headers().len(), 2);
+        assert!(format!("{again:?}").contains("410"));
+    }
+
+    /// A response without fields or extensions holds no map; asking to change one makes it.
+    #[test]
+    fn fields_and_extensions_are_made_on_first_change() {
+        let mut resp = Response::new(().into());
+        assert_eq!(resp.status(), StatusCode::OK);
+        assert_eq!(resp.version(), Version::HTTP_11);
+        assert!(resp.headers.get_or(&NO_HEADERS).is_empty());
+        assert!(resp.headers().is_empty() && resp.extensions().is_empty());
+        resp.headers_mut()
+            .append("vary", HeaderValue::from_static("a"));
+        resp.headers_mut()
+            .append("vary", HeaderValue::from_static("b"));
+        assert_eq!(resp.headers().get_all("vary").iter().count(), 2);
+        // Converting an empty `http` response keeps nothing boxed.
+        let (parts, body) = http::Response::new(ResponseBody::empty()).into_parts();
+        let plain = Response::from_parts(parts, body);
+        assert!(plain.headers().is_empty() && plain.extensions().is_empty());
+        let http_resp = plain.into_http();
+        assert!(http_resp.headers().is_empty());
+    }
+
+    #[test]
+    fn builder_reports_the_first_error() {
+        let ok = Response::builder()
+            .status(StatusCode::CREATED)
+            .header("location", "/x")
+            .extension("tag")
+            .body(ResponseBody::empty())
+            .unwrap();
+        assert_eq!(ok.status(), 201);
+        assert_eq!(ok.headers()["location"], "/x");
+        assert_eq!(ok.extensions().get::<&str>(), Some(&"tag"));
+        let mut b = Builder::new().status(1000u16);
+        assert!(b.headers_mut().is_none());
+        assert!(b.body(ResponseBody::empty()).is_err());
+        assert!(Response::builder()
+            .header("bad name", "v")
+            .body(ResponseBody::empty())
+            .is_err());
+        assert_eq!(Response::default().body().len(), Some(0));
     }
 }

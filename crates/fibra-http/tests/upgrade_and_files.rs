@@ -10,7 +10,7 @@ use util::*;
 #[test]
 fn upgrade_hands_over_the_connection() {
     let srv = start(Settings::default(), |_req| {
-        http::Response::builder()
+        fibra_http::Response::builder()
             .status(101)
             .header("connection", "upgrade")
             .header("upgrade", "echo")
