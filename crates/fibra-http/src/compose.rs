@@ -4,6 +4,7 @@
 use http::header::{CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, DATE, SERVER, TRANSFER_ENCODING};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use std::cell::RefCell;
+use std::time::Instant;
 
 use crate::date::{with_date, with_stamped_date};
 
@@ -126,6 +127,8 @@ struct LastHead {
     bytes: Vec<u8>,
     /// The Unix second of the `Date` in `bytes`; 0 when not known (patched on the next use).
     date_secs: u64,
+    /// When the second of `date_secs` ends; until then the `Date` in `bytes` is current.
+    date_until: Option<Instant>,
     composed: Composed,
     misses: u32,
 }
@@ -147,17 +150,26 @@ impl LastHead {
         {
             self.misses = 0;
             if let Some(at) = self.composed.date_at {
-                with_stamped_date(|secs, d| {
-                    if secs != self.date_secs {
-                        self.bytes[at..at + d.len()].copy_from_slice(d);
-                        self.date_secs = secs;
-                    }
-                });
+                if self.date_until.map_or(true, |u| fibra::time::now() >= u) {
+                    self.restamp(at);
+                }
             }
             out.extend_from_slice(&self.bytes);
             return self.composed.handler_close;
         }
         self.miss(out, head)
+    }
+
+    /// The kept head's `Date` (at `at`) may be a second old: brought up to date.
+    #[inline(never)]
+    fn restamp(&mut self, at: usize) {
+        with_stamped_date(|secs, until, d| {
+            if secs != self.date_secs {
+                self.bytes[at..at + d.len()].copy_from_slice(d);
+                self.date_secs = secs;
+            }
+            self.date_until = Some(until);
+        });
     }
 
     /// A head unlike the last one: composed afresh, and kept unless backing off.
@@ -178,6 +190,7 @@ impl LastHead {
         self.bytes.clear();
         self.bytes.extend_from_slice(&out[start..]);
         self.date_secs = 0;
+        self.date_until = None;
         self.fields.clear();
         self.fields
             .extend(head.headers.iter().map(|(n, v)| (n.clone(), v.clone())));

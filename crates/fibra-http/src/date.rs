@@ -26,12 +26,14 @@ struct Cached {
 
 /// Calls `f` with the current date as an IMF-fixdate (RFC 9110 §5.6.7).
 pub fn with_date<R>(f: impl FnOnce(&[u8; DATE_LEN]) -> R) -> R {
-    with_stamped_date(|_, text| f(text))
+    with_stamped_date(|_, _, text| f(text))
 }
 
-/// Calls `f` with the Unix second of the current date and the date as an IMF-fixdate: equal
-/// seconds mean equal text, so a caller keeping a copy compares a number instead of the text.
-pub(crate) fn with_stamped_date<R>(f: impl FnOnce(u64, &[u8; DATE_LEN]) -> R) -> R {
+/// Calls `f` with the Unix second of the current date, the instant (of [`fibra::time::now`]'s
+/// clock) at which that second ends, and the date as an IMF-fixdate: equal seconds mean equal
+/// text, so a caller keeping a copy compares a number instead of the text, and need not ask
+/// again before that instant.
+pub(crate) fn with_stamped_date<R>(f: impl FnOnce(u64, Instant, &[u8; DATE_LEN]) -> R) -> R {
     let now = fibra::time::now();
     CACHE.with_borrow_mut(|c| {
         if c.until.map_or(true, |u| now >= u) {
@@ -44,7 +46,7 @@ pub(crate) fn with_stamped_date<R>(f: impl FnOnce(u64, &[u8; DATE_LEN]) -> R) ->
             let rest = Duration::from_nanos(1_000_000_000 - u64::from(wall.subsec_nanos()));
             c.until = Some(now + rest);
         }
-        f(c.secs, &c.text)
+        f(c.secs, c.until.unwrap_or(now), &c.text)
     })
 }
 
