@@ -1159,16 +1159,13 @@ fn write_response<T: Transport>(
     close: &mut bool,
 ) -> io::Result<Option<UpgradeFn>> {
     let server = settings.server_header.as_deref();
-    let Response {
-        status,
-        headers,
-        body,
-        ..
-    } = resp;
+    // Fields are read in place and the body's kind moved out last: destructuring first would
+    // copy the whole response again.
+    let status = resp.status;
     let no_framing = status.is_informational()
         || status == StatusCode::NO_CONTENT
         || status == StatusCode::NOT_MODIFIED;
-    let framing = match body.len() {
+    let framing = match resp.body.len() {
         _ if no_framing => Framing::None,
         Some(n) => Framing::Length(n),
         None if http11 => Framing::Chunked,
@@ -1190,8 +1187,8 @@ fn write_response<T: Transport>(
     let mut sh = cell.borrow_mut();
     let head = HeadOut {
         status,
-        headers: headers.get_or(&NO_HEADERS),
-        content_type: body.content_type.as_ref(),
+        headers: resp.headers.get_or(&NO_HEADERS),
+        content_type: resp.body.content_type.as_ref(),
         server,
         framing,
         conn,
@@ -1199,13 +1196,13 @@ fn write_response<T: Transport>(
     if put_head(&mut sh.wbuf, &head) {
         *close = true;
     }
-    if let Kind::Upgrade(f) = body.kind {
+    if let Kind::Upgrade(f) = resp.body.kind {
         return Ok(upgrade.then_some(f));
     }
     if is_head || no_framing {
         return Ok(None);
     }
-    match body.kind {
+    match resp.body.kind {
         Kind::Empty | Kind::Upgrade(_) => {}
         Kind::Static(b) => sh.put_bytes(b)?,
         Kind::Vec(v) => sh.put_bytes(&v)?,
