@@ -6,7 +6,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use std::cell::RefCell;
 use std::time::Instant;
 
-use crate::date::{with_date, with_stamped_date};
+use crate::date::{with_date, with_date_until};
 
 /// Pre-rendered status lines for the common codes; others are rendered on the fly.
 fn status_line(status: StatusCode) -> Option<&'static [u8]> {
@@ -125,9 +125,8 @@ struct LastHead {
     server: Option<String>,
     fields: Vec<(HeaderName, HeaderValue)>,
     bytes: Vec<u8>,
-    /// The Unix second of the `Date` in `bytes`; 0 when not known (patched on the next use).
-    date_secs: u64,
-    /// When the second of `date_secs` ends; until then the `Date` in `bytes` is current.
+    /// When the second of the `Date` in `bytes` ends; until then it is current. `None` when
+    /// not known (the `Date` is rewritten on the next use).
     date_until: Option<Instant>,
     composed: Composed,
     misses: u32,
@@ -160,14 +159,12 @@ impl LastHead {
         self.miss(out, head)
     }
 
-    /// The kept head's `Date` (at `at`) may be a second old: brought up to date.
+    /// The kept head's `Date` (at `at`) may be a second old: rewritten with the current one
+    /// (once a second at most).
     #[inline(never)]
     fn restamp(&mut self, at: usize) {
-        with_stamped_date(|secs, until, d| {
-            if secs != self.date_secs {
-                self.bytes[at..at + d.len()].copy_from_slice(d);
-                self.date_secs = secs;
-            }
+        with_date_until(|until, d| {
+            self.bytes[at..at + d.len()].copy_from_slice(d);
             self.date_until = Some(until);
         });
     }
@@ -189,7 +186,6 @@ impl LastHead {
         let composed = compose(out, head);
         self.bytes.clear();
         self.bytes.extend_from_slice(&out[start..]);
-        self.date_secs = 0;
         self.date_until = None;
         self.fields.clear();
         self.fields

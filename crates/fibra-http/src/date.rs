@@ -12,28 +12,25 @@ pub const DATE_LEN: usize = 29;
 
 thread_local! {
     static CACHE: RefCell<Cached> = const {
-        RefCell::new(Cached { until: None, secs: 0, text: [0; DATE_LEN] })
+        RefCell::new(Cached { until: None, text: [0; DATE_LEN] })
     };
 }
 
-/// The rendered date, the Unix second it shows, and the (coarse-clock) instant at which that
-/// second ends.
+/// The rendered date and the (coarse-clock) instant at which its second ends.
 struct Cached {
     until: Option<Instant>,
-    secs: u64,
     text: [u8; DATE_LEN],
 }
 
 /// Calls `f` with the current date as an IMF-fixdate (RFC 9110 §5.6.7).
 pub fn with_date<R>(f: impl FnOnce(&[u8; DATE_LEN]) -> R) -> R {
-    with_stamped_date(|_, _, text| f(text))
+    with_date_until(|_, text| f(text))
 }
 
-/// Calls `f` with the Unix second of the current date, the instant (of [`fibra::time::now`]'s
-/// clock) at which that second ends, and the date as an IMF-fixdate: equal seconds mean equal
-/// text, so a caller keeping a copy compares a number instead of the text, and need not ask
-/// again before that instant.
-pub(crate) fn with_stamped_date<R>(f: impl FnOnce(u64, Instant, &[u8; DATE_LEN]) -> R) -> R {
+/// Calls `f` with the instant (of [`fibra::time::now`]'s clock) at which the current date's
+/// second ends, and the date as an IMF-fixdate: a caller keeping a copy of the text need not
+/// ask again before that instant.
+pub(crate) fn with_date_until<R>(f: impl FnOnce(Instant, &[u8; DATE_LEN]) -> R) -> R {
     let now = fibra::time::now();
     CACHE.with_borrow_mut(|c| {
         if c.until.map_or(true, |u| now >= u) {
@@ -42,11 +39,10 @@ pub(crate) fn with_stamped_date<R>(f: impl FnOnce(u64, Instant, &[u8; DATE_LEN])
                 .unwrap_or_default();
             let s = httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(wall.as_secs()));
             c.text.copy_from_slice(&s.as_bytes()[..DATE_LEN]);
-            c.secs = wall.as_secs();
             let rest = Duration::from_nanos(1_000_000_000 - u64::from(wall.subsec_nanos()));
             c.until = Some(now + rest);
         }
-        f(c.secs, c.until.unwrap_or(now), &c.text)
+        f(c.until.unwrap_or(now), &c.text)
     })
 }
 
