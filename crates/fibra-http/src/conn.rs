@@ -26,11 +26,11 @@ use http::{Method, StatusCode, Version};
 use crate::body::{Body, BodySource};
 use crate::chunked::ChunkedDecoder;
 use crate::compose::{compose, put_head, ConnHeader, Framing, HeadOut};
+use crate::lazy::NO_HEADERS;
 use crate::parse::{parse_head_cached, BodyKind, Head, HeadCache, ProtocolError};
 use crate::request::Request;
 use crate::response::{
     BodyWriter, Kind, Response, ResponseBody, StreamSink, UpgradeFn, Upgraded, FLUSH_BYTES,
-    NO_HEADERS,
 };
 use crate::settings::Settings;
 use crate::transport::{is_timeout, Transport};

@@ -3,6 +3,13 @@
 
 use std::sync::OnceLock;
 
+use http::{Extensions, HeaderMap};
+
+/// The empty header map shown while a [`Lazy`] one is not made.
+pub(crate) static NO_HEADERS: OnceLock<HeaderMap> = OnceLock::new();
+/// The empty extensions shown while [`Lazy`] ones are not made (requests and responses).
+pub(crate) static NO_EXTENSIONS: OnceLock<Extensions> = OnceLock::new();
+
 /// `Option<Box<T>>` whose drop is an inline check: while empty it costs one compare, where
 /// the drop glue of a boxed map is an out-of-line call even for `None`.
 pub(crate) struct Lazy<T>(Option<Box<T>>);

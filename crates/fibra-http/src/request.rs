@@ -32,12 +32,11 @@
 use std::fmt;
 use std::net::SocketAddr;
 use std::rc::Rc;
-use std::sync::OnceLock;
 
 use http::{Extensions, HeaderMap, Method, Uri, Version};
 
 use crate::body::Body;
-use crate::lazy::Lazy;
+use crate::lazy::{Lazy, NO_EXTENSIONS};
 use crate::parse::RequestHead;
 
 /// The request type handlers receive. See the module docs.
@@ -50,9 +49,6 @@ pub struct Request {
     extensions: Lazy<Extensions>,
     body: Body,
 }
-
-/// What [`Request::extensions`] shows while a request has none.
-static NO_EXTENSIONS: OnceLock<Extensions> = OnceLock::new();
 
 impl Request {
     /// `GET / HTTP/1.1` with no header fields and `body` (as `http::Request::new`).

@@ -33,13 +33,13 @@ use std::any::Any;
 use std::fmt;
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue};
 use http::{Extensions, HeaderMap, StatusCode, Version};
 
-use crate::lazy::Lazy;
+use crate::lazy::{Lazy, NO_EXTENSIONS, NO_HEADERS};
 
 /// The response type handlers return. See the module docs.
 pub struct Response {
@@ -51,11 +51,6 @@ pub struct Response {
     extensions: Lazy<Extensions>,
     pub(crate) body: ResponseBody,
 }
-
-/// What [`Response::headers`] shows while a response has no fields.
-pub(crate) static NO_HEADERS: OnceLock<HeaderMap> = OnceLock::new();
-/// What [`Response::extensions`] shows while a response has none.
-static NO_EXTENSIONS: OnceLock<Extensions> = OnceLock::new();
 
 impl Response {
     /// `200 OK` with no header fields and `body` (as `http::Response::new`).
