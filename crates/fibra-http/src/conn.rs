@@ -488,20 +488,20 @@ fn put_error(out: &mut Vec<u8>, e: &ProtocolError, server: Option<&str>, is_head
     }
 }
 
+/// Reports a panic caught from a handler, an upgrade or a streaming body (`on_error`).
+///
 /// A fiber being cancelled (its runtime dropped) unwinds with `fibra::Cancelled`: that must
-/// not be mistaken for a handler panic, so it is re-raised.
-fn rethrow_cancel(p: Box<dyn std::any::Any + Send>) -> Box<dyn std::any::Any + Send> {
+/// not be mistaken for a handler panic, so it is re-raised instead.
+fn report_caught(settings: &Settings, peer: Option<SocketAddr>, p: Box<dyn std::any::Any + Send>) {
     if p.is::<fibra::Cancelled>() {
         std::panic::resume_unwind(p);
     }
-    p
-}
-
-fn panic_message(p: &(dyn std::any::Any + Send)) -> &str {
-    p.downcast_ref::<&str>()
+    let message = p
+        .downcast_ref::<&str>()
         .copied()
         .or_else(|| p.downcast_ref::<String>().map(|s| s.as_str()))
-        .unwrap_or("(non-string panic)")
+        .unwrap_or("(non-string panic)");
+    settings.report_panic(peer, message);
 }
 
 /// The loop behind [`serve_connection`], with the server's lifecycle flags.
@@ -948,8 +948,7 @@ where
     #[cold]
     #[inline(never)]
     fn handler_panicked(&self, p: Box<dyn std::any::Any + Send>) -> Response {
-        let p = rethrow_cancel(p);
-        self.settings.report_panic(self.peer(), panic_message(&*p));
+        report_caught(self.settings, self.peer(), p);
         error_response(StatusCode::INTERNAL_SERVER_ERROR, "internal server error")
     }
 
@@ -998,8 +997,7 @@ where
             pos: 0,
         };
         if let Err(p) = catch_unwind(AssertUnwindSafe(|| f(up))) {
-            let p = rethrow_cancel(p);
-            self.settings.report_panic(self.peer(), panic_message(&*p));
+            report_caught(self.settings, self.peer(), p);
         }
     }
 
@@ -1125,9 +1123,8 @@ fn write_stream<T: Transport>(
             *close = true;
         }
         Err(p) => {
-            let p = rethrow_cancel(p);
             let peer = cell.borrow().peer;
-            settings.report_panic(peer, panic_message(&*p));
+            report_caught(settings, peer, p);
             *close = true;
         }
     }
