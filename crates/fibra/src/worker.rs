@@ -220,21 +220,23 @@ impl Worker {
                 slot.state,
                 FiberState::NotStarted(_) | FiberState::Waiting(_)
             ) {
-                let body: Box<dyn FnOnce() -> Option<Next>> =
-                    match std::mem::replace(&mut slot.state, FiberState::Empty) {
-                        FiberState::NotStarted(body) => body,
-                        FiberState::Waiting(next) => next.0,
-                        _ => unreachable!(),
-                    };
                 match self.stacks.borrow_mut().get() {
                     Ok(stack) => {
                         slot.task.stack_limit.store(stack.limit().get(), Relaxed);
-                        slot.state = FiberState::Suspended(fiber::make_coroutine(stack, body));
+                        let co = match std::mem::replace(&mut slot.state, FiberState::Empty) {
+                            FiberState::NotStarted(body) => fiber::make_coroutine(stack, body),
+                            FiberState::Waiting(next) => {
+                                fiber::make_coroutine(stack, move || next.run())
+                            }
+                            _ => unreachable!(),
+                        };
+                        slot.state = FiberState::Suspended(co);
                     }
                     Err(e) => {
                         // Out of memory or mappings: the body (and its JoinHandle sender) is
                         // dropped, so a joiner sees the fiber as cancelled.
                         eprintln!("fibra: cannot allocate a fiber stack: {e}");
+                        slot.state = FiberState::Empty;
                         slot.task.mark_done();
                         slot.task.complete(None);
                         fibers.remove(key);
