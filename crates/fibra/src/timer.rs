@@ -15,15 +15,51 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-/// The process-wide origin of millisecond ticks. Tick 0 means "no deadline".
-fn origin() -> Instant {
-    static ORIGIN: OnceLock<Instant> = OnceLock::new();
-    *ORIGIN.get_or_init(|| Instant::now() - Duration::from_millis(1))
+/// Nanoseconds on the monotonic clock, the one `Instant` reads on Linux.
+///
+/// Read directly because a park with a timeout reads the clock every time: through `Instant`
+/// (a checked `timespec` subtraction, then a `Duration`) the read and the conversion to ticks
+/// cost about four times the clock itself.
+fn clock_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable `timespec`; `CLOCK_MONOTONIC` exists on every Linux,
+    // so the call cannot fail (and `ts` stays zero if it somehow did).
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(ts.tv_nsec as u64)
+}
+
+/// The process-wide origin of millisecond ticks, in [`clock_ns`] nanoseconds, a millisecond
+/// before the first use. Tick 0 means "no deadline".
+fn origin_ns() -> u64 {
+    static ORIGIN: OnceLock<u64> = OnceLock::new();
+    *ORIGIN.get_or_init(|| clock_ns().saturating_sub(1_000_000))
+}
+
+/// The current tick, rounded up (as [`ticks_at`] rounds).
+pub(crate) fn ticks_now() -> u64 {
+    let origin = origin_ns();
+    clock_ns().saturating_sub(origin).div_ceil(1_000_000).max(1)
 }
 
 /// Converts an instant to ticks, rounding up so a timer never fires early.
+///
+/// `at` is placed relative to the current instant on the tick clock; the clock is read after
+/// `Instant::now()`, so a deadline can come out a little later, never earlier.
 pub(crate) fn ticks_at(at: Instant) -> u64 {
-    ceil_ms(at.saturating_duration_since(origin())).max(1)
+    let now = Instant::now();
+    let origin = origin_ns();
+    let now_ns = clock_ns().saturating_sub(origin);
+    let at_ns = if at >= now {
+        now_ns.saturating_add(u64::try_from((at - now).as_nanos()).unwrap_or(u64::MAX))
+    } else {
+        now_ns.saturating_sub(u64::try_from((now - at).as_nanos()).unwrap_or(u64::MAX))
+    };
+    at_ns.div_ceil(1_000_000).max(1)
 }
 
 /// `d` in whole milliseconds, rounded up, in 64-bit arithmetic (`as_nanos` is a `u128`, and
@@ -38,7 +74,7 @@ fn ceil_ms(d: Duration) -> u64 {
 /// and a timeout must never fire early.
 pub(crate) fn ticks_after(d: Duration) -> u64 {
     let ms = ceil_ms(d).min(u64::MAX / 2);
-    ticks_at(Instant::now()).saturating_add(ms.max(1))
+    ticks_now().saturating_add(ms.max(1))
 }
 
 struct Entry {
@@ -129,8 +165,28 @@ impl Timers {
 
 #[cfg(test)]
 mod tests {
-    use super::ceil_ms;
-    use std::time::Duration;
+    use super::{ceil_ms, ticks_after, ticks_at, ticks_now};
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn instants_and_durations_map_to_the_same_ticks() {
+        let before = ticks_now();
+        let at = Instant::now() + Duration::from_secs(5);
+        let via_instant = ticks_at(at);
+        let via_duration = ticks_after(Duration::from_secs(5));
+        // Both are 5,000 ticks after a "now" read between `before` and the end of this test,
+        // and never before the instant they stand for.
+        assert!(via_instant >= before + 5_000, "{via_instant} vs {before}");
+        assert!(
+            via_duration >= via_instant,
+            "{via_duration} < {via_instant}"
+        );
+        let after = ticks_now();
+        assert!(via_duration <= after + 5_001, "{via_duration} vs {after}");
+        // An instant in the past is a tick that has come already.
+        assert!(ticks_at(Instant::now() - Duration::from_millis(20)) <= ticks_now());
+        assert!(ticks_now() >= 1);
+    }
 
     #[test]
     fn milliseconds_round_up_like_the_u128_division() {

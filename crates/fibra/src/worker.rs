@@ -204,9 +204,8 @@ impl Worker {
     }
 
     fn refresh_clock(&self) {
-        let now = Instant::now();
-        self.now.set(now);
-        self.now_ticks.set(timer::ticks_at(now));
+        self.now.set(Instant::now());
+        self.now_ticks.set(timer::ticks_now());
     }
 
     /// Runs fiber `key` until it parks, yields or ends.
@@ -450,7 +449,7 @@ pub(crate) fn run(index: usize, rt: Arc<RtShared>, poll: Poll) {
         poll: RefCell::new(poll),
         registry,
         now: Cell::new(now),
-        now_ticks: Cell::new(timer::ticks_at(now)),
+        now_ticks: Cell::new(timer::ticks_now()),
     };
     WORKER.with(|w| w.set(&worker as *const Worker));
     worker.run_loop();
