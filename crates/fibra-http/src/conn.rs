@@ -10,10 +10,10 @@
 //! requests it waits for input without a stack. [`serve_connection`] is the same loop for any
 //! transport, waiting on the fiber's own stack.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::io::{self, Write};
 use std::net::{Shutdown, SocketAddr};
-use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -1022,7 +1022,7 @@ where
         let log_line = settings
             .access_log
             .then(|| format!("{} {} {:?}", head.method, head.uri, head.version));
-        let close =
+        let mut close =
             !head.keep_alive || !settings.keep_alive || ctl.shutting_down.load(Ordering::Relaxed);
         let seq = {
             let mut sh = shared.borrow_mut();
@@ -1039,72 +1039,44 @@ where
             sh.seq
         };
         let req = Request::from_head(head.request, Body::from_conn(src.clone(), seq));
-        let mut fate = Fate {
-            is_head,
-            http11,
-            close,
-            log_line,
-        };
-        // The response is finished inside the `catch_unwind` too: that way it goes from the
-        // handler's return slot to the writer without being copied out of the closure's result.
-        // A panic after the handler returned is not the handler's and keeps unwinding.
-        let handled = Cell::new(false);
-        match catch_unwind(AssertUnwindSafe(|| {
-            let resp = handler(req);
-            handled.set(true);
-            self.finish(resp, &mut fate)
-        })) {
-            Ok(go_on) => go_on,
-            Err(p) if !handled.get() => {
-                fate.close = true;
-                let resp = self.handler_panicked(p);
-                self.finish(resp, &mut fate)
+        let mut resp = match catch_unwind(AssertUnwindSafe(|| handler(req))) {
+            Ok(resp) => resp,
+            Err(p) => {
+                close = true;
+                self.handler_panicked(p)
             }
-            Err(p) => resume_unwind(p),
-        }
-    }
+        };
 
-    /// Decides the connection's fate after the handler returned `resp`, then writes the
-    /// response. Returns whether the connection goes on to the next request.
-    fn finish(&self, mut resp: Response, fate: &mut Fate) -> bool {
-        let Conn {
-            shared,
-            settings,
-            ctl,
-            ..
-        } = *self;
-        let close = &mut fate.close;
         // 3. Decide the connection's fate, then write the response.
         {
             let mut sh = shared.borrow_mut();
             if let Some(e) = sh.body_error.take() {
-                self.body_failed(&mut sh, e, fate.is_head);
+                self.body_failed(&mut sh, e, is_head);
                 return false;
             }
-            if !*close && !matches!(sh.body, BodyState::Done) {
+            if !close && !matches!(sh.body, BodyState::Done) {
                 let buffered = (sh.rend - sh.rpos) as u64;
-                *close = sh.continue_pending
+                close = sh.continue_pending
                     || matches!(sh.body, BodyState::Length(n) if n.saturating_sub(buffered) > settings.max_drain_bytes);
             }
         }
         // Shutdown may have begun while the handler ran. (A `Connection: close` of the
         // handler's is found while composing the head: `write_response`.)
         if ctl.shutting_down.load(Ordering::SeqCst) {
-            *close = true;
+            close = true;
         }
         let status = resp.status();
         if status == StatusCode::SWITCHING_PROTOCOLS
             && !matches!(resp.body().kind, Kind::Upgrade(_))
         {
-            *close = true;
+            close = true;
             bad_101(&mut resp);
         }
-        let upgrade = match write_response(shared, resp, fate.is_head, fate.http11, settings, close)
-        {
+        let upgrade = match write_response(shared, resp, is_head, http11, settings, &mut close) {
             Ok(u) => u,
             Err(_) => return false,
         };
-        if let Some(line) = fate.log_line.take() {
+        if let Some(line) = log_line {
             self.log_access(&line, status);
         }
         if let Some(f) = upgrade {
@@ -1112,25 +1084,15 @@ where
             return false;
         }
         let mut sh = shared.borrow_mut();
-        if !*close && !matches!(sh.body, BodyState::Done) && !sh.drain(settings.max_drain_bytes) {
-            *close = true;
+        if !close && !matches!(sh.body, BodyState::Done) && !sh.drain(settings.max_drain_bytes) {
+            close = true;
         }
-        if *close {
+        if close {
             sh.linger();
             return false;
         }
         true
     }
-}
-
-/// What `Conn::respond` knows of a request once its handler runs, for `Conn::finish`.
-struct Fate {
-    is_head: bool,
-    http11: bool,
-    /// Whether the connection closes after this response.
-    close: bool,
-    /// The access-log line, when logging is on.
-    log_line: Option<String>,
 }
 
 /// Runs a streaming body's writer (out of line: most responses are in memory).
