@@ -57,6 +57,7 @@ impl Read for Tcp {
 }
 
 impl Write for Tcp {
+    #[inline(always)]
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         (&self.0.stream).write(buf)
     }
@@ -81,6 +82,7 @@ impl Transport for Tcp {
     fn shutdown(&self, how: Shutdown) -> io::Result<()> {
         self.0.stream.shutdown(how)
     }
+    #[inline(always)]
     fn try_read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.0.stream.try_read(buf)
     }

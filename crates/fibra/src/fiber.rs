@@ -927,6 +927,7 @@ impl std::fmt::Debug for Step {
 impl IoWait {
     /// The step after the wait ended: `then`, or the same wait again after a spurious
     /// wake-up.
+    #[inline(always)]
     fn woken(self, timed_out: bool) -> Step {
         match self.state.after_wait(self.dir, timed_out) {
             Err(e) => self.then.resume(Err(e)),
@@ -940,6 +941,7 @@ impl IoWait {
 
 /// Runs steps until the fiber finishes (`None`) or waits without its stack (the body to run
 /// when woken).
+#[inline(always)]
 fn run_steps(task: &Task, mut step: Step) -> Option<Next> {
     loop {
         step = match step.0 {

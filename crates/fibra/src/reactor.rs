@@ -120,7 +120,7 @@ impl IoState {
     }
 
     /// Registers `task` as the waiter for `dir`, unless `dir` is ready (false).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn add_waiter(&self, task: &crate::fiber::Task, dir: Dir) -> bool {
         let mut w = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
         if self.readiness.load(Acquire) & dir.bit() != 0 {
@@ -133,7 +133,7 @@ impl IoState {
     /// After a wait registered by [`IoState::add_waiter`] ended: `TimedOut` if the deadline
     /// passed before `dir` became ready (the registration is removed), otherwise `Ok` (which
     /// may be a spurious wake-up: look at the readiness again).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn after_wait(&self, dir: Dir, timed_out: bool) -> io::Result<()> {
         if timed_out && self.readiness.load(Acquire) & dir.bit() == 0 {
             let mut w = self.waiters.lock().unwrap_or_else(|e| e.into_inner());

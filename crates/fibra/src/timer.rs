@@ -112,6 +112,7 @@ pub(crate) struct Timers {
 
 impl Timers {
     /// Arms `task`'s timeout for tick `when`. The caller is the task itself, on its home worker.
+    #[inline(always)]
     pub(crate) fn arm(&mut self, task: &Task, when: u64) {
         task.deadline.store(when, Relaxed);
         let queued = task.timer_queued.load(Relaxed);

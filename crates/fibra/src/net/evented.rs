@@ -63,6 +63,8 @@ fn from_nanos(n: u64) -> Option<Duration> {
     (n != 0).then(|| Duration::from_nanos(n))
 }
 
+// `op` and `try_op` are forced inline: they are the whole of a stream's read and write, on the
+// path every wake-up of a connection runs.
 impl<S: AsRawFd> Evented<S> {
     pub(crate) fn new(io: S) -> Self {
         Evented {
@@ -137,6 +139,7 @@ impl<S: AsRawFd> Evented<S> {
     /// Runs `op` until it does not return `WouldBlock`, waiting for readiness in between.
     /// `drained(&r)` says a successful result proves the socket has nothing more to give
     /// (a short read), so the next call parks without trying.
+    #[inline(always)]
     pub(crate) fn op<R>(
         &self,
         dir: Dir,
@@ -174,6 +177,7 @@ impl<S: AsRawFd> Evented<S> {
     /// Runs `op` once if `dir` may be ready, never waiting: `WouldBlock` when it is not.
     /// After a result `drained` accepts (a short read), or a `WouldBlock`, the next call
     /// returns `WouldBlock` without a system call until the reactor reports readiness again.
+    #[inline(always)]
     pub(crate) fn try_op<R>(
         &self,
         dir: Dir,

@@ -317,6 +317,7 @@ impl TcpStream {
     /// [`readable`](TcpStream::readable) costs one `read(2)` per arrival, like blocking
     /// reads. Pairs with `readable` to wait in one place and read in another (e.g. on a
     /// different stack, see [`crate::fiber::on_shared_stack`]).
+    #[inline(always)]
     pub fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
         let want = buf.len();
         self.inner
@@ -354,6 +355,7 @@ impl Read for &TcpStream {
 }
 
 impl Write for &TcpStream {
+    #[inline(always)]
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let want = buf.len();
         self.inner
