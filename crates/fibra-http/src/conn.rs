@@ -1039,18 +1039,24 @@ where
         let log_line = settings
             .access_log
             .then(|| format!("{} {} {:?}", head.method, head.uri, head.version));
-        let mut close =
-            !head.keep_alive || !settings.keep_alive || ctl.shutting_down.load(Ordering::Relaxed);
+        // (Shutdown is looked at after the handler ran.)
+        let mut close = !head.keep_alive || !settings.keep_alive;
         let seq = {
             let mut sh = shared.borrow_mut();
             sh.seq += 1;
-            sh.body = match head.body {
-                BodyKind::Empty => BodyState::Done,
-                BodyKind::Length(n) => BodyState::Length(n),
-                BodyKind::Chunked => {
-                    BodyState::Chunked(ChunkedDecoder::new(sh.max_body, sh.max_trailer))
+            match head.body {
+                // The previous request's body is done (read or drained) unless it ended the
+                // connection: most requests have none, and the state stays as it is.
+                BodyKind::Empty => {
+                    if !matches!(sh.body, BodyState::Done) {
+                        sh.body = BodyState::Done;
+                    }
                 }
-            };
+                BodyKind::Length(n) => sh.body = BodyState::Length(n),
+                BodyKind::Chunked => {
+                    sh.body = BodyState::Chunked(ChunkedDecoder::new(sh.max_body, sh.max_trailer))
+                }
+            }
             sh.continue_pending = head.expect_continue;
             sh.body_error = None;
             sh.seq
