@@ -1249,11 +1249,14 @@ mod tests {
     use super::*;
     use std::io::Read;
 
-    /// A transport fed from a byte string, recording every write.
+    /// A transport fed from a byte string, recording every write. A write takes at most
+    /// `max_write` bytes; the first `interrupts` writes fail with `Interrupted`.
     struct Mock {
         input: Vec<u8>,
         pos: usize,
         writes: Rc<RefCell<Vec<Vec<u8>>>>,
+        max_write: usize,
+        interrupts: usize,
     }
 
     impl Read for Mock {
@@ -1266,8 +1269,13 @@ mod tests {
     }
     impl Write for Mock {
         fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-            self.writes.borrow_mut().push(data.to_vec());
-            Ok(data.len())
+            if self.interrupts > 0 {
+                self.interrupts -= 1;
+                return Err(io::ErrorKind::Interrupted.into());
+            }
+            let n = data.len().min(self.max_write);
+            self.writes.borrow_mut().push(data[..n].to_vec());
+            Ok(n)
         }
         fn flush(&mut self) -> io::Result<()> {
             Ok(())
@@ -1289,15 +1297,44 @@ mod tests {
     }
 
     fn run(input: &[u8], handler: impl Fn(Request) -> Response) -> Vec<Vec<u8>> {
+        run_with(input, handler, usize::MAX, 0)
+    }
+
+    fn run_with(
+        input: &[u8],
+        handler: impl Fn(Request) -> Response,
+        max_write: usize,
+        interrupts: usize,
+    ) -> Vec<Vec<u8>> {
         let writes = Rc::new(RefCell::new(Vec::new()));
         let mock = Mock {
             input: input.to_vec(),
             pos: 0,
             writes: writes.clone(),
+            max_write,
+            interrupts,
         };
         serve_connection(mock, &Settings::default(), &handler);
         let w = writes.borrow().clone();
         w
+    }
+
+    #[test]
+    fn short_and_interrupted_writes_still_send_every_byte_in_order() {
+        let req = b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n".repeat(8);
+        let handler = |r: Request| Response::new(r.uri().path().to_string().into());
+        let whole = run(&req, handler).concat();
+        // A transport that takes 7 bytes per write, with and without a first interrupted call.
+        for interrupts in [0, 1] {
+            let writes = run_with(&req, handler, 7, interrupts);
+            assert!(writes.len() > 1 && writes.iter().all(|w| w.len() <= 7));
+            let pieces = writes.concat();
+            let text = String::from_utf8(pieces.clone()).unwrap();
+            assert_eq!(text.matches("HTTP/1.1 200 OK").count(), 8);
+            assert!(text.ends_with("\r\n\r\n/a"), "{text}");
+            // The bytes of one whole write (only the date may differ, at the same length).
+            assert_eq!(pieces.len(), whole.len());
+        }
     }
 
     #[test]
