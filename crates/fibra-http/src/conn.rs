@@ -675,7 +675,6 @@ where
     H: Fn(Request) -> Response + 'static,
     O: Owner,
 {
-    #[inline(always)]
     fn resume(self: Box<Self>, ready: io::Result<()>) -> Step {
         match ready {
             Ok(()) => step(self),
@@ -767,7 +766,6 @@ impl<'a, T: Transport> HotBuffers<'a, T> {
 }
 
 impl<T: Transport> Drop for HotBuffers<'_, T> {
-    #[inline(always)]
     fn drop(&mut self) {
         if !self.r && !self.w {
             return;
