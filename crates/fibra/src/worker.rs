@@ -235,7 +235,6 @@ impl Worker {
                         // Out of memory or mappings: the body (and its JoinHandle sender) is
                         // dropped, so a joiner sees the fiber as cancelled.
                         eprintln!("fibra: cannot allocate a fiber stack: {e}");
-                        slot.state = FiberState::Empty;
                         slot.task.mark_done();
                         slot.task.complete(None);
                         fibers.remove(key);
