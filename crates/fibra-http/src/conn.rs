@@ -688,10 +688,11 @@ where
     }
 }
 
-/// Size of a connection's read buffer, and how far it may grow to hold one request head.
+/// Size of a connection's read buffer (at least 512 bytes, unless both limits are smaller),
+/// and how far it may grow to hold one request head.
 fn read_sizes(settings: &Settings) -> (usize, usize) {
     let cap = settings.max_head_bytes.max(settings.read_buffer_bytes);
-    (settings.read_buffer_bytes.clamp(512, cap), cap)
+    (settings.read_buffer_bytes.max(512).min(cap), cap)
 }
 
 thread_local! {
@@ -1333,6 +1334,33 @@ mod tests {
             // The bytes of one whole write (only the date may differ, at the same length).
             assert_eq!(pieces.len(), whole.len());
         }
+    }
+
+    #[test]
+    fn read_buffer_and_head_limits_under_512_bytes_still_serve() {
+        // The read buffer is at least 512 bytes unless both limits are smaller: then it is
+        // the larger limit (this used to panic in `clamp`, min above max).
+        let settings = Settings {
+            read_buffer_bytes: 128,
+            max_head_bytes: 200,
+            ..Settings::default()
+        };
+        assert_eq!(read_sizes(&settings), (200, 200));
+        let writes = Rc::new(RefCell::new(Vec::new()));
+        let mock = Mock {
+            input: b"GET /small HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
+            pos: 0,
+            writes: writes.clone(),
+            max_write: usize::MAX,
+            interrupts: 0,
+        };
+        let handler = |r: Request| Response::new(r.uri().path().to_string().into());
+        serve_connection(mock, &settings, &handler);
+        let out = String::from_utf8(writes.borrow().concat()).unwrap();
+        assert!(out.starts_with("HTTP/1.1 200 OK\r\n"), "{out}");
+        assert!(out.ends_with("\r\n\r\n/small"), "{out}");
+        // The defaults are what they were.
+        assert_eq!(read_sizes(&Settings::default()), (4096, 16 * 1024));
     }
 
     #[test]
