@@ -10,12 +10,10 @@
 # 6 seconds) loads http://127.0.0.1:PORT/PATH as in bench/cachesim.sh (PORT is the server
 # command's last argument, PATH is $CODELINES_PATH, default /plaintext).
 #
-# Each wake-up of a server follows a system call, and the kernel's own code shares the L1
-# instruction cache, so the lines a burst of requests runs are likely fetched again on every
-# wake-up. Two builds can run the same instructions on very different numbers of lines: a
-# line also holding code this workload never runs (an error path, an untaken `match` arm) is
-# fetched all the same. "Density" is the share of the bytes of the server binary's hot lines
-# that are running code. Needs valgrind and objdump.
+# Two builds can run the same instructions on very different numbers of lines: a line also
+# holding code this workload never runs (an error path, an untaken `match` arm) is fetched
+# all the same. "Density" is the share of the bytes of the server binary's hot lines that are
+# running code. Needs valgrind and objdump.
 set -euo pipefail
 
 wrk_args=()
