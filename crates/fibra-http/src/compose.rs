@@ -83,13 +83,17 @@ pub(crate) enum ConnHeader {
 /// `Date` changing once a second), so the worker keeps the last head it composed with what
 /// it was made from: when those are equal, the head is one copy (with the current date put
 /// in). When heads keep differing it stops looking, like the request-head cache.
+#[inline(always)]
 pub(crate) fn put_head(out: &mut Vec<u8>, head: &HeadOut<'_>) -> bool {
-    LAST_HEAD.with(|cell| {
-        let Ok(mut last) = cell.try_borrow_mut() else {
-            return compose(out, head).handler_close;
-        };
-        last.put(out, head)
-    })
+    let cell: *const RefCell<LastHead> = LAST_HEAD.with(|cell| cell as *const _);
+    // SAFETY: `with` returned, so this thread's value is alive; it lives until the thread's
+    // thread-locals are destroyed, which cannot happen during this call on this thread. The
+    // pointer is only used here. (Outside `with`, the composer below is inlined here.)
+    let cell = unsafe { &*cell };
+    let Ok(mut last) = cell.try_borrow_mut() else {
+        return compose(out, head).handler_close;
+    };
+    last.put(out, head)
 }
 
 /// What a response head is composed from.
@@ -133,6 +137,7 @@ struct LastHead {
 }
 
 impl LastHead {
+    #[inline(always)]
     fn put(&mut self, out: &mut Vec<u8>, head: &HeadOut<'_>) -> bool {
         if self.status == head.status
             && self.framing == Some(head.framing)

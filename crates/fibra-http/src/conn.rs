@@ -1169,6 +1169,7 @@ fn error_response(status: StatusCode, text: &'static str) -> Response {
 }
 
 /// Composes the head and sends or buffers the body. Returns the upgrade callback of a 101.
+#[inline(always)]
 fn write_response<T: Transport>(
     cell: &RefCell<Shared<T>>,
     resp: Response,
