@@ -21,6 +21,9 @@ pub(crate) trait BodySource {
     fn remaining_hint(&self, seq: u64) -> Option<u64>;
 }
 
+// A plain tag rather than a niche in `Vec`'s capacity: telling the variants apart (every
+// request drops a `Conn` body) is one compare instead of ten instructions.
+#[repr(u8)]
 enum Inner {
     Empty,
     Memory {

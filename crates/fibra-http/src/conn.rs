@@ -80,6 +80,8 @@ where
     );
 }
 
+// A plain tag rather than a niche in the decoder's fields: every request checks for `Done`.
+#[repr(u8)]
 enum BodyState {
     Done,
     Length(u64),
