@@ -80,8 +80,6 @@ where
     );
 }
 
-// A plain tag rather than a niche in the decoder's fields: every request checks for `Done`.
-#[repr(u8)]
 enum BodyState {
     Done,
     Length(u64),
