@@ -15,32 +15,15 @@
 # wall-clock runs on a shared machine are not (counts move by ~1 % between runs).
 set -euo pipefail
 
-wrk_args=()
-while [[ $# -gt 0 && "$1" != "--" ]]; do
-    wrk_args+=("$1")
-    shift
-done
-[[ $# -gt 1 ]] || { echo "usage: $0 [WRK_ARGS...] -- SERVER_COMMAND..." >&2; exit 2; }
-shift
-server=("$@")
-port="${server[-1]}"
-path="${CACHESIM_PATH:-/plaintext}"
+# shellcheck source=bench/valgrind_load.sh
+source "$(dirname "$0")/valgrind_load.sh"
+parse_load_args "$@"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 
-valgrind --tool=cachegrind --cache-sim=yes --D1=32768,8,64 --I1="${CACHESIM_I1:-32768,8,64}" \
-    --LL=524288,8,64 --cachegrind-out-file="$out/cg.out" "${server[@]}" \
-    >"$out/server.log" 2>&1 &
-vg=$!
-# Wait for the port (valgrind start-up is slow).
-for _ in $(seq 100); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
-    sleep 0.2
-done
-requests=$(taskset -c 1 wrk -t1 -d8s "${wrk_args[@]}" "http://127.0.0.1:$port$path" |
-    awk '/requests in/ {print $1}')
-kill -TERM "$vg"
-wait "$vg" || true
+run_loaded 8 "${CACHESIM_PATH:-/plaintext}" --tool=cachegrind --cache-sim=yes \
+    --D1=32768,8,64 --I1="${CACHESIM_I1:-32768,8,64}" --LL=524288,8,64 \
+    --cachegrind-out-file="$out/cg.out"
 python3 - "$requests" "$out/cg.out" <<'EOF'
 import sys
 requests = int(sys.argv[1])

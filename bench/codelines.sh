@@ -16,31 +16,15 @@
 # running code. Needs valgrind and objdump.
 set -euo pipefail
 
-wrk_args=()
-while [[ $# -gt 0 && "$1" != "--" ]]; do
-    wrk_args+=("$1")
-    shift
-done
-[[ $# -gt 1 ]] || { echo "usage: $0 [WRK_ARGS...] -- SERVER_COMMAND..." >&2; exit 2; }
-shift
-server=("$@")
-port="${server[-1]}"
-path="${CODELINES_PATH:-/plaintext}"
+# shellcheck source=bench/valgrind_load.sh
+source "$(dirname "$0")/valgrind_load.sh"
+parse_load_args "$@"
 binary="$(command -v "${server[0]}")"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 
-valgrind --tool=callgrind --dump-instr=yes --callgrind-out-file="$out/cg.out" "${server[@]}" \
-    >"$out/server.log" 2>&1 &
-vg=$!
-for _ in $(seq 100); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
-    sleep 0.2
-done
-requests=$(taskset -c 1 wrk -t1 -d6s "${wrk_args[@]}" "http://127.0.0.1:$port$path" |
-    awk '/requests in/ {print $1}')
-kill -TERM "$vg"
-wait "$vg" || true
+run_loaded 6 "${CODELINES_PATH:-/plaintext}" --tool=callgrind --dump-instr=yes \
+    --callgrind-out-file="$out/cg.out"
 objdump -d --no-show-raw-insn "$binary" >"$out/disasm.txt"
 python3 - "$requests" "$out/cg.out" "$(realpath "$binary")" "$out/disasm.txt" <<'EOF'
 import collections, re, sys
