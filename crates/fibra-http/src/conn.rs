@@ -1297,12 +1297,13 @@ mod tests {
     }
 
     fn run(input: &[u8], handler: impl Fn(Request) -> Response) -> Vec<Vec<u8>> {
-        run_with(input, handler, usize::MAX, 0)
+        run_with(input, handler, &Settings::default(), usize::MAX, 0)
     }
 
     fn run_with(
         input: &[u8],
         handler: impl Fn(Request) -> Response,
+        settings: &Settings,
         max_write: usize,
         interrupts: usize,
     ) -> Vec<Vec<u8>> {
@@ -1314,7 +1315,7 @@ mod tests {
             max_write,
             interrupts,
         };
-        serve_connection(mock, &Settings::default(), &handler);
+        serve_connection(mock, settings, &handler);
         let w = writes.borrow().clone();
         w
     }
@@ -1326,7 +1327,7 @@ mod tests {
         let whole = run(&req, handler).concat();
         // A transport that takes 7 bytes per write, with and without a first interrupted call.
         for interrupts in [0, 1] {
-            let writes = run_with(&req, handler, 7, interrupts);
+            let writes = run_with(&req, handler, &Settings::default(), 7, interrupts);
             assert!(writes.len() > 1 && writes.iter().all(|w| w.len() <= 7));
             let pieces = writes.concat();
             let text = String::from_utf8(pieces.clone()).unwrap();
@@ -1347,17 +1348,10 @@ mod tests {
             ..Settings::default()
         };
         assert_eq!(read_sizes(&settings), (200, 200));
-        let writes = Rc::new(RefCell::new(Vec::new()));
-        let mock = Mock {
-            input: b"GET /small HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
-            pos: 0,
-            writes: writes.clone(),
-            max_write: usize::MAX,
-            interrupts: 0,
-        };
+        let req = b"GET /small HTTP/1.1\r\nHost: x\r\n\r\n";
         let handler = |r: Request| Response::new(r.uri().path().to_string().into());
-        serve_connection(mock, &settings, &handler);
-        let out = String::from_utf8(writes.borrow().concat()).unwrap();
+        let writes = run_with(req, handler, &settings, usize::MAX, 0);
+        let out = String::from_utf8(writes.concat()).unwrap();
         assert!(out.starts_with("HTTP/1.1 200 OK\r\n"), "{out}");
         assert!(out.ends_with("\r\n\r\n/small"), "{out}");
         // The defaults are what they were.
