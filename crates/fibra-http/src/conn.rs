@@ -930,13 +930,17 @@ where
                 if sh.rpos >= sh.rend {
                     return true;
                 }
-                let parsed = HEAD_CACHE.with(|cache| {
-                    parse_head_cached(
-                        &sh.rbuf[sh.rpos..sh.rend],
-                        settings,
-                        &mut cache.borrow_mut(),
-                    )
-                });
+                let cache: *const RefCell<HeadCache> = HEAD_CACHE.with(|c| c as *const _);
+                // SAFETY: `with` returned, so this thread's value is alive; it lives until the
+                // thread's thread-locals are destroyed, which cannot happen during this call on
+                // this thread, and the reference does not outlive this statement. (Parsed
+                // outside `with`, the head is not copied out of the closure's result.)
+                let cache = unsafe { &*cache };
+                let parsed = parse_head_cached(
+                    &sh.rbuf[sh.rpos..sh.rend],
+                    settings,
+                    &mut cache.borrow_mut(),
+                );
                 match parsed {
                     Ok(Some((head, n))) => {
                         sh.rpos += n;
@@ -1020,17 +1024,19 @@ where
     /// Runs the handler for one parsed request and writes (or buffers) its response. Returns
     /// whether the connection goes on to the next request.
     ///
-    /// Kept out of line: its locals (the request, the response) and the parser's frame then share
-    /// the same stack lines. With a fiber per connection every stack line a request touches is a
-    /// cache miss once many connections take turns, so depth matters more than instructions.
-    #[inline(never)]
+    /// Inlined into the read loop, so the parsed head reaches it without being copied into a
+    /// call's argument. A value built field by field and then copied whole is read back with
+    /// wider loads than the stores that wrote it, and such a load waits until those stores
+    /// have reached the cache (store-to-load forwarding fails): these copies of the head and
+    /// of the response were the most expensive instructions of a pipelined request.
+    #[inline(always)]
     fn respond(&self, head: Head) -> bool {
         let Conn {
             shared,
             src,
             settings,
             handler,
-            ctl,
+            ..
         } = *self;
         // 2. Run the handler.
         let is_head = head.method == Method::HEAD;
@@ -1061,42 +1067,30 @@ where
             sh.seq
         };
         let req = Request::from_head(head.request, Body::from_conn(src.clone(), seq));
-        let mut resp = match catch_unwind(AssertUnwindSafe(|| handler(req))) {
-            Ok(resp) => resp,
-            Err(p) => {
+        // The response is written inside the same `catch_unwind` as the handler runs in: a
+        // response that crossed it would be copied out of its return slot, then again into
+        // `write_response`, and those copies of a just-built value stall on store forwarding.
+        let mut returned = false;
+        let sent = catch_unwind(AssertUnwindSafe(|| {
+            let resp = handler(req);
+            returned = true;
+            self.send(resp, is_head, http11, &mut close)
+        }));
+        let sent = match sent {
+            Ok(sent) => sent,
+            Err(p) if !returned => {
                 close = true;
-                self.handler_panicked(p)
+                let resp = self.handler_panicked(p);
+                self.send_cold(resp, is_head, http11, &mut close)
             }
-        };
-
-        // 3. Decide the connection's fate, then write the response.
-        {
-            let mut sh = shared.borrow_mut();
-            if let Some(e) = sh.body_error.take() {
-                self.body_failed(&mut sh, e, is_head);
+            // Writing a response panicked (a bug): what was composed may be partial.
+            Err(p) => {
+                report_caught(settings, self.peer(), p);
                 return false;
             }
-            if !close && !matches!(sh.body, BodyState::Done) {
-                let buffered = (sh.rend - sh.rpos) as u64;
-                close = sh.continue_pending
-                    || matches!(sh.body, BodyState::Length(n) if n.saturating_sub(buffered) > settings.max_drain_bytes);
-            }
-        }
-        // Shutdown may have begun while the handler ran. (A `Connection: close` of the
-        // handler's is found while composing the head: `write_response`.)
-        if ctl.shutting_down.load(Ordering::SeqCst) {
-            close = true;
-        }
-        let status = resp.status();
-        if status == StatusCode::SWITCHING_PROTOCOLS
-            && !matches!(resp.body().kind, Kind::Upgrade(_))
-        {
-            close = true;
-            bad_101(&mut resp);
-        }
-        let upgrade = match write_response(shared, resp, is_head, http11, settings, &mut close) {
-            Ok(u) => u,
-            Err(_) => return false,
+        };
+        let Some((status, upgrade)) = sent else {
+            return false;
         };
         if let Some(line) = log_line {
             self.log_access(&line, status);
@@ -1114,6 +1108,66 @@ where
             return false;
         }
         true
+    }
+
+    /// Decides the connection's fate once the handler returned, then writes its response.
+    /// Returns the status and the upgrade callback of a 101, or `None` if the connection ends
+    /// (the request body failed, or writing did).
+    #[inline(always)]
+    fn send(
+        &self,
+        mut resp: Response,
+        is_head: bool,
+        http11: bool,
+        close: &mut bool,
+    ) -> Option<(StatusCode, Option<UpgradeFn>)> {
+        let Conn {
+            shared,
+            settings,
+            ctl,
+            ..
+        } = *self;
+        {
+            let mut sh = shared.borrow_mut();
+            if let Some(e) = sh.body_error.take() {
+                self.body_failed(&mut sh, e, is_head);
+                return None;
+            }
+            if !*close && !matches!(sh.body, BodyState::Done) {
+                let buffered = (sh.rend - sh.rpos) as u64;
+                *close = sh.continue_pending
+                    || matches!(sh.body, BodyState::Length(n) if n.saturating_sub(buffered) > settings.max_drain_bytes);
+            }
+        }
+        // Shutdown may have begun while the handler ran. (A `Connection: close` of the
+        // handler's is found while composing the head: `write_response`.)
+        if ctl.shutting_down.load(Ordering::SeqCst) {
+            *close = true;
+        }
+        let status = resp.status();
+        if status == StatusCode::SWITCHING_PROTOCOLS
+            && !matches!(resp.body().kind, Kind::Upgrade(_))
+        {
+            *close = true;
+            bad_101(&mut resp);
+        }
+        match write_response(shared, &mut resp, is_head, http11, settings, close) {
+            Ok(upgrade) => Some((status, upgrade)),
+            Err(_) => None,
+        }
+    }
+
+    /// [`Conn::send`] for the rare responses made by the server itself (out of line).
+    #[cold]
+    #[inline(never)]
+    fn send_cold(
+        &self,
+        resp: Response,
+        is_head: bool,
+        http11: bool,
+        close: &mut bool,
+    ) -> Option<(StatusCode, Option<UpgradeFn>)> {
+        self.send(resp, is_head, http11, close)
     }
 }
 
@@ -1172,15 +1226,15 @@ fn error_response(status: StatusCode, text: &'static str) -> Response {
 #[inline(always)]
 fn write_response<T: Transport>(
     cell: &RefCell<Shared<T>>,
-    resp: Response,
+    resp: &mut Response,
     is_head: bool,
     http11: bool,
     settings: &Settings,
     close: &mut bool,
 ) -> io::Result<Option<UpgradeFn>> {
     let server = settings.server_header.as_deref();
-    // Fields are read in place and the body's kind moved out last: destructuring first would
-    // copy the whole response again.
+    // The response is read in place (by reference): a copy of a value just built field by
+    // field stalls on store forwarding. Only a stream's or an upgrade's callback is moved out.
     let status = resp.status;
     let no_framing = status.is_informational()
         || status == StatusCode::NO_CONTENT
@@ -1216,23 +1270,30 @@ fn write_response<T: Transport>(
     if put_head(&mut sh.wbuf, &head) {
         *close = true;
     }
-    if let Kind::Upgrade(f) = resp.body.kind {
+    if let Kind::Upgrade(_) = resp.body.kind {
+        let Kind::Upgrade(f) = std::mem::replace(&mut resp.body.kind, Kind::Empty) else {
+            unreachable!()
+        };
         return Ok(upgrade.then_some(f));
     }
     if is_head || no_framing {
         return Ok(None);
     }
-    match resp.body.kind {
+    match &resp.body.kind {
         Kind::Empty | Kind::Upgrade(_) => {}
         Kind::Static(b) => sh.put_bytes(b)?,
-        Kind::Vec(v) => sh.put_bytes(&v)?,
-        Kind::Bytes(b) => sh.put_bytes(&b)?,
+        Kind::Vec(v) => sh.put_bytes(v)?,
+        Kind::Bytes(b) => sh.put_bytes(b)?,
         Kind::File(r) => {
-            if !sh.put_file(&r)? {
+            if !sh.put_file(r)? {
                 *close = true;
             }
         }
-        Kind::Stream { len, f } => {
+        Kind::Stream { .. } => {
+            let Kind::Stream { len, f } = std::mem::replace(&mut resp.body.kind, Kind::Empty)
+            else {
+                unreachable!()
+            };
             drop(sh);
             write_stream(cell, len, f, framing == Framing::Chunked, settings, close);
             sh = cell.borrow_mut();

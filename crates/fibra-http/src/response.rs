@@ -381,9 +381,15 @@ impl ResponseBody {
     /// assert!(resp.headers().is_empty());
     /// assert_eq!(resp.body().content_type().unwrap(), "text/plain");
     /// ```
-    pub fn with_content_type(mut self, value: HeaderValue) -> Self {
-        self.content_type = Some(value);
-        self
+    #[inline(always)]
+    pub fn with_content_type(self, value: HeaderValue) -> Self {
+        // A new value rather than `self` changed and returned: LLVM then builds the body where
+        // the caller keeps it, instead of copying it whole right after writing it field by
+        // field (a copy that stalls on store forwarding).
+        ResponseBody {
+            kind: self.kind,
+            content_type: Some(value),
+        }
     }
     /// The media type given with [`ResponseBody::with_content_type`].
     pub fn content_type(&self) -> Option<&HeaderValue> {
