@@ -1334,6 +1334,8 @@ mod tests {
                 self.interrupts -= 1;
                 return Err(io::ErrorKind::Interrupted.into());
             }
+            // A transport that takes nothing is broken: it panics, as a buggy one might.
+            assert!(self.max_write > 0, "transport broke");
             let n = data.len().min(self.max_write);
             self.writes.borrow_mut().push(data[..n].to_vec());
             Ok(n)
@@ -1397,6 +1399,28 @@ mod tests {
             // The bytes of one whole write (only the date may differ, at the same length).
             assert_eq!(pieces.len(), whole.len());
         }
+    }
+
+    #[test]
+    fn a_panic_while_a_response_is_written_ends_the_connection_and_is_reported() {
+        // The handler returned; the transport panics on the first write of the response (a
+        // body too big to buffer is written while the response is). The panic is reported,
+        // the partial response is not followed by a 500, and the next request is not answered.
+        let reported = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = reported.clone();
+        let settings = Settings {
+            on_error: Some(crate::settings::ErrorHook::new(move |e| {
+                sink.lock().unwrap().push(e.to_string())
+            })),
+            ..Settings::default()
+        };
+        let req = b"GET /big HTTP/1.1\r\nHost: x\r\n\r\nGET /next HTTP/1.1\r\nHost: x\r\n\r\n";
+        let handler = |_: Request| Response::new(vec![b'x'; 4 * FLUSH_BYTES].into());
+        let writes = run_with(req, handler, &settings, 0, 0);
+        assert!(writes.is_empty(), "{writes:?}");
+        let reported = reported.lock().unwrap();
+        assert_eq!(reported.len(), 1, "{reported:?}");
+        assert!(reported[0].contains("transport broke"), "{reported:?}");
     }
 
     #[test]
