@@ -933,7 +933,7 @@ where
                 let cache: *const RefCell<HeadCache> = HEAD_CACHE.with(|c| c as *const _);
                 // SAFETY: `with` returned, so this thread's value is alive; it lives until the
                 // thread's thread-locals are destroyed, which cannot happen during this call on
-                // this thread, and the reference does not outlive this statement. (Parsed
+                // this thread, and the reference is only used for the parse below. (Parsed
                 // outside `with`, the head is not copied out of the closure's result.)
                 let cache = unsafe { &*cache };
                 let parsed = parse_head_cached(
