@@ -15,8 +15,8 @@
 # wall-clock runs on a shared machine are not (counts move by ~1 % between runs).
 set -euo pipefail
 
-# shellcheck source=bench/valgrind_load.sh
-source "$(dirname "$0")/valgrind_load.sh"
+# shellcheck source=bench/load.sh
+source "$(dirname "$0")/load.sh"
 parse_load_args "$@"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT

@@ -16,8 +16,8 @@
 # running code. Needs valgrind and objdump.
 set -euo pipefail
 
-# shellcheck source=bench/valgrind_load.sh
-source "$(dirname "$0")/valgrind_load.sh"
+# shellcheck source=bench/load.sh
+source "$(dirname "$0")/load.sh"
 parse_load_args "$@"
 binary="$(command -v "${server[0]}")"
 out="$(mktemp -d)"

@@ -26,14 +26,13 @@ port="${server[-1]}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 url="http://127.0.0.1:$port/plaintext"
 hz=$(getconf CLK_TCK)
+# shellcheck source=bench/load.sh
+source "$here/load.sh"
 
 taskset -c 0 "${server[@]}" >/dev/null 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null || true' EXIT
-for _ in $(seq 50); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
-    sleep 0.1
-done
+wait_port "$port" 50 0.1 || true
 
 ticks() { awk '{print $14, $15}' "/proc/$pid/stat"; }
 rows=()

@@ -21,25 +21,16 @@
 # figure carries a few percent of noise; compare builds with runs made back to back.
 set -euo pipefail
 
-wrk_args=()
-while [[ $# -gt 0 && "$1" != "--" ]]; do
-    wrk_args+=("$1")
-    shift
-done
-[[ $# -gt 1 ]] || { echo "usage: $0 [WRK_ARGS...] -- SERVER_COMMAND..." >&2; exit 2; }
-shift
-server=("$@")
-port="${server[-1]}"
+# shellcheck source=bench/load.sh
+source "$(dirname "$0")/load.sh"
+parse_load_args "$@"
 command -v perf >/dev/null || { echo "$0: needs perf (apt-get install linux-perf)" >&2; exit 1; }
 out="$(mktemp -d)"
 
 taskset -c 0 "${server[@]}" >/dev/null 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null || true; rm -rf "$out"' EXIT
-for _ in $(seq 50); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
-    sleep 0.1
-done
+wait_port "$port" 50 0.1 || true
 
 taskset -c 1 wrk -t1 -d12s "${wrk_args[@]}" "http://127.0.0.1:$port${HOTSPOTS_PATH:-/plaintext}" \
     >"$out/wrk.txt" &

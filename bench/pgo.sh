@@ -34,21 +34,15 @@ RUSTFLAGS="-Cprofile-generate=$data" \
     cargo build --release -p fibra-cli --target-dir "$root/target/pgo-gen"
 bin="$root/target/pgo-gen/release/fibra"
 
-wait_port() {
-    for _ in $(seq 100); do
-        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
-        sleep 0.1
-    done
-    echo "server did not start on port $port" >&2
-    return 1
-}
+# shellcheck source=bench/load.sh
+source "$root/bench/load.sh"
 
 # Runs "$@" as the server, wrk against each URL spec given on stdin ("WRK_ARGS... URL"),
 # then stops it with SIGTERM so the profile is written.
 train() {
     "$@" >/dev/null 2>&1 &
     local pid=$!
-    wait_port
+    wait_port "$port" 100 0.1 || { echo "server did not start on port $port" >&2; return 1; }
     while read -r line; do
         # shellcheck disable=SC2086
         wrk -t1 -d"${train_secs}s" $line >/dev/null
