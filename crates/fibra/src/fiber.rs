@@ -47,7 +47,7 @@ impl Next {
         let Next(w) = self;
         drive_steps(|task| {
             let timed_out = park_end(task);
-            w.woken(timed_out)
+            w.woken(task, timed_out)
         })
     }
 }
@@ -65,6 +65,10 @@ pub(crate) struct Task {
     pub(crate) timed_out: AtomicBool,
     /// `J_*` bits of the hand-over of the fiber's outcome (see [`JoinCell`]).
     join_state: AtomicU8,
+    /// Set once the fiber has been cancelled (runtime shutdown): it unwinds with
+    /// [`Cancelled`] once, and its blocking calls return instead of parking or unwinding
+    /// again (see [`is_cancelled`]). Home worker only.
+    cancelled: AtomicBool,
     /// Index of the worker that owns (or will own) the fiber.
     home: u32,
     /// Key of the fiber's slot in its home worker's slab; set when it arrives there.
@@ -93,6 +97,8 @@ pub(crate) struct Task {
 const J_WAITING: u8 = 1;
 const J_CLAIMED: u8 = 2;
 const J_DONE: u8 = 4;
+/// The [`JoinHandle`] was dropped: nobody will read the outcome.
+const J_DETACHED: u8 = 8;
 
 /// A fiber's outcome as its [`JoinHandle`] will see it, handed over through one atomic word
 /// (`Task::join_state`)
@@ -102,6 +108,11 @@ const J_DONE: u8 = 4;
 ///   sets `J_DONE`; if `J_WAITING` was set by then it takes `waiter` and wakes it.
 /// - The one joiner (`JoinHandle::join` consumes the handle) reads `result` only after seeing
 ///   `J_DONE`, and writes `waiter` only before setting `J_WAITING`, and never again after.
+/// - A handle dropped unjoined sets `J_DETACHED`. Whichever of the two `fetch_or`s (`J_DONE`
+///   by `complete`, `J_DETACHED` by the drop) comes second sees the other's bit and drops the
+///   value: the fiber itself at completion, or the dropper. So a detached fiber's value (whose
+///   destructor is user code and may panic) is never dropped by the worker when it frees the
+///   task, where a panic would unwind the worker loop.
 #[derive(Default)]
 struct JoinCell {
     /// The boxed value (no allocation for `()`) or the panic payload; `None` if the fiber was
@@ -129,6 +140,7 @@ impl Task {
             timed_out: AtomicBool::new(false),
             stack_limit: AtomicUsize::new(0),
             join_state: AtomicU8::new(0),
+            cancelled: AtomicBool::new(false),
             join: JoinCell::default(),
         }
     }
@@ -143,12 +155,21 @@ impl Task {
         // SAFETY: J_CLAIMED makes this the only writer of `result`, and the joiner reads it
         // only after J_DONE is set below.
         unsafe { *j.result.get() = result };
-        if self.join_state.fetch_or(J_DONE, AcqRel) & J_WAITING != 0 {
+        let before = self.join_state.fetch_or(J_DONE, AcqRel);
+        if before & J_WAITING != 0 {
             // SAFETY: the joiner wrote `waiter` before setting J_WAITING (acquired by the
             // fetch_or above) and does not touch it after; completion happens once.
             if let Some(w) = unsafe { (*j.waiter.get()).take() } {
                 w.wake();
             }
+        }
+        if before & J_DETACHED != 0 {
+            // SAFETY: the handle is gone (J_DETACHED was set before our J_DONE, so its drop
+            // did not see J_DONE and left `result` alone); nobody else reads it.
+            let value = unsafe { (*j.result.get()).take() };
+            // User code (the value's destructor) runs here, in the fiber that made the value,
+            // so a panic in it is caught at the fiber's entry like any other.
+            drop(value);
         }
     }
 
@@ -180,6 +201,12 @@ impl Task {
             Arc::increment_strong_count(ptr);
             Arc::from_raw(ptr)
         }
+    }
+
+    /// Whether the fiber is being cancelled (see [`is_cancelled`]).
+    #[inline]
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Relaxed)
     }
 
     pub(crate) fn mark_done(&self) {
@@ -238,8 +265,55 @@ fn suspend() {
     // Other fibers ran on this thread in between and overwrote the thread-locals.
     YIELDER.with(|y| y.set(yielder));
     if CANCELLING.with(|c| c.get()) {
+        cancel_once();
+    }
+}
+
+/// Starts the cancellation of the running fiber (its worker is shutting down): the first
+/// time, it unwinds with [`Cancelled`]; once the fiber is being cancelled, the call returns,
+/// as a spurious wake-up would. A second unwind raised inside a destructor that the first one
+/// runs would abort the process.
+#[cold]
+#[inline(never)]
+fn cancel_once() {
+    let first = with_current(|task| task.is_some_and(|t| !t.cancelled.swap(true, Relaxed)));
+    if first {
         panic::resume_unwind(Box::new(Cancelled));
     }
+}
+
+/// Whether the running fiber is being cancelled (its runtime is shutting down and it has
+/// started unwinding). Its blocking calls then return instead of waiting: timed waits time
+/// out at once, waits for socket readiness fail with [`shutting_down`], and `sleep` and
+/// `Notify::wait` return. Waits that a cancelled counterpart ends (a lock its holder
+/// releases as it unwinds, a channel whose senders are dropped) wait as usual.
+#[inline]
+pub(crate) fn is_cancelled() -> bool {
+    with_current(|task| task.is_some_and(Task::is_cancelled))
+}
+
+/// Marks fiber `task` as cancelled before its worker drops a body it never ran (or the rest
+/// of a fiber waiting without a stack), so blocking calls in those destructors return.
+pub(crate) fn mark_cancelled(task: &Task) {
+    task.cancelled.store(true, Relaxed);
+}
+
+/// The body of a cancelled fiber that never ran (or waited without a stack): runs
+/// `drop_body`, which drops what the fiber held, and reports the fiber as cancelled to its
+/// joiner. A panic in those destructors is caught here (the panic hook has reported it).
+pub(crate) fn end_unstarted(drop_body: impl FnOnce()) -> Option<Next> {
+    let _ = panic::catch_unwind(AssertUnwindSafe(drop_body));
+    with_current(|task| {
+        if let Some(task) = task {
+            task.complete(None);
+        }
+    });
+    None
+}
+
+/// The error a wait for socket readiness returns in a fiber being cancelled.
+pub(crate) fn shutting_down() -> io::Error {
+    io::Error::other("fibra: the runtime is shutting down")
 }
 
 /// Parks the current fiber until it is unparked or tick `deadline` (0: none) passes.
@@ -381,7 +455,12 @@ impl Waiter {
 #[inline(always)]
 pub(crate) fn park_until(deadline: Option<std::time::Instant>) -> bool {
     let parked = with_current(|task| {
-        task.map(|t| park_fiber(t, deadline.map_or(0, crate::timer::ticks_at)))
+        task.map(|t| {
+            if deadline.is_some() && t.cancelled.load(Relaxed) {
+                return true;
+            }
+            park_fiber(t, deadline.map_or(0, crate::timer::ticks_at))
+        })
     });
     match parked {
         Some(timed_out) => timed_out,
@@ -506,6 +585,20 @@ impl<T: 'static> JoinHandle<T> {
                 }
             }
             park_until(None);
+        }
+    }
+}
+
+impl<T> Drop for JoinHandle<T> {
+    fn drop(&mut self) {
+        // Detach (see [`JoinCell`]). After a `join` the value is taken already, and this
+        // finds nothing to drop.
+        let before = self.task.join_state.fetch_or(J_DETACHED, AcqRel);
+        if before & J_DONE != 0 {
+            // SAFETY: J_DONE (acquired) means `complete` wrote `result` and will not touch it
+            // again; this handle is its only reader.
+            let value = unsafe { (*self.task.join.result.get()).take() };
+            drop(value);
         }
     }
 }
@@ -928,8 +1021,8 @@ impl IoWait {
     /// The step after the wait ended: `then`, or the same wait again after a spurious
     /// wake-up.
     #[inline(always)]
-    fn woken(self, timed_out: bool) -> Step {
-        match self.state.after_wait(self.dir, timed_out) {
+    fn woken(self, task: &Task, timed_out: bool) -> Step {
+        match self.state.after_wait_of(task, self.dir, timed_out) {
             Err(e) => self.then.resume(Err(e)),
             Ok(()) if IoState::is_ready(self.state.snapshot(), self.dir) => {
                 self.then.resume(Ok(()))
@@ -953,10 +1046,10 @@ fn run_steps(task: &Task, mut step: Step) -> Option<Next> {
                 } else {
                     match park_begin(task, w.deadline) {
                         ParkBegin::Parked => return Some(Next(w)),
-                        ParkBegin::Notified => w.woken(false),
+                        ParkBegin::Notified => w.woken(task, false),
                         ParkBegin::Raced => {
                             let timed_out = park_end(task);
-                            w.woken(timed_out)
+                            w.woken(task, timed_out)
                         }
                     }
                 }

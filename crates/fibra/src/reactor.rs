@@ -9,7 +9,7 @@
 //! if no event arrived since it looked (compare-and-swap on the whole word), so an edge that
 //! lands between the syscall and the clear is never lost, even across threads.
 
-use crate::fiber::Waiter;
+use crate::fiber::Task;
 use mio::event::Event;
 use std::io;
 use std::sync::atomic::AtomicUsize;
@@ -52,24 +52,95 @@ const TICK: usize = 16;
 pub(crate) type Token = usize;
 
 /// Readiness and waiters of one registered socket.
+///
+/// # Waiter protocol
+/// Only fibers wait here (a plain thread waits in `poll(2)`, see `net::evented`). A fiber
+/// registers itself for a direction under the `waiters` lock, after checking under that lock
+/// that the direction is not ready ([`IoState::add_waiter`]). Any number of fibers may wait
+/// on one direction (several acceptors on one listener, a reader in each of two fibers): the
+/// first in an inline slot, the others in a list. An event for a direction removes and wakes
+/// all of them ([`IoState::on_event`]); each then retries its operation, and those that find
+/// nothing register again. A fiber whose wait timed out removes its own entry
+/// ([`IoState::after_wait`]). Entries hold an `Arc<Task>`, so an entry left behind by a
+/// fiber that unwound out of its wait (cancellation) costs a spurious wake-up, never a
+/// dangling pointer.
 pub(crate) struct IoState {
     /// READABLE | WRITABLE flags, plus an event counter in the bits above them.
     readiness: AtomicUsize,
     waiters: Mutex<Waiters>,
 }
 
+/// The fibers waiting for each direction of one socket.
 #[derive(Default)]
 struct Waiters {
-    reader: Option<Waiter>,
-    writer: Option<Waiter>,
+    reader: Option<Arc<Task>>,
+    writer: Option<Arc<Task>>,
+    /// Waiters beyond the first of each direction; boxed, so the common case of one waiter
+    /// keeps `IoState` in one cache line.
+    #[allow(clippy::box_collection)]
+    more: Option<Box<Vec<ExtraWaiter>>>,
 }
 
+/// A waiter beyond the first of its direction.
+type ExtraWaiter = (Dir, Arc<Task>);
+
 impl Waiters {
-    /// The waiter slot of direction `dir`.
-    fn slot(&mut self, dir: Dir) -> &mut Option<Waiter> {
+    /// The inline slot of direction `dir`.
+    fn slot(&mut self, dir: Dir) -> &mut Option<Arc<Task>> {
         match dir {
             Dir::Read => &mut self.reader,
             Dir::Write => &mut self.writer,
+        }
+    }
+
+    /// Registers `task` for `dir`, unless it is registered already.
+    fn add(&mut self, dir: Dir, task: &Task) {
+        let slot = self.slot(dir);
+        match slot {
+            None => *slot = Some(task.arc()),
+            Some(t) if std::ptr::eq(Arc::as_ptr(t), task) => {}
+            Some(_) => {
+                let more = self.more.get_or_insert_with(Box::default);
+                let present = more
+                    .iter()
+                    .any(|(d, t)| *d == dir && std::ptr::eq(Arc::as_ptr(t), task));
+                if !present {
+                    more.push((dir, task.arc()));
+                }
+            }
+        }
+    }
+
+    /// Removes `task`'s registration for `dir`, if any.
+    fn remove(&mut self, dir: Dir, task: &Task) {
+        let slot = self.slot(dir);
+        if slot
+            .as_ref()
+            .is_some_and(|t| std::ptr::eq(Arc::as_ptr(t), task))
+        {
+            *slot = None;
+        }
+        if let Some(more) = &mut self.more {
+            more.retain(|(d, t)| !(*d == dir && std::ptr::eq(Arc::as_ptr(t), task)));
+        }
+    }
+
+    /// Removes every waiter of the directions in `bits` (READABLE, WRITABLE) into `woken`.
+    fn take(&mut self, bits: usize, woken: &mut Vec<Arc<Task>>) {
+        for dir in [Dir::Read, Dir::Write] {
+            if bits & dir.bit() != 0 {
+                woken.extend(self.slot(dir).take());
+            }
+        }
+        if let Some(more) = &mut self.more {
+            let mut i = 0;
+            while i < more.len() {
+                if bits & more[i].0.bit() != 0 {
+                    woken.push(more.swap_remove(i).1);
+                } else {
+                    i += 1;
+                }
+            }
         }
     }
 }
@@ -103,30 +174,27 @@ impl IoState {
             .compare_exchange(snapshot, snapshot & !dir.bit(), AcqRel, Acquire);
     }
 
-    /// Parks the caller until `dir` is ready or tick `deadline` (0: none) passes.
-    pub(crate) fn wait(&self, dir: Dir, deadline: u64) -> io::Result<()> {
-        crate::fiber::with_current(|task| match task {
-            Some(task) => self.wait_as(task, dir, deadline),
-            None => Err(io::Error::other("fibra: IoState::wait outside a fiber")),
-        })
-    }
-
-    fn wait_as(&self, task: &crate::fiber::Task, dir: Dir, deadline: u64) -> io::Result<()> {
+    /// Parks fiber `task` (the caller) until `dir` is ready or tick `deadline` (0: none)
+    /// passes. In a fiber being cancelled it fails at once instead.
+    pub(crate) fn wait(&self, task: &Task, dir: Dir, deadline: u64) -> io::Result<()> {
+        if task.is_cancelled() {
+            return Err(crate::fiber::shutting_down());
+        }
         if !self.add_waiter(task, dir) {
             return Ok(());
         }
         let timed_out = crate::fiber::park_fiber(task, deadline);
-        self.after_wait(dir, timed_out)
+        self.after_wait_of(task, dir, timed_out)
     }
 
-    /// Registers `task` as the waiter for `dir`, unless `dir` is ready (false).
+    /// Registers `task` as a waiter for `dir`, unless `dir` is ready (false).
     #[inline(always)]
-    pub(crate) fn add_waiter(&self, task: &crate::fiber::Task, dir: Dir) -> bool {
+    pub(crate) fn add_waiter(&self, task: &Task, dir: Dir) -> bool {
         let mut w = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
         if self.readiness.load(Acquire) & dir.bit() != 0 {
             return false;
         }
-        *w.slot(dir) = Some(Waiter::Fiber(task.arc()));
+        w.add(dir, task);
         true
     }
 
@@ -134,10 +202,10 @@ impl IoState {
     /// passed before `dir` became ready (the registration is removed), otherwise `Ok` (which
     /// may be a spurious wake-up: look at the readiness again).
     #[inline(always)]
-    pub(crate) fn after_wait(&self, dir: Dir, timed_out: bool) -> io::Result<()> {
+    pub(crate) fn after_wait_of(&self, task: &Task, dir: Dir, timed_out: bool) -> io::Result<()> {
         if timed_out && self.readiness.load(Acquire) & dir.bit() == 0 {
             let mut w = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
-            *w.slot(dir) = None;
+            w.remove(dir, task);
             return Err(io::Error::new(
                 io::ErrorKind::TimedOut,
                 match dir {
@@ -181,26 +249,32 @@ impl IoState {
                 Err(actual) => cur = actual,
             }
         }
-        let (reader, writer) = {
+        let (reader, writer, more) = {
             let mut w = state.waiters.lock().unwrap_or_else(|e| e.into_inner());
-            (
-                if bits & READABLE != 0 {
-                    w.reader.take()
-                } else {
-                    None
-                },
-                if bits & WRITABLE != 0 {
-                    w.writer.take()
-                } else {
-                    None
-                },
-            )
+            let reader = if bits & READABLE != 0 {
+                w.reader.take()
+            } else {
+                None
+            };
+            let writer = if bits & WRITABLE != 0 {
+                w.writer.take()
+            } else {
+                None
+            };
+            let mut more = Vec::new();
+            if w.more.is_some() {
+                w.take(bits, &mut more);
+            }
+            (reader, writer, more)
         };
         if let Some(r) = reader {
-            r.wake();
+            crate::fiber::unpark(&r);
         }
         if let Some(wr) = writer {
-            wr.wake();
+            crate::fiber::unpark(&wr);
+        }
+        for t in more {
+            crate::fiber::unpark(&t);
         }
     }
 }

@@ -46,9 +46,29 @@ impl RtShared {
     }
 }
 
-/// The runtime of the calling worker thread, if any.
+thread_local! {
+    /// The runtime a helper thread of `spawn_blocking` is running a job for.
+    static BLOCKING_FOR: std::cell::RefCell<Option<Arc<RtShared>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// The runtime of the calling thread, if any: the worker's, or the one whose fiber handed a
+/// blocking job to this helper thread (see [`enter_blocking`]).
 pub(crate) fn current() -> Option<Arc<RtShared>> {
-    worker::try_with(|w| w.rt.clone())
+    worker::try_with(|w| w.rt.clone()).or_else(|| BLOCKING_FOR.with(|b| b.borrow().clone()))
+}
+
+/// While the returned guard lives, the calling (helper) thread counts as running for `rt`:
+/// `fibra::spawn` in a `spawn_blocking` job spawns onto the runtime of the fiber that asked.
+pub(crate) fn enter_blocking(rt: Arc<RtShared>) -> impl Drop {
+    struct Leave(Option<Arc<RtShared>>);
+    impl Drop for Leave {
+        fn drop(&mut self) {
+            let previous = self.0.take();
+            BLOCKING_FOR.with(|b| *b.borrow_mut() = previous);
+        }
+    }
+    Leave(BLOCKING_FOR.with(|b| b.borrow_mut().replace(rt)))
 }
 
 /// Configures a [`Runtime`].

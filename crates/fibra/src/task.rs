@@ -84,7 +84,8 @@ fn submit(job: Job) {
 ///
 /// Use it for blocking system calls and CPU-heavy work that would otherwise stall every fiber
 /// of the worker. Outside a fiber, `f` simply runs on the calling thread. If `f` panics, the
-/// panic is resumed in the caller.
+/// panic is resumed in the caller. Inside `f`, [`fibra::spawn`](crate::spawn) spawns onto the
+/// caller's runtime, and the runtime's sockets and sync primitives block the helper thread.
 ///
 /// ```
 /// let len = fibra::run(|| {
@@ -101,7 +102,9 @@ where
         return f();
     }
     let (tx, rx) = oneshot::channel();
+    let rt = crate::runtime::current();
     submit(Box::new(move || {
+        let _context = rt.map(crate::runtime::enter_blocking);
         let _ = tx.send(panic::catch_unwind(AssertUnwindSafe(f)));
     }));
     match rx.recv() {

@@ -24,22 +24,45 @@ pub fn now() -> Instant {
 ///     assert!(start.elapsed() >= Duration::from_millis(5));
 /// });
 /// ```
+///
+/// A duration too long for an `Instant` (`Duration::MAX`) sleeps forever, as with std. In a
+/// fiber being cancelled (its runtime is shutting down) it returns at once.
 pub fn sleep(dur: Duration) {
-    sleep_until(Instant::now() + dur);
+    match Instant::now().checked_add(dur) {
+        Some(deadline) => sleep_until(deadline),
+        None => {
+            while !fiber::is_cancelled() {
+                fiber::park_until(None);
+            }
+        }
+    }
 }
 
-/// Puts the current fiber (or thread) to sleep until `deadline`.
+/// Puts the current fiber (or thread) to sleep until `deadline`. In a fiber being cancelled
+/// it returns at once.
 pub fn sleep_until(deadline: Instant) {
     // `park_until` parks the fiber on its worker's timer heap (or the thread with
     // `park_timeout`); it may wake early, so check the real clock each time.
-    while Instant::now() < deadline {
+    while Instant::now() < deadline && !fiber::is_cancelled() {
         fiber::park_until(Some(deadline));
     }
 }
 
-/// A deadline helper: the instant `dur` from now (on the coarse clock).
+/// A deadline helper: the instant `dur` from now (on the coarse clock). A duration too long
+/// for an `Instant` gives one about a century away, which no wait reaches.
 pub fn deadline_in(dur: Duration) -> Instant {
-    now() + dur
+    saturating_add(now(), dur)
+}
+
+/// `at + dur`, or an instant about a century after `at` if the sum does not fit.
+pub(crate) fn saturating_add(at: Instant, dur: Duration) -> Instant {
+    at.checked_add(dur)
+        .unwrap_or_else(|| at + Duration::from_secs(100 * 365 * 24 * 3600))
+}
+
+/// The deadline `dur` from now, `None` ("forever") if it does not fit in an `Instant`.
+pub(crate) fn deadline_after(dur: Duration) -> Option<Instant> {
+    Instant::now().checked_add(dur)
 }
 
 /// Time left until `deadline`, or `None` if it has passed.

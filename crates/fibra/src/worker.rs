@@ -32,6 +32,12 @@ const POLL_INTERVAL: usize = 256;
 /// Lent stacks kept for reuse beyond those in use; more go back to the stack pool.
 const MAX_SHARED_STACKS: usize = 4;
 
+/// At shutdown, how long the cancellation of a worker's fibers may go without any fiber
+/// running before the fibers still parked are given up (leaked, not dropped): fibers that
+/// caught [`Cancelled`](crate::Cancelled) and parked again, or destructors waiting for
+/// something that no cancelled fiber will release.
+const CANCEL_GRACE: Duration = Duration::from_secs(1);
+
 /// A message to a worker from another thread.
 pub(crate) enum Message {
     /// A new fiber to start.
@@ -46,40 +52,59 @@ pub(crate) enum Message {
 /// The part of a worker other threads can reach.
 pub(crate) struct WorkerShared {
     pub(crate) inbox: Mutex<Vec<Message>>,
+    /// Set (under the inbox lock) once the worker has stopped and its inbox was emptied for
+    /// good: a message sent after that is discarded at once.
+    closed: AtomicBool,
     /// Set when a message is pushed, so the worker can skip locking an empty inbox.
     pending: AtomicBool,
     /// True while the worker is in (or about to enter) a blocking `epoll_wait`.
     pub(crate) sleeping: AtomicBool,
     pub(crate) waker: mio::Waker,
+    /// The worker's poller, for taking a socket out of it from any thread.
+    pub(crate) registry: mio::Registry,
 }
 
 impl WorkerShared {
     /// Empties the inbox of a worker that has stopped (its poller is closed).
     pub(crate) fn discard_inbox(&self) {
-        let msgs = std::mem::take(&mut *self.inbox.lock().unwrap_or_else(|e| e.into_inner()));
-        for msg in msgs {
-            match msg {
-                Message::Spawn(task, body) => {
-                    drop(body);
-                    task.mark_done();
-                    task.complete(None);
-                }
-                Message::Wake(_) => {}
-                // The poller is closed, so no event can name the token any more.
-                Message::Release(token) => reactor::release(token),
-            }
-        }
+        let msgs = {
+            let mut inbox = self.inbox.lock().unwrap_or_else(|e| e.into_inner());
+            self.closed.store(true, SeqCst);
+            std::mem::take(&mut *inbox)
+        };
+        msgs.into_iter().for_each(discard);
     }
 
     pub(crate) fn send(&self, msg: Message) {
-        self.inbox
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(msg);
+        {
+            let mut inbox = self.inbox.lock().unwrap_or_else(|e| e.into_inner());
+            if self.closed.load(SeqCst) {
+                drop(inbox);
+                // A spawn from a thread outliving the runtime (a `spawn_blocking` job, say).
+                discard(msg);
+                return;
+            }
+            inbox.push(msg);
+        }
         self.pending.store(true, SeqCst);
         if self.sleeping.load(SeqCst) && self.sleeping.swap(false, SeqCst) {
             let _ = self.waker.wake();
         }
+    }
+}
+
+/// Handles a message to a worker that has stopped: a fiber that never started is reported to
+/// its joiner as cancelled (its body is dropped by the calling thread, not a worker).
+fn discard(msg: Message) {
+    match msg {
+        Message::Spawn(task, body) => {
+            drop(body);
+            task.mark_done();
+            task.complete(None);
+        }
+        Message::Wake(_) => {}
+        // The poller is closed, so no event can name the token any more.
+        Message::Release(token) => reactor::release(token),
     }
 }
 
@@ -110,6 +135,9 @@ pub(crate) struct Worker {
     fibers: RefCell<Slab<Slot>>,
     /// True while a fiber runs: the slab must not change then.
     running: Cell<bool>,
+    /// True while the worker cancels its fibers at shutdown: a fiber that has not started
+    /// (or waits without a stack) is started only to drop its body, as a cancelled fiber.
+    cancelling: Cell<bool>,
     /// Fibers spawned onto this worker while a fiber ran; inserted once it stops.
     deferred: RefCell<VecDeque<(Arc<Task>, Body)>>,
     stacks: RefCell<StackPool>,
@@ -222,22 +250,35 @@ impl Worker {
                 match self.stacks.borrow_mut().get() {
                     Ok(stack) => {
                         slot.task.stack_limit.store(stack.limit().get(), Relaxed);
-                        let co = match std::mem::replace(&mut slot.state, FiberState::Empty) {
-                            FiberState::NotStarted(body) => fiber::make_coroutine(stack, body),
-                            FiberState::Waiting(next) => {
-                                fiber::make_coroutine(stack, move || next.run())
+                        let state = std::mem::replace(&mut slot.state, FiberState::Empty);
+                        let co = if self.cancelling.get() {
+                            // Its destructors run in the fiber, where blocking calls behave
+                            // as in any cancelled fiber.
+                            fiber::mark_cancelled(&slot.task);
+                            fiber::make_coroutine(stack, move || {
+                                fiber::end_unstarted(move || drop(state))
+                            })
+                        } else {
+                            match state {
+                                FiberState::NotStarted(body) => fiber::make_coroutine(stack, body),
+                                FiberState::Waiting(next) => {
+                                    fiber::make_coroutine(stack, move || next.run())
+                                }
+                                _ => unreachable!(),
                             }
-                            _ => unreachable!(),
                         };
                         slot.state = FiberState::Suspended(co);
                     }
                     Err(e) => {
-                        // Out of memory or mappings: the body (and its JoinHandle sender) is
-                        // dropped, so a joiner sees the fiber as cancelled.
+                        // Out of memory or mappings: the body is dropped, so a joiner sees
+                        // the fiber as cancelled.
                         eprintln!("fibra: cannot allocate a fiber stack: {e}");
+                        let slot = fibers.remove(key);
+                        drop(fibers);
                         slot.task.mark_done();
                         slot.task.complete(None);
-                        fibers.remove(key);
+                        // The body is user code: its destructors must not unwind this loop.
+                        drop_outside_fibers(slot);
                         return;
                     }
                 }
@@ -370,36 +411,62 @@ impl Worker {
         self.cancel_all();
     }
 
-    /// Unwinds every fiber still alive on this worker (runtime shutdown).
+    /// Cancels every fiber still alive on this worker (runtime shutdown).
+    ///
+    /// Each fiber is resumed once with the cancellation flag up, so it unwinds with
+    /// [`Cancelled`](crate::Cancelled) from its blocking call; a fiber that never started (or
+    /// waits without a stack) is started to drop its body instead. While they unwind,
+    /// destructors may block: their timed waits and socket waits return at once, but a lock
+    /// or a channel waits for its cancelled counterpart, so the fibers those unwinds wake are
+    /// run — also when the wake-up comes from another worker — until every fiber has ended,
+    /// or none ran for [`CANCEL_GRACE`].
     fn cancel_all(&self) {
         fiber::set_cancelling(true);
-        for _round in 0..8 {
-            let keys: Vec<usize> = self.fibers.borrow().iter().map(|(k, _)| k).collect();
-            if keys.is_empty() {
+        self.cancelling.set(true);
+        self.queue.borrow_mut().clear();
+        let keys: Vec<usize> = self.fibers.borrow().iter().map(|(k, _)| k).collect();
+        for key in keys {
+            self.run_fiber(key);
+        }
+        let shared = &self.rt.workers[self.index];
+        let mut events = Events::with_capacity(16);
+        let mut last_progress = Instant::now();
+        loop {
+            self.drain_inbox();
+            if self.fibers.borrow().is_empty() {
                 break;
             }
-            for key in keys {
-                let not_started = matches!(
-                    self.fibers.borrow().get(key).map(|s| &s.state),
-                    Some(FiberState::NotStarted(_) | FiberState::Waiting(_))
-                );
-                if not_started {
-                    let slot = self.fibers.borrow_mut().remove(key);
-                    slot.task.mark_done();
-                    slot.task.complete(None);
-                    drop(slot);
-                } else {
-                    self.run_fiber(key);
-                }
+            let next = self.queue.borrow_mut().pop_front();
+            if let Some(key) = next {
+                self.run_fiber(key);
+                last_progress = Instant::now();
+                continue;
             }
-            self.drain_inbox();
+            if last_progress.elapsed() >= CANCEL_GRACE {
+                break;
+            }
+            // Wait for a wake-up sent by another thread (the inbox's waker ends the wait).
+            shared.sleeping.store(true, SeqCst);
+            let timeout = if self.inbox_empty() {
+                Duration::from_millis(10)
+            } else {
+                Duration::ZERO
+            };
+            let _ = self.poll.borrow_mut().poll(&mut events, Some(timeout));
+            shared.sleeping.store(false, SeqCst);
         }
-        // Fibers that refused to unwind (they caught `Cancelled` and parked again) are leaked
-        // rather than dropped: dropping a suspended coroutine would unwind it from here.
+        // Fibers that never ended are leaked rather than dropped: dropping a suspended
+        // coroutine would unwind it from here.
+        // Their tasks are leaked with them: a registration without a reference count (an
+        // mpsc receiver's) may still point at one.
         for (_, slot) in std::mem::take(&mut *self.fibers.borrow_mut()) {
             slot.task.complete(None);
-            if let FiberState::Suspended(co) = slot.state {
-                std::mem::forget(co);
+            match slot.state {
+                FiberState::Suspended(co) => {
+                    std::mem::forget(co);
+                    std::mem::forget(slot.task);
+                }
+                other => drop_outside_fibers(other),
             }
         }
         fiber::set_cancelling(false);
@@ -408,18 +475,30 @@ impl Worker {
     }
 }
 
+/// Drops `value`, which holds user code (a fiber's body or the rest of its steps), on the
+/// worker thread outside any fiber: a panic in its destructors is reported (the panic hook
+/// has printed it) and does not unwind the worker.
+fn drop_outside_fibers<T>(value: T) {
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(value))).is_err() {
+        eprintln!("fibra: a fiber's body panicked while it was dropped; the worker goes on");
+    }
+}
+
 /// Creates the poller and the shared half of a worker (on the thread that builds the runtime,
 /// so set-up errors surface from `Builder::build`).
 pub(crate) fn new_poller() -> std::io::Result<(Poll, WorkerShared)> {
     let poll = Poll::new()?;
     let waker = mio::Waker::new(poll.registry(), WAKER_TOKEN)?;
+    let registry = poll.registry().try_clone()?;
     Ok((
         poll,
         WorkerShared {
             inbox: Mutex::new(Vec::new()),
+            closed: AtomicBool::new(false),
             pending: AtomicBool::new(false),
             sleeping: AtomicBool::new(false),
             waker,
+            registry,
         },
     ))
 }
@@ -443,6 +522,7 @@ pub(crate) fn run(index: usize, rt: Arc<RtShared>, poll: Poll) {
         queue: RefCell::new(VecDeque::with_capacity(1024)),
         fibers: RefCell::new(Slab::with_capacity(1024)),
         running: Cell::new(false),
+        cancelling: Cell::new(false),
         deferred: RefCell::new(VecDeque::new()),
         timers: RefCell::new(Timers::default()),
         poll: RefCell::new(poll),

@@ -64,3 +64,22 @@ fn many_concurrent_blocking_calls() {
     });
     assert_eq!(total, (0..64).sum::<u64>());
 }
+
+#[test]
+fn a_blocking_closure_can_spawn_fibers_on_the_runtime() {
+    let rt = fibra::Runtime::builder().workers(2).build().unwrap();
+    let (sum, on_worker) = rt.block_on(|| {
+        fibra::task::spawn_blocking(|| {
+            // A helper thread, not a worker: the fibers go to the runtime that called us.
+            let hs: Vec<_> = (1..=4u64)
+                .map(|i| fibra::spawn(move || (i, fibra::current_worker().is_some())))
+                .collect();
+            hs.into_iter().fold((0, true), |(sum, all), h| {
+                let (i, on) = h.join().unwrap();
+                (sum + i, all && on)
+            })
+        })
+    });
+    assert_eq!(sum, 10);
+    assert!(on_worker);
+}

@@ -3,7 +3,15 @@
 //! thread it waits in `poll(2)`.
 //!
 //! The socket is registered lazily, with the poller of the worker where a fiber first waits on
-//! it (for an accepted connection: the worker that runs its fiber), and stays there.
+//! it (for an accepted connection: the worker that runs its fiber), and stays there. A plain
+//! thread using a registered socket (handed to `spawn_blocking` or `std::thread`) still waits
+//! in `poll(2)`, and leaves the readiness word as it found it unless an operation proved the
+//! socket drained.
+//!
+//! Dropping the socket takes it out of its poller (`EPOLL_CTL_DEL`) before closing it: closing
+//! alone does not, if another descriptor shares the open file description (a `dup`, a
+//! `try_clone` made before [`from_std`](super::TcpStream::from_std)), and epoll would go on
+//! reporting the token of the released state.
 
 use crate::fiber::Wait;
 use crate::reactor::{self, Dir, IoState};
@@ -18,8 +26,8 @@ use std::time::Duration;
 
 /// A socket plus its reactor registration and timeouts.
 ///
-/// Field order matters: `io` is dropped (closed, which removes it from epoll) before `reg`
-/// releases the poller's reference.
+/// Field order matters: `Drop` deregisters `io`, then `io` is closed before `reg` releases
+/// the poller's reference.
 pub(crate) struct Evented<S: AsRawFd> {
     pub(crate) io: S,
     reg: OnceLock<Registration>,
@@ -45,6 +53,19 @@ impl Drop for Registration {
             self.rt.workers[self.home].send(Message::Release(self.token));
         }
         // After shutdown the poller is gone; the small state is leaked rather than risked.
+    }
+}
+
+impl<S: AsRawFd> Drop for Evented<S> {
+    fn drop(&mut self) {
+        if let Some(reg) = self.reg.get() {
+            let fd = self.io.as_raw_fd();
+            // Fails only if the fd is not registered there (the registration race in
+            // `register` deregistered the loser already), which leaves nothing to do.
+            let _ = reg.rt.workers[reg.home]
+                .registry
+                .deregister(&mut mio::unix::SourceFd(&fd));
+        }
     }
 }
 
@@ -170,7 +191,14 @@ impl<S: AsRawFd> Evented<S> {
                     deadline = crate::timer::ticks_after(t);
                 }
             }
-            reg.state.wait(dir, deadline)?;
+            let waited = crate::fiber::with_current(|task| {
+                task.map(|task| reg.state.wait(task, dir, deadline))
+            });
+            match waited {
+                Some(result) => result?,
+                // A plain thread, with a socket a fiber registered.
+                None => return self.op_blocking(dir, op),
+            }
         }
     }
 
@@ -226,7 +254,13 @@ impl<S: AsRawFd> Evented<S> {
                     deadline = crate::timer::ticks_after(t);
                 }
             }
-            reg.state.wait(dir, deadline)?;
+            let waited = crate::fiber::with_current(|task| {
+                task.map(|task| reg.state.wait(task, dir, deadline))
+            });
+            match waited {
+                Some(result) => result?,
+                None => return self.ready_blocking(dir),
+            }
         }
     }
 
@@ -245,7 +279,7 @@ impl<S: AsRawFd> Evented<S> {
 
     /// [`Evented::ready`] on a plain thread, in `poll(2)`.
     fn ready_blocking(&self, dir: Dir) -> io::Result<()> {
-        let deadline = self.timeout(dir).map(|t| std::time::Instant::now() + t);
+        let deadline = self.timeout(dir).and_then(crate::time::deadline_after);
         loop {
             let ms = poll_ms(deadline)?;
             if poll_fd(self.io.as_raw_fd(), dir, ms)? {
@@ -256,8 +290,7 @@ impl<S: AsRawFd> Evented<S> {
 
     /// `op` on a plain thread: try, and wait in `poll(2)` on `WouldBlock`.
     fn op_blocking<R>(&self, dir: Dir, mut op: impl FnMut(&S) -> io::Result<R>) -> io::Result<R> {
-        let timeout = self.timeout(dir);
-        let deadline = timeout.map(|t| std::time::Instant::now() + t);
+        let deadline = self.timeout(dir).and_then(crate::time::deadline_after);
         loop {
             match op(&self.io) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}

@@ -9,6 +9,7 @@ pub mod mpsc;
 mod mutex;
 mod notify;
 pub mod oneshot;
+mod wait_list;
 mod waitgroup;
 
 pub use mutex::{Mutex, MutexGuard};

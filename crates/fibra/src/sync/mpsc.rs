@@ -16,10 +16,34 @@
 //! });
 //! assert_eq!(got, vec![0, 1, 2, 3]);
 //! ```
+//!
+//! As with std, a [`Receiver`] can move to another fiber or thread but is not `Sync`: one
+//! receiver waits at a time.
+//!
+//! ```compile_fail
+//! fn shared<T: Sync>(_: &T) {}
+//! let (_tx, rx) = fibra::sync::mpsc::channel::<u8>();
+//! shared(&rx); // error: `Receiver` is not `Sync`
+//! ```
+//!
+//! # Waiter protocol
+//! - The receiver parks in `recv` with a reference-count-free registration (`State::receiver`,
+//!   a raw task pointer), set under the channel lock just before it parks. Whoever wakes it
+//!   (a send, the last sender's drop) takes the registration under the same lock. The
+//!   receiver clears it under the lock at the start of each turn and before it returns, and a
+//!   guard clears it if the receiver unwinds out of its wait (a cancelled fiber), so it never
+//!   outlives the parked fiber. Dropping the receiver clears it too, and a sender wakes it only
+//!   while the receiver is alive.
+//! - Senders of a full bounded channel wait in a [`WaitList`] (see its protocol): a received
+//!   message pops and wakes the oldest; a sender leaves its entry on every exit, passing on a
+//!   wake-up it does not use; dropping the receiver wakes them all.
 
 use super::lock;
+use super::wait_list::{Place, WaitList};
 use crate::fiber::{park_until, LocalWaiter, Waiter};
+use std::cell::Cell;
 use std::collections::VecDeque;
+use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -32,7 +56,7 @@ struct State<T> {
     /// The receiver while it is parked in `recv`. Woken under the lock and removed by `recv`
     /// (under the lock) before it returns, so it needs no reference count.
     receiver: Option<LocalWaiter>,
-    senders_waiting: VecDeque<Waiter>,
+    senders_waiting: WaitList<Waiter>,
     senders: usize,
     receiver_alive: bool,
 }
@@ -48,7 +72,7 @@ impl<T> Chan<T> {
                 queue: VecDeque::new(),
                 cap,
                 receiver: None,
-                senders_waiting: VecDeque::new(),
+                senders_waiting: WaitList::default(),
                 senders: 1,
                 receiver_alive: true,
             }),
@@ -59,14 +83,17 @@ impl<T> Chan<T> {
     #[inline]
     fn send(&self, value: T, block: bool) -> Result<(), TrySendError<T>> {
         let mut value = Some(value);
+        let mut place = Place::new(&self.state, |st: &mut State<T>| &mut st.senders_waiting);
         loop {
             {
                 let mut st = lock(&self.state);
                 if !st.receiver_alive {
+                    let _ = place.leave_unserved(&mut st);
                     return Err(TrySendError::Disconnected(value.take().expect("value")));
                 }
                 let full = st.cap.is_some_and(|cap| st.queue.len() >= cap.max(1));
                 if !full {
+                    place.leave_served(&mut st);
                     st.queue.push_back(value.take().expect("value"));
                     if let Some(r) = st.receiver.take() {
                         // SAFETY: woken under the lock its registration is guarded by.
@@ -77,7 +104,7 @@ impl<T> Chan<T> {
                 if !block {
                     return Err(TrySendError::Full(value.take().expect("value")));
                 }
-                st.senders_waiting.push_back(Waiter::current());
+                place.register(&mut st);
             }
             park_until(None);
         }
@@ -86,6 +113,10 @@ impl<T> Chan<T> {
     #[inline(always)]
     fn recv(&self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
         let mut timed_out = false;
+        let mut parked = ParkedReceiver {
+            chan: self,
+            armed: false,
+        };
         loop {
             {
                 let mut st = lock(&self.state);
@@ -102,7 +133,24 @@ impl<T> Chan<T> {
                 }
                 st.receiver = Some(LocalWaiter::current());
             }
+            parked.armed = true;
             timed_out = park_until(deadline);
+            parked.armed = false;
+        }
+    }
+}
+
+/// Clears the receiver's registration if it unwinds out of its wait (the only exit that
+/// skips the clearing at the top of `recv`'s loop).
+struct ParkedReceiver<'a, T> {
+    chan: &'a Chan<T>,
+    armed: bool,
+}
+
+impl<T> Drop for ParkedReceiver<'_, T> {
+    fn drop(&mut self) {
+        if self.armed {
+            lock(&self.chan.state).receiver = None;
         }
     }
 }
@@ -128,21 +176,23 @@ pub struct SyncSender<T> {
     chan: Arc<Chan<T>>,
 }
 
-/// The receiving half.
+/// The receiving half. Like std's, it is `Send` but not `Sync`.
 pub struct Receiver<T> {
     chan: Arc<Chan<T>>,
+    /// Not `Sync`: two fibers in `recv` at once would share the one receiver registration.
+    _not_sync: PhantomData<Cell<()>>,
 }
 
 /// An unbounded channel: `send` never waits.
 pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
     let chan = Chan::new(None);
-    (Sender { chan: chan.clone() }, Receiver { chan })
+    (Sender { chan: chan.clone() }, Receiver::new(chan))
 }
 
 /// A bounded channel holding at most `bound` messages (at least 1): `send` parks while full.
 pub fn sync_channel<T>(bound: usize) -> (SyncSender<T>, Receiver<T>) {
     let chan = Chan::new(Some(bound));
-    (SyncSender { chan: chan.clone() }, Receiver { chan })
+    (SyncSender { chan: chan.clone() }, Receiver::new(chan))
 }
 
 impl<T> Sender<T> {
@@ -176,7 +226,7 @@ fn add_sender<T>(chan: &Arc<Chan<T>>) -> Arc<Chan<T>> {
 fn drop_sender<T>(chan: &Chan<T>) {
     let mut st = lock(&chan.state);
     st.senders -= 1;
-    if st.senders == 0 {
+    if st.senders == 0 && st.receiver_alive {
         if let Some(r) = st.receiver.take() {
             // SAFETY: woken under the lock its registration is guarded by.
             unsafe { r.wake() };
@@ -213,6 +263,13 @@ impl<T> Drop for SyncSender<T> {
 }
 
 impl<T> Receiver<T> {
+    fn new(chan: Arc<Chan<T>>) -> Self {
+        Receiver {
+            chan,
+            _not_sync: PhantomData,
+        }
+    }
+
     /// Waits for a message; fails once every sender is gone and the queue is empty.
     #[inline]
     pub fn recv(&self) -> Result<T, RecvError> {
@@ -220,8 +277,10 @@ impl<T> Receiver<T> {
     }
 
     /// Waits for a message at most `timeout`.
+    ///
+    /// A timeout too long for an `Instant` (`Duration::MAX`) waits forever, as with std.
     pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
-        self.chan.recv(Some(Instant::now() + timeout))
+        self.chan.recv(crate::time::deadline_after(timeout))
     }
 
     /// Takes a message if one is queued.
@@ -245,7 +304,8 @@ impl<T> Drop for Receiver<T> {
         let waiting = {
             let mut st = lock(&self.chan.state);
             st.receiver_alive = false;
-            std::mem::take(&mut st.senders_waiting)
+            st.receiver = None;
+            st.senders_waiting.drain().collect::<Vec<_>>()
         };
         for w in waiting {
             w.wake();

@@ -4,10 +4,17 @@
 //! `unsafe`: whoever wins `try_lock` holds the lock; losers queue themselves as waiters (under
 //! the queue lock, after one more `try_lock`, so a release cannot slip between) and park.
 //! Unlike `std`'s, this mutex does not poison: a panic while holding it releases it.
+//!
+//! # Waiter protocol
+//! The queue is a [`WaitList`]: a contended `lock` registers once (a spurious wake-up finds its
+//! entry still queued and does not queue a duplicate), `MutexGuard::drop` pops the oldest entry
+//! and wakes it, and `lock` leaves its entry on every exit: removed if still queued once it has
+//! the lock, and, if it unwinds after being woken, the wake-up goes to the next waiter. In a
+//! fiber being cancelled, `lock` still waits: the holder is being unwound too and releases it.
 
 use super::lock;
+use super::wait_list::{Place, WaitList};
 use crate::fiber::{park_until, Waiter};
-use std::collections::VecDeque;
 use std::ops::{Deref, DerefMut};
 use std::sync::{self, TryLockError};
 
@@ -30,7 +37,7 @@ use std::sync::{self, TryLockError};
 #[derive(Default)]
 pub struct Mutex<T> {
     data: sync::Mutex<T>,
-    waiters: sync::Mutex<VecDeque<Waiter>>,
+    waiters: sync::Mutex<WaitList<Waiter>>,
 }
 
 /// Holds the lock; releases it when dropped.
@@ -44,7 +51,7 @@ impl<T> Mutex<T> {
     pub fn new(value: T) -> Self {
         Mutex {
             data: sync::Mutex::new(value),
-            waiters: sync::Mutex::new(VecDeque::new()),
+            waiters: sync::Mutex::new(WaitList::default()),
         }
     }
 
@@ -58,17 +65,24 @@ impl<T> Mutex<T> {
 
     /// Acquires the lock, parking the caller while another holds it.
     pub fn lock(&self) -> MutexGuard<'_, T> {
+        match self.try_inner() {
+            Some(g) => self.guard(g),
+            None => self.lock_contended(),
+        }
+    }
+
+    #[cold]
+    fn lock_contended(&self) -> MutexGuard<'_, T> {
+        let mut place = Place::new(&self.waiters, |q: &mut WaitList<Waiter>| q);
         loop {
-            if let Some(g) = self.try_inner() {
-                return self.guard(g);
-            }
             {
                 let mut q = lock(&self.waiters);
                 if let Some(g) = self.try_inner() {
+                    place.leave_served(&mut q);
                     drop(q);
                     return self.guard(g);
                 }
-                q.push_back(Waiter::current());
+                place.register(&mut q);
             }
             park_until(None);
         }

@@ -1,10 +1,16 @@
 //! `Notify`: wake one or all waiting fibers, with a stored permit like tokio's.
+//!
+//! # Waiter protocol
+//! Waiters queue in a [`WaitList`] (see its protocol): `wait` registers once per call (a
+//! spurious wake-up finds its entry still queued), `notify_one` pops the oldest entry and
+//! `notify_all` drains them, and a waiter whose entry was popped was notified. A waiter leaves
+//! its entry on every exit; one that unwinds after it was notified passes the notification on
+//! to the next waiter.
 
 use super::lock;
-use crate::fiber::{park_until, Waiter};
-use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use super::wait_list::{Place, WaitList};
+use crate::fiber::{is_cancelled, park_until, Waiter};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Wakes waiting fibers or threads.
@@ -30,7 +36,7 @@ pub struct Notify {
 #[derive(Default)]
 struct NotifyState {
     permit: bool,
-    waiters: VecDeque<(Waiter, Arc<AtomicBool>)>,
+    waiters: WaitList<Waiter>,
 }
 
 impl std::fmt::Debug for Notify {
@@ -49,16 +55,9 @@ impl Notify {
     pub fn notify_one(&self) {
         let woken = {
             let mut st = lock(&self.state);
-            match st.waiters.pop_front() {
-                Some((w, flag)) => {
-                    flag.store(true, Ordering::Release);
-                    Some(w)
-                }
-                None => {
-                    st.permit = true;
-                    None
-                }
-            }
+            let w = st.waiters.pop_front();
+            st.permit |= w.is_none();
+            w
         };
         if let Some(w) = woken {
             w.wake();
@@ -67,47 +66,47 @@ impl Notify {
 
     /// Wakes every current waiter.
     pub fn notify_all(&self) {
-        let all = std::mem::take(&mut lock(&self.state).waiters);
-        for (w, flag) in all {
-            flag.store(true, Ordering::Release);
+        let all: Vec<Waiter> = lock(&self.state).waiters.drain().collect();
+        for w in all {
             w.wake();
         }
     }
 
-    /// Waits for a notification.
+    /// Waits for a notification. In a fiber being cancelled (its runtime is shutting down)
+    /// it returns at once.
     pub fn wait(&self) {
         self.wait_deadline(None);
     }
 
-    /// Waits at most `timeout`; returns whether it was notified.
+    /// Waits at most `timeout`; returns whether it was notified. A timeout too long for an
+    /// `Instant` (`Duration::MAX`) waits forever, as with std's timed waits.
     pub fn wait_timeout(&self, timeout: Duration) -> bool {
-        self.wait_deadline(Some(Instant::now() + timeout))
+        self.wait_deadline(crate::time::deadline_after(timeout))
     }
 
     fn wait_deadline(&self, deadline: Option<Instant>) -> bool {
-        let flag = {
-            let mut st = lock(&self.state);
-            if st.permit {
-                st.permit = false;
-                return true;
-            }
-            let flag = Arc::new(AtomicBool::new(false));
-            st.waiters.push_back((Waiter::current(), flag.clone()));
-            flag
-        };
+        let mut place = Place::new(&self.state, |st: &mut NotifyState| &mut st.waiters);
+        let mut timed_out = false;
         loop {
-            let timed_out = park_until(deadline);
-            if flag.load(Ordering::Acquire) {
-                return true;
-            }
-            if timed_out {
+            {
                 let mut st = lock(&self.state);
-                if flag.load(Ordering::Acquire) {
+                // Popped by `notify_one`/`notify_all`: notified.
+                if place.was_woken(&mut st) {
+                    place.leave_served(&mut st);
                     return true;
                 }
-                st.waiters.retain(|(_, f)| !Arc::ptr_eq(f, &flag));
-                return false;
+                if st.permit {
+                    st.permit = false;
+                    place.leave_served(&mut st);
+                    return true;
+                }
+                if timed_out || is_cancelled() {
+                    place.leave_served(&mut st);
+                    return false;
+                }
+                place.register(&mut st);
             }
+            timed_out = park_until(deadline);
         }
     }
 }

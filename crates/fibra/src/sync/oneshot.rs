@@ -7,9 +7,17 @@
 //!     assert_eq!(rx.recv(), Ok(7));
 //! });
 //! ```
+//!
+//! # Waiter protocol
+//! One receiver waits at a time (the [`Receiver`] is not `Sync`): it stores itself as the
+//! waiter under the lock before parking; `send` and the sender's drop take and wake it; a
+//! receiver that times out clears it. The waiter holds a reference count, so one left behind
+//! by an unwound receiver only costs a spurious wake-up.
 
 use super::lock;
 use crate::fiber::{park_until, Waiter};
+use std::cell::Cell;
+use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -27,9 +35,10 @@ pub struct Sender<T> {
     inner: Arc<Mutex<State<T>>>,
 }
 
-/// Receives the value.
+/// Receives the value. `Send` but not `Sync`: one fiber waits on it at a time.
 pub struct Receiver<T> {
     inner: Arc<Mutex<State<T>>>,
+    _not_sync: PhantomData<Cell<()>>,
 }
 
 /// Creates a one-shot channel.
@@ -44,7 +53,10 @@ pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
         Sender {
             inner: inner.clone(),
         },
-        Receiver { inner },
+        Receiver {
+            inner,
+            _not_sync: PhantomData,
+        },
     )
 }
 

@@ -1,6 +1,13 @@
 //! `WaitGroup`: wait until a set of fibers has finished (crossbeam's shape).
+//!
+//! # Waiter protocol
+//! `wait` registers in a [`WaitList`] once (a spurious wake-up finds its entry still queued);
+//! the drop of the last member drains the list and wakes everyone; a waiter leaves its entry
+//! on every exit, including an unwind. In a fiber being cancelled, `wait` still waits: the
+//! other members are dropped as their fibers unwind.
 
 use super::lock;
+use super::wait_list::{Place, WaitList};
 use crate::fiber::{park_until, Waiter};
 use std::sync::{Arc, Mutex};
 
@@ -27,7 +34,7 @@ pub struct WaitGroup {
 
 struct Inner {
     count: usize,
-    waiters: Vec<Waiter>,
+    waiters: WaitList<Waiter>,
 }
 
 impl Default for WaitGroup {
@@ -42,7 +49,7 @@ impl WaitGroup {
         WaitGroup {
             inner: Arc::new(Mutex::new(Inner {
                 count: 1,
-                waiters: Vec::new(),
+                waiters: WaitList::default(),
             })),
         }
     }
@@ -51,13 +58,15 @@ impl WaitGroup {
     pub fn wait(self) {
         let inner = self.inner.clone();
         drop(self);
+        let mut place = Place::new(&*inner, |st: &mut Inner| &mut st.waiters);
         loop {
             {
                 let mut st = lock(&inner);
                 if st.count == 0 {
+                    place.leave_served(&mut st);
                     return;
                 }
-                st.waiters.push(Waiter::current());
+                place.register(&mut st);
             }
             park_until(None);
         }
@@ -79,7 +88,7 @@ impl Drop for WaitGroup {
             let mut st = lock(&self.inner);
             st.count -= 1;
             if st.count == 0 {
-                std::mem::take(&mut st.waiters)
+                st.waiters.drain().collect()
             } else {
                 Vec::new()
             }

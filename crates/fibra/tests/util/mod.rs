@@ -51,3 +51,17 @@ pub fn run_child(test_name: &str, role: &str, args: &str) -> Output {
         .output()
         .expect("spawn child test process")
 }
+
+/// Runs `f` on its own thread and returns its value, failing the test (instead of hanging it)
+/// if `f` has not returned within [`PATIENCE`]: for scenarios whose bug is a lost wake-up.
+pub fn within<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
+    });
+    match rx.recv_timeout(PATIENCE) {
+        Ok(Ok(v)) => v,
+        Ok(Err(payload)) => std::panic::resume_unwind(payload),
+        Err(_) => panic!("{what}: no progress within {PATIENCE:?} (a lost wake-up?)"),
+    }
+}
