@@ -394,8 +394,9 @@ fn run_server<H>(
         })
     };
     close_idle();
-    let deadline = Instant::now() + grace;
-    while state.active.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
+    // A grace too long for an `Instant` (`Duration::MAX`) waits as long as connections last.
+    let deadline = Instant::now().checked_add(grace);
+    while state.active.load(Ordering::SeqCst) > 0 && deadline.map_or(true, |d| Instant::now() < d) {
         fibra::time::sleep(Duration::from_millis(5));
         close_idle();
     }

@@ -38,8 +38,13 @@
 //! - A panic stays in its fiber and comes back from [`JoinHandle::join`]. A fiber that
 //!   overflows its stack is reported by name before the process aborts.
 //! - [`Runtime::block_on`] returns when its root fiber returns; fibers still alive when the
-//!   [`Runtime`] is dropped are cancelled: unwound with a [`Cancelled`] payload so their
-//!   destructors run.
+//!   [`Runtime`] is dropped are cancelled: unwound once with a [`Cancelled`] payload so their
+//!   destructors run. Blocking calls in those destructors do not unwind again: timed waits
+//!   time out, socket waits fail ("the runtime is shutting down"), `sleep` and
+//!   `Notify::wait` return, and locks, channels and joins wait for the cancelled fibers that
+//!   release them.
+//! - A panic in user code never unwinds a worker: a detached fiber's value is dropped in its
+//!   own fiber, and a panic there is reported by the panic hook like a thread's.
 //! - [`task::spawn_blocking`] runs blocking code on a helper thread while the fiber parks.
 //! - [`fiber::on_shared_stack`] runs a burst of work on a stack the worker lends to whichever
 //!   fiber asks, which stays in the CPU caches while each fiber's own stack goes cold when
