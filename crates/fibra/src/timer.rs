@@ -7,10 +7,14 @@
 //! (wake it, timed out), later (push the entry again for the new deadline), or none (drop it).
 //! A connection that parks for every request with the same idle timeout therefore pushes about
 //! one entry per timeout period, not one per request.
+//!
+//! The heap itself, a plain data structure tested without a runtime, is in `timer/heap.rs`.
+
+mod heap;
 
 use crate::fiber::Task;
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use heap::{TimerHeap, TimerTask};
+use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -77,90 +81,29 @@ pub(crate) fn ticks_after(d: Duration) -> u64 {
     ticks_now().saturating_add(ms.max(1))
 }
 
-struct Entry {
-    when: u64,
-    task: Arc<Task>,
-}
+/// The deadline heap of one worker, over the runtime's fibers (see [`TimerHeap`] for its
+/// invariant).
+pub(crate) type Timers = TimerHeap<Task>;
 
-impl PartialEq for Entry {
-    fn eq(&self, other: &Self) -> bool {
-        self.when == other.when
-    }
-}
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Entry {
-    fn cmp(&self, other: &Self) -> Ordering {
-        // Reversed: BinaryHeap is a max-heap and we want the earliest deadline on top.
-        other.when.cmp(&self.when)
-    }
-}
-
-/// The deadline heap of one worker.
-///
-/// # Invariant
-/// Whenever a fiber's `deadline` is non-zero, the heap holds an entry for it due at or before
-/// that deadline. A fiber's `timer_queued` is non-zero only while an entry due then is queued.
-#[derive(Default)]
-pub(crate) struct Timers {
-    heap: BinaryHeap<Entry>,
-}
-
-impl Timers {
-    /// Arms `task`'s timeout for tick `when`. The caller is the task itself, on its home worker.
+impl TimerTask for Task {
     #[inline(always)]
-    pub(crate) fn arm(&mut self, task: &Task, when: u64) {
-        task.deadline.store(when, Relaxed);
-        let queued = task.timer_queued.load(Relaxed);
-        if queued == 0 || queued > when {
-            task.timer_queued.store(when, Relaxed);
-            self.heap.push(Entry {
-                when,
-                task: task.arc(),
-            });
-        }
+    fn deadline(&self) -> &AtomicU64 {
+        &self.deadline
     }
 
-    /// The tick of the earliest queued entry.
-    pub(crate) fn next_due(&self) -> Option<u64> {
-        self.heap.peek().map(|e| e.when)
+    #[inline(always)]
+    fn timer_queued(&self) -> &AtomicU64 {
+        &self.timer_queued
     }
 
-    /// Wakes every fiber whose deadline has passed at tick `now`.
-    pub(crate) fn fire(&mut self, now: u64) {
-        while let Some(top) = self.heap.peek() {
-            if top.when > now {
-                break;
-            }
-            let Some(Entry { task, .. }) = self.heap.pop() else {
-                break;
-            };
-            task.timer_queued.store(0, Relaxed);
-            let deadline = task.deadline.load(Relaxed);
-            if deadline == 0 {
-                continue;
-            }
-            if deadline <= now {
-                task.deadline.store(0, Relaxed);
-                task.timed_out.store(true, Relaxed);
-                crate::fiber::unpark(&task);
-            } else {
-                task.timer_queued.store(deadline, Relaxed);
-                self.heap.push(Entry {
-                    when: deadline,
-                    task,
-                });
-            }
-        }
+    #[inline(always)]
+    fn to_arc(&self) -> Arc<Task> {
+        self.arc()
     }
 
-    /// Drops every entry (at shutdown).
-    pub(crate) fn clear(&mut self) {
-        self.heap.clear();
+    fn expire(&self) {
+        self.timed_out.store(true, Relaxed);
+        crate::fiber::unpark(self);
     }
 }
 
