@@ -52,9 +52,19 @@ impl<T> Ord for Entry<T> {
 /// The deadline heap of one worker: entries are pushed lazily (arming a timeout is usually two
 /// plain stores) and looked at when they come due.
 ///
+/// # Protocol
+/// Each fiber has two words, `deadline` (`d`) and `timer_queued` (`q`):
+/// - `d` is the fiber's current timeout, 0 for none. [`arm`](Self::arm) sets it, the fiber
+///   clears it when it runs again (`fiber::park_end`), [`fire`](Self::fire) clears it when it
+///   expires the fiber.
+/// - `q` names the fiber's *queued entry*: the entry due at tick `q`. Every other entry of the
+///   fiber (`when != q`) is *stale*: it was superseded by an earlier one, and it is dropped,
+///   unlooked-at, when it comes due.
+///
 /// # Invariant
-/// Whenever a fiber's `deadline` is non-zero, the heap holds an entry for it due at or before
-/// that deadline. A fiber's `timer_queued` is non-zero only while an entry due then is queued.
+/// - If `q != 0`, the heap holds an entry of the fiber due at `q`.
+/// - If `d != 0`, then `0 < q <= d`: the queued entry comes due no later than the deadline,
+///   and when it does, `fire` expires the fiber or re-queues the entry for `d`.
 pub(crate) struct TimerHeap<T: TimerTask> {
     heap: BinaryHeap<Entry<T>>,
 }
@@ -97,9 +107,12 @@ impl<T: TimerTask> TimerHeap<T> {
             if top.when > now {
                 break;
             }
-            let Some(Entry { task, .. }) = self.heap.pop() else {
+            let Some(Entry { when, task }) = self.heap.pop() else {
                 break;
             };
+            if task.timer_queued().load(Relaxed) != when {
+                continue; // stale
+            }
             task.timer_queued().store(0, Relaxed);
             let deadline = task.deadline().load(Relaxed);
             if deadline == 0 {
@@ -255,5 +268,24 @@ mod tests {
         assert_eq!(t.expired(), 0);
         h.fire(100);
         assert_eq!(t.expired(), 1);
+    }
+
+    #[test]
+    fn a_timer_re_armed_after_a_superseded_entry_fires_once_at_its_own_tick() {
+        let mut h = TimerHeap::default();
+        let t = Mock::new();
+        h.arm(&*t, 100);
+        h.arm(&*t, 50);
+        h.fire(50);
+        assert_eq!(t.expired(), 1);
+        t.wake_early();
+        h.arm(&*t, 150); // the stale entry at 100 must not touch this one
+        h.fire(100);
+        assert_eq!(t.expired(), 1);
+        assert_eq!(entries_of(&h, &t), vec![150]);
+        check_invariant(&h, std::slice::from_ref(&t));
+        h.fire(150);
+        assert_eq!(t.expired(), 2);
+        assert_eq!(h.next_due(), None);
     }
 }
