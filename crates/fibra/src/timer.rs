@@ -8,7 +8,10 @@
 //! A connection that parks for every request with the same idle timeout therefore pushes about
 //! one entry per timeout period, not one per request.
 //!
-//! The heap itself, a plain data structure tested without a runtime, is in `timer/heap.rs`.
+//! An entry holds its fiber's task. So that a fiber woken early and finished is not kept alive
+//! until its deadline, its worker cancels its timer when it finishes ([`TimerHeap::cancel`]),
+//! and the heap is compacted once enough of it is such garbage (see [`TimerHeap`]; the heap
+//! itself, a plain data structure tested without a runtime, is in `timer/heap.rs`).
 
 mod heap;
 
@@ -82,7 +85,7 @@ pub(crate) fn ticks_after(d: Duration) -> u64 {
 }
 
 /// The deadline heap of one worker, over the runtime's fibers (see [`TimerHeap`] for its
-/// invariant).
+/// protocol and invariant).
 pub(crate) type Timers = TimerHeap<Task>;
 
 impl TimerTask for Task {

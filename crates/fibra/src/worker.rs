@@ -276,6 +276,7 @@ impl Worker {
                         let slot = fibers.remove(key);
                         drop(fibers);
                         slot.task.mark_done();
+                        self.timers.borrow_mut().cancel(&slot.task);
                         slot.task.complete(None);
                         // The body is user code: its destructors must not unwind this loop.
                         drop_outside_fibers(slot);
@@ -300,6 +301,7 @@ impl Worker {
             Resumed::Finished => {
                 let slot = self.fibers.borrow_mut().remove(key);
                 slot.task.mark_done();
+                self.timers.borrow_mut().cancel(&slot.task);
                 if let FiberState::Suspended(co) = slot.state {
                     self.stacks.borrow_mut().put(co.into_stack());
                 }

@@ -25,6 +25,15 @@ pub(crate) trait TimerTask: Sized {
     fn expire(&self);
 }
 
+/// Compaction waits until at least this many entries may be garbage, so a small heap is never
+/// rebuilt for a handful of them.
+pub(crate) const COMPACT_FLOOR: usize = 64;
+
+/// Compaction gives back the spare capacity of a heap at most a quarter full (down to twice its
+/// length, but not below half this), unless its capacity is below this many entries (1 MiB):
+/// smaller heaps keep theirs, so that arming does not reallocate after every compaction.
+const SHRINK_FLOOR: usize = 1 << 16;
+
 /// One heap entry: fiber `task` is to be looked at on tick `when`.
 struct Entry<T> {
     when: u64,
@@ -50,29 +59,53 @@ impl<T> Ord for Entry<T> {
 }
 
 /// The deadline heap of one worker: entries are pushed lazily (arming a timeout is usually two
-/// plain stores) and looked at when they come due.
+/// plain stores), looked at when they come due, and garbage is swept out by compaction.
 ///
 /// # Protocol
 /// Each fiber has two words, `deadline` (`d`) and `timer_queued` (`q`):
 /// - `d` is the fiber's current timeout, 0 for none. [`arm`](Self::arm) sets it, the fiber
 ///   clears it when it runs again (`fiber::park_end`), [`fire`](Self::fire) clears it when it
-///   expires the fiber.
+///   expires the fiber, [`cancel`](Self::cancel) when the fiber is finished.
 /// - `q` names the fiber's *queued entry*: the entry due at tick `q`. Every other entry of the
-///   fiber (`when != q`) is *stale*: it was superseded by an earlier one, and it is dropped,
-///   unlooked-at, when it comes due.
+///   fiber (`when != q`) is *stale*: it was superseded by an earlier one, or the fiber was
+///   cancelled, and it is dropped, unlooked-at, when it comes due or is compacted.
 ///
 /// # Invariant
 /// - If `q != 0`, the heap holds an entry of the fiber due at `q`.
 /// - If `d != 0`, then `0 < q <= d`: the queued entry comes due no later than the deadline,
 ///   and when it does, `fire` expires the fiber or re-queues the entry for `d`.
+///
+/// # Garbage
+/// An entry is garbage if it is stale, or its fiber's `d` is 0 (woken early, or finished): it
+/// can wake nothing, and it keeps its fiber's task alive. `garbage` counts such entries as they
+/// are made — superseded by `arm`, or left by a finished fiber through `cancel` — and is never
+/// decremented, so it is an upper bound on the counted ones still queued. Garbage of a fiber
+/// that was woken early and is still alive is not counted: it is at most one entry per such
+/// fiber, is counted once the fiber finishes, and keeps alive only a task that is alive anyway.
+///
+/// When the count exceeds both [`COMPACT_FLOOR`] and half the heap, `fire` rebuilds the heap
+/// without garbage ([`BinaryHeap::retain`], O(n)), paid for by the more than n/2 counted
+/// events since the last rebuild: amortised O(1) each. So a finished fiber's task is released
+/// at the latest once about as many fibers again have finished or been re-armed, not at its
+/// deadline, and the heap holds at most about twice the entries that can still wake a fiber
+/// plus one per live fiber woken early. `fire` runs on every turn of the worker's loop, so
+/// compaction is never far behind the count.
 pub(crate) struct TimerHeap<T: TimerTask> {
     heap: BinaryHeap<Entry<T>>,
+    /// Entries made garbage since the last compaction (an upper bound, see above).
+    garbage: usize,
+    /// Compactions so far, for the tests.
+    #[cfg(test)]
+    compactions: usize,
 }
 
 impl<T: TimerTask> Default for TimerHeap<T> {
     fn default() -> Self {
         TimerHeap {
             heap: BinaryHeap::new(),
+            garbage: 0,
+            #[cfg(test)]
+            compactions: 0,
         }
     }
 }
@@ -82,12 +115,15 @@ impl<T: TimerTask> TimerHeap<T> {
     /// home worker.
     ///
     /// No allocation (beyond the heap's amortised growth) and no syscall; when the fiber's
-    /// queued entry is due at or before `when`, just a store.
+    /// queued entry is due at or before `when`, just a store. Never drops an entry (the caller
+    /// is a running fiber, and dropping a task may run arbitrary code).
     #[inline(always)]
     pub(crate) fn arm(&mut self, task: &T, when: u64) {
         task.deadline().store(when, Relaxed);
         let queued = task.timer_queued().load(Relaxed);
         if queued == 0 || queued > when {
+            // An entry queued for later is superseded by this one: it is garbage now.
+            self.garbage += usize::from(queued != 0);
             task.timer_queued().store(when, Relaxed);
             self.heap.push(Entry {
                 when,
@@ -96,12 +132,28 @@ impl<T: TimerTask> TimerHeap<T> {
         }
     }
 
-    /// The tick of the earliest queued entry.
+    /// `task` will not park again (it finished, or will never run): disarms its timeout and
+    /// makes its queued entry stale, to be released by the next compaction.
+    ///
+    /// O(1), and drops nothing, so it may be called while other state is borrowed.
+    pub(crate) fn cancel(&mut self, task: &T) {
+        task.deadline().store(0, Relaxed);
+        if task.timer_queued().load(Relaxed) != 0 {
+            task.timer_queued().store(0, Relaxed);
+            self.garbage += 1;
+        }
+    }
+
+    /// The tick of the earliest queued entry (possibly garbage: then `fire` just drops it).
     pub(crate) fn next_due(&self) -> Option<u64> {
         self.heap.peek().map(|e| e.when)
     }
 
-    /// Expires every fiber whose deadline has passed at tick `now`.
+    /// Expires every fiber whose deadline has passed at tick `now`, then compacts the heap if
+    /// enough of it is garbage.
+    ///
+    /// Drops entries, and so maybe the last reference to a finished task (and the outcome of a
+    /// detached fiber): call it where arbitrary code may run, not from a fiber.
     pub(crate) fn fire(&mut self, now: u64) {
         while let Some(top) = self.heap.peek() {
             if top.when > now {
@@ -129,11 +181,43 @@ impl<T: TimerTask> TimerHeap<T> {
                 });
             }
         }
+        if self.garbage > COMPACT_FLOOR && self.garbage > self.heap.len() / 2 {
+            self.compact();
+        }
+    }
+
+    /// Rebuilds the heap without garbage: stale entries, and queued entries of fibers without
+    /// a deadline (whose `q` goes back to 0, so their next `arm` queues a new entry). Keeps the
+    /// invariant: a fiber with `d != 0` keeps its queued entry.
+    #[cold]
+    #[inline(never)]
+    fn compact(&mut self) {
+        self.heap.retain(|e| {
+            let queued = e.task.timer_queued();
+            if queued.load(Relaxed) != e.when {
+                return false;
+            }
+            if e.task.deadline().load(Relaxed) == 0 {
+                queued.store(0, Relaxed);
+                return false;
+            }
+            true
+        });
+        self.garbage = 0;
+        #[cfg(test)]
+        {
+            self.compactions += 1;
+        }
+        let (len, cap) = (self.heap.len(), self.heap.capacity());
+        if cap >= SHRINK_FLOOR && len <= cap / 4 {
+            self.heap.shrink_to((len * 2).max(SHRINK_FLOOR / 2));
+        }
     }
 
     /// Drops every entry (at shutdown).
     pub(crate) fn clear(&mut self) {
         self.heap.clear();
+        self.garbage = 0;
     }
 }
 
@@ -141,7 +225,7 @@ impl<T: TimerTask> TimerHeap<T> {
 mod tests {
     //! Pure tests: ticks are plain numbers, tasks are mocks. They run under Miri.
 
-    use super::{TimerHeap, TimerTask};
+    use super::{TimerHeap, TimerTask, COMPACT_FLOOR, SHRINK_FLOOR};
     use std::sync::atomic::Ordering::Relaxed;
     use std::sync::atomic::{AtomicU64, AtomicUsize};
     use std::sync::{Arc, Weak};
@@ -216,6 +300,15 @@ mod tests {
         }
     }
 
+    /// Entries that are the queued entries of fibers with a deadline: the ones that can still
+    /// wake something.
+    fn useful(h: &TimerHeap<Mock>) -> usize {
+        h.heap
+            .iter()
+            .filter(|e| e.task.queued.load(Relaxed) == e.when && e.task.deadline.load(Relaxed) != 0)
+            .count()
+    }
+
     #[test]
     fn a_timer_fires_on_its_tick_and_not_before() {
         let mut h = TimerHeap::default();
@@ -287,5 +380,220 @@ mod tests {
         h.fire(150);
         assert_eq!(t.expired(), 2);
         assert_eq!(h.next_due(), None);
+    }
+
+    #[test]
+    fn a_cancelled_timer_never_fires() {
+        let mut h = TimerHeap::default();
+        let t = Mock::new();
+        h.arm(&*t, 10);
+        h.cancel(&*t);
+        assert_eq!(t.deadline.load(Relaxed), 0);
+        h.fire(10);
+        assert_eq!(t.expired(), 0);
+        assert_eq!(h.next_due(), None);
+    }
+
+    #[test]
+    fn finished_tasks_are_released_long_before_their_deadlines() {
+        let mut h = TimerHeap::default();
+        let mut released = Vec::new();
+        // Batches of fibers that park until tick 60,000, are woken at once and finish, while
+        // time stands at tick 1: nothing comes due.
+        let (batches, batch) = if cfg!(miri) { (8, 50) } else { (200, 1_000) };
+        for _ in 0..batches {
+            let tasks: Vec<Arc<Mock>> = (0..batch).map(|_| Mock::new()).collect();
+            for t in &tasks {
+                h.arm(&**t, 60_000);
+            }
+            for t in &tasks {
+                t.wake_early();
+                h.cancel(&**t);
+            }
+            released.extend(tasks.iter().map(Arc::downgrade));
+            drop(tasks);
+            h.fire(1);
+            // Every entry is counted garbage: past the floor, the heap is compacted to nothing.
+            assert!(h.heap.len() <= COMPACT_FLOOR, "{}", h.heap.len());
+            let alive = released.iter().filter(|w| w.strong_count() > 0).count();
+            assert!(alive <= COMPACT_FLOOR, "{alive} finished tasks still alive");
+        }
+        assert!(
+            h.compactions >= batches / 2,
+            "{} compactions",
+            h.compactions
+        );
+        h.clear();
+        assert!(released.iter().all(|w| w.strong_count() == 0));
+    }
+
+    #[test]
+    fn compaction_keeps_live_timers_and_they_fire_on_time() {
+        let mut h = TimerHeap::default();
+        let (n_live, n_dead) = if cfg!(miri) { (20, 40) } else { (100, 100) };
+        // Live fibers with deadlines at ticks 1000, 1010, ... among many that finish early.
+        let live: Vec<Arc<Mock>> = (0..n_live).map(|_| Mock::new()).collect();
+        for (i, t) in live.iter().enumerate() {
+            h.arm(&**t, 1000 + 10 * i as u64);
+        }
+        // A live fiber woken early, parked without a timeout: its entry is garbage.
+        let idle = Mock::new();
+        h.arm(&*idle, 500);
+        idle.wake_early();
+        for round in 0..20u64 {
+            let dead: Vec<Arc<Mock>> = (0..n_dead).map(|_| Mock::new()).collect();
+            for t in &dead {
+                h.arm(&**t, 2000 + round);
+                t.wake_early();
+                h.cancel(&**t);
+            }
+            h.fire(round + 1);
+            let mut all = live.clone();
+            all.push(idle.clone());
+            check_invariant(&h, &all);
+            assert!(h.heap.len() <= 2 * useful(&h) + COMPACT_FLOOR + n_dead);
+        }
+        assert!(h.compactions >= 2, "{} compactions", h.compactions);
+        // Compaction dropped the idle fiber's entry and reset its queued tick.
+        assert_eq!(idle.queued.load(Relaxed), 0);
+        assert!(entries_of(&h, &idle).is_empty());
+        assert_eq!(h.heap.len(), useful(&h));
+        assert_eq!(useful(&h), live.len());
+        // Its next timeout queues a new entry.
+        h.arm(&*idle, 1005);
+        assert_eq!(entries_of(&h, &idle), vec![1005]);
+        // Every tick, or (under Miri, which is slow) the tick before each deadline and its own.
+        let dues = (0..n_live as u64).map(|i| 1000 + 10 * i).chain([1005]);
+        let ticks: Vec<u64> = if cfg!(miri) {
+            let mut t: Vec<u64> = dues.flat_map(|d| [d - 1, d]).collect();
+            t.sort_unstable();
+            t.dedup();
+            t.push(2100);
+            t
+        } else {
+            (21..=2100).collect()
+        };
+        for now in ticks {
+            h.fire(now);
+            for (i, t) in live.iter().enumerate() {
+                let due = 1000 + 10 * i as u64;
+                assert_eq!(t.expired(), usize::from(now >= due), "task {i} at {now}");
+            }
+            assert_eq!(idle.expired(), usize::from(now >= 1005));
+        }
+        assert_eq!(h.next_due(), None);
+    }
+
+    #[test]
+    fn compaction_gives_back_the_capacity_of_a_mostly_empty_heap() {
+        let mut h = TimerHeap::default();
+        // As if a burst of timers had come and gone.
+        h.heap.reserve(4 * SHRINK_FLOOR);
+        let tasks: Vec<Arc<Mock>> = (0..2 * COMPACT_FLOOR).map(|_| Mock::new()).collect();
+        for t in &tasks {
+            h.arm(&**t, 10);
+        }
+        for t in &tasks[1..] {
+            h.cancel(&**t);
+        }
+        h.fire(1);
+        assert_eq!(h.heap.len(), 1);
+        let cap = h.heap.capacity();
+        assert!((SHRINK_FLOOR / 2..4 * SHRINK_FLOOR).contains(&cap), "{cap}");
+        // A heap below the floor keeps its capacity.
+        h.heap.shrink_to(SHRINK_FLOOR - 1);
+        let cap = h.heap.capacity();
+        for t in &tasks[1..] {
+            h.arm(&**t, 10);
+            h.cancel(&**t);
+        }
+        h.fire(1);
+        assert_eq!(h.heap.len(), 1);
+        assert_eq!(h.heap.capacity(), cap);
+        h.fire(10);
+        assert_eq!(tasks[0].expired(), 1);
+    }
+
+    /// A small deterministic generator (xorshift64*), so the model test needs no crate.
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) % n
+        }
+    }
+
+    /// Random arms (earlier and later), early wake-ups, finishes and ticks against a model:
+    /// every fiber expires exactly on the first tick at or after its deadline unless it was
+    /// woken before, the invariant always holds, finished fibers are released and garbage
+    /// stays bounded.
+    #[test]
+    fn random_operations_match_the_model() {
+        let mut h = TimerHeap::default();
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let (steps, n_fibers) = if cfg!(miri) {
+            (1_500, 16)
+        } else {
+            (200_000, 64)
+        };
+        let mut now = 1u64;
+        // Each fiber with the deadline the model expects (0: none) and its expiries so far.
+        let mut fibers: Vec<(Arc<Mock>, u64, usize)> =
+            (0..n_fibers).map(|_| (Mock::new(), 0, 0)).collect();
+        let mut finished: Vec<Weak<Mock>> = Vec::new();
+        for _ in 0..steps {
+            let i = rng.below(fibers.len() as u64) as usize;
+            match rng.below(10) {
+                // Park with a timeout (re-arming earlier or later than the queued entry).
+                0..=3 => {
+                    let when = now + 1 + rng.below(200);
+                    h.arm(&*fibers[i].0, when);
+                    fibers[i].1 = when;
+                }
+                // Woken early: runs again, without a deadline.
+                4..=5 => {
+                    fibers[i].0.wake_early();
+                    fibers[i].1 = 0;
+                }
+                // Finishes; a new fiber takes its place.
+                6 => {
+                    let (t, _, _) = std::mem::replace(&mut fibers[i], (Mock::new(), 0, 0));
+                    h.cancel(&*t);
+                    finished.push(Arc::downgrade(&t));
+                }
+                // Time passes.
+                _ => {
+                    now += 1 + rng.below(3);
+                    h.fire(now);
+                    for (t, deadline, expiries) in &mut fibers {
+                        if *deadline != 0 && *deadline <= now {
+                            *deadline = 0;
+                            *expiries += 1;
+                        }
+                        assert_eq!(t.expired(), *expiries);
+                        assert_eq!(t.deadline.load(Relaxed), *deadline);
+                    }
+                    // Uncounted garbage: at most an entry per fiber woken early.
+                    let bound = 2 * useful(&h) + COMPACT_FLOOR + 2 * fibers.len();
+                    assert!(h.heap.len() <= bound, "{} > {bound}", h.heap.len());
+                }
+            }
+            if rng.below(64) == 0 {
+                let live: Vec<Arc<Mock>> = fibers.iter().map(|f| f.0.clone()).collect();
+                check_invariant(&h, &live);
+            }
+        }
+        assert!(h.compactions >= 2, "{} compactions", h.compactions);
+        // Finished fibers are held only by garbage the compaction threshold allows.
+        let alive = finished.iter().filter(|w| w.strong_count() > 0).count();
+        assert!(
+            alive <= 2 * (COMPACT_FLOOR + fibers.len()),
+            "{alive} finished alive"
+        );
+        h.clear();
+        assert!(finished.iter().all(|w| w.strong_count() == 0));
     }
 }
