@@ -258,10 +258,12 @@ pub(crate) fn with_current<R>(f: impl FnOnce(Option<&Task>) -> R) -> R {
 fn suspend() {
     let yielder = YIELDER.with(|y| y.get());
     assert!(!yielder.is_null(), "fibra: suspend outside a fiber");
+    let fake = crate::asan::leaving_fiber();
     // SAFETY: YIELDER is set at fiber entry to the coroutine's own yielder, which lives on the
     // fiber's stack for the whole life of the coroutine; fibers never migrate, so the pointer
     // read on this thread belongs to the fiber executing this very code.
     unsafe { (*yielder).suspend(()) };
+    crate::asan::back_in_fiber(fake);
     // Other fibers ran on this thread in between and overwrote the thread-locals.
     YIELDER.with(|y| y.set(yielder));
     if CANCELLING.with(|c| c.get()) {
@@ -546,7 +548,7 @@ pub fn on_shared_stack<R>(f: impl FnOnce() -> R) -> R {
     let stack = lent.stack.as_mut().expect("just set");
     task.stack_limit
         .store(corosensei::stack::Stack::limit(stack).get(), Relaxed);
-    corosensei::on_stack(stack, f)
+    crate::asan::on_stack(stack, f)
 }
 
 /// A handle to join a fiber, like [`std::thread::JoinHandle`].
@@ -760,11 +762,15 @@ pub(crate) fn make_coroutine(
     stack: DefaultStack,
     body: impl FnOnce() -> Option<Next> + 'static,
 ) -> FiberCoroutine {
+    crate::asan::fresh_stack(&stack);
     Coroutine::with_stack(stack, move |yielder: &Yielder<(), ()>, ()| {
+        crate::asan::fiber_entered();
         YIELDER.with(|y| y.set(yielder as *const _));
         // `body` catches the user's panic; this catch is for `Cancelled` unwinding out of the
         // join plumbing and keeps any unwind from crossing the coroutine boundary.
-        panic::catch_unwind(AssertUnwindSafe(body)).unwrap_or(None)
+        let next = panic::catch_unwind(AssertUnwindSafe(body)).unwrap_or(None);
+        crate::asan::fiber_exiting();
+        next
     })
 }
 
@@ -786,7 +792,9 @@ pub(crate) enum Resumed {
 #[inline]
 pub(crate) fn resume(task: &Task, co: &mut FiberCoroutine) -> Resumed {
     CURRENT.with(|c| c.set(task as *const Task));
+    let fake = crate::asan::to_fiber(task);
     let result = co.resume(());
+    crate::asan::back_from_fiber(fake);
     CURRENT.with(|c| c.set(std::ptr::null()));
     match result {
         CoroutineResult::Yield(()) => Resumed::Suspended,

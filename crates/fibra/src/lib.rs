@@ -56,6 +56,7 @@
 #![deny(missing_docs)]
 #![warn(missing_debug_implementations)]
 
+mod asan;
 pub mod fiber;
 pub mod net;
 mod overflow;

@@ -465,6 +465,7 @@ impl Worker {
             slot.task.complete(None);
             match slot.state {
                 FiberState::Suspended(co) => {
+                    crate::asan::leak_fiber(&slot.task);
                     std::mem::forget(co);
                     std::mem::forget(slot.task);
                 }
