@@ -124,9 +124,10 @@ fn blocking_destructors_child() {
         });
         // 4. A destructor that locks a fibra mutex held by another cancelled fiber: it waits
         //    for the lock, which the holder's own unwind releases.
-        let m: &'static Mutex<u32> = Box::leak(Box::new(Mutex::new(0)));
+        let m = Arc::new(Mutex::new(0u32));
+        let holder = m.clone();
         fibra::spawn(move || {
-            let _held = m.lock();
+            let _held = holder.lock();
             park_forever();
         });
         settle();
