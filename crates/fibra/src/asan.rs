@@ -34,11 +34,9 @@
 //! Before a stack starts a new life (a coroutine, or a lending) [`fresh_stack`] clears the
 //! shadow that frames of its previous life left poisoned.
 //!
-//! LeakSanitizer: fibra leaks two things on purpose, and says so here. A fiber that never ends
+//! LeakSanitizer: fibra leaks one thing on purpose, and says so here: a fiber that never ends
 //! while its runtime shuts down is leaked with its task and what its frames reference
-//! ([`leak_fiber`], from `worker.rs`); a socket dropped after its runtime's pollers are gone
-//! keeps its reactor state ([`intended_leak`], from `net/evented.rs`). Anything else left at
-//! exit is reported.
+//! ([`leak_fiber`], from `worker.rs`). Anything else left at exit is reported.
 
 #[cfg(fibra_asan)]
 pub(crate) use imp::*;
@@ -263,7 +261,7 @@ mod imp {
     static INTENDED_LEAKS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 
     /// Records that the allocation `addr` points into is leaked on purpose.
-    pub(crate) fn intended_leak(addr: usize) {
+    fn intended_leak(addr: usize) {
         INTENDED_LEAKS
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -312,7 +310,4 @@ mod noop {
 
     #[inline(always)]
     pub(crate) fn leak_fiber(_: &Task) {}
-
-    #[inline(always)]
-    pub(crate) fn intended_leak(_: usize) {}
 }

@@ -49,11 +49,11 @@ impl Drop for Registration {
         if worker::is_home(&self.rt, self.home) {
             // On the home worker, outside event handling: no harvested event can name it.
             reactor::release(self.token);
-        } else if !self.rt.is_shutdown() {
-            self.rt.workers[self.home].send(Message::Release(self.token));
         } else {
-            // After shutdown the poller is gone; the small state is leaked rather than risked.
-            crate::asan::intended_leak(self.token);
+            // The home worker releases it between two rounds of events (also while it cancels
+            // its fibers at shutdown, when it handles no events at all); once it has stopped,
+            // the runtime's drop (or, after that, `send` itself) releases it.
+            self.rt.workers[self.home].send(Message::Release(self.token));
         }
     }
 }
