@@ -61,6 +61,21 @@ struct State<T> {
     receiver_alive: bool,
 }
 
+impl<T> State<T> {
+    fn is_full(&self) -> bool {
+        self.cap.is_some_and(|cap| self.queue.len() >= cap.max(1))
+    }
+
+    /// Queues `value` and wakes the receiver if it waits.
+    fn push(&mut self, value: T) {
+        self.queue.push_back(value);
+        if let Some(r) = self.receiver.take() {
+            // SAFETY: woken under the lock its registration is guarded by.
+            unsafe { r.wake() };
+        }
+    }
+}
+
 struct Chan<T> {
     state: Mutex<State<T>>,
 }
@@ -82,27 +97,37 @@ impl<T> Chan<T> {
     /// Pushes `value`, parking while the channel is full if `block`.
     #[inline]
     fn send(&self, value: T, block: bool) -> Result<(), TrySendError<T>> {
-        let mut value = Some(value);
+        {
+            let mut st = lock(&self.state);
+            if !st.receiver_alive {
+                return Err(TrySendError::Disconnected(value));
+            }
+            if !st.is_full() {
+                st.push(value);
+                return Ok(());
+            }
+            if !block {
+                return Err(TrySendError::Full(value));
+            }
+        }
+        self.send_when_room(value)
+    }
+
+    /// `send` on a full bounded channel: waits in `senders_waiting` until there is room.
+    #[cold]
+    fn send_when_room(&self, value: T) -> Result<(), TrySendError<T>> {
         let mut place = Place::new(&self.state, |st: &mut State<T>| &mut st.senders_waiting);
         loop {
             {
                 let mut st = lock(&self.state);
                 if !st.receiver_alive {
                     let _ = place.leave_unserved(&mut st);
-                    return Err(TrySendError::Disconnected(value.take().expect("value")));
+                    return Err(TrySendError::Disconnected(value));
                 }
-                let full = st.cap.is_some_and(|cap| st.queue.len() >= cap.max(1));
-                if !full {
+                if !st.is_full() {
                     place.leave_served(&mut st);
-                    st.queue.push_back(value.take().expect("value"));
-                    if let Some(r) = st.receiver.take() {
-                        // SAFETY: woken under the lock its registration is guarded by.
-                        unsafe { r.wake() };
-                    }
+                    st.push(value);
                     return Ok(());
-                }
-                if !block {
-                    return Err(TrySendError::Full(value.take().expect("value")));
                 }
                 place.register(&mut st);
             }
