@@ -9,12 +9,15 @@
 //! if no event arrived since it looked (compare-and-swap on the whole word), so an edge that
 //! lands between the syscall and the clear is never lost, even across threads.
 
+mod waiters;
+
 use crate::fiber::Task;
 use mio::event::Event;
 use std::io;
 use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::{AcqRel, Acquire};
 use std::sync::{Arc, Mutex};
+use waiters::Waiters;
 
 /// Direction of an operation.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -61,87 +64,18 @@ pub(crate) type Token = usize;
 /// first in an inline slot, the others in a list. An event for a direction removes and wakes
 /// all of them ([`IoState::on_event`]); each then retries its operation, and those that find
 /// nothing register again. A fiber whose wait timed out removes its own entry
-/// ([`IoState::after_wait`]). Entries hold an `Arc<Task>`, so an entry left behind by a
+/// ([`IoState::after_wait_of`]). Entries hold an `Arc<Task>`, so an entry left behind by a
 /// fiber that unwound out of its wait (cancellation) costs a spurious wake-up, never a
 /// dangling pointer.
 pub(crate) struct IoState {
     /// READABLE | WRITABLE flags, plus an event counter in the bits above them.
     readiness: AtomicUsize,
-    waiters: Mutex<Waiters>,
+    waiters: Mutex<Waiters<Arc<Task>>>,
 }
 
-/// The fibers waiting for each direction of one socket.
-#[derive(Default)]
-struct Waiters {
-    reader: Option<Arc<Task>>,
-    writer: Option<Arc<Task>>,
-    /// Waiters beyond the first of each direction; boxed, so the common case of one waiter
-    /// keeps `IoState` in one cache line.
-    #[allow(clippy::box_collection)]
-    more: Option<Box<Vec<ExtraWaiter>>>,
-}
-
-/// A waiter beyond the first of its direction.
-type ExtraWaiter = (Dir, Arc<Task>);
-
-impl Waiters {
-    /// The inline slot of direction `dir`.
-    fn slot(&mut self, dir: Dir) -> &mut Option<Arc<Task>> {
-        match dir {
-            Dir::Read => &mut self.reader,
-            Dir::Write => &mut self.writer,
-        }
-    }
-
-    /// Registers `task` for `dir`, unless it is registered already.
-    fn add(&mut self, dir: Dir, task: &Task) {
-        let slot = self.slot(dir);
-        match slot {
-            None => *slot = Some(task.arc()),
-            Some(t) if std::ptr::eq(Arc::as_ptr(t), task) => {}
-            Some(_) => {
-                let more = self.more.get_or_insert_with(Box::default);
-                let present = more
-                    .iter()
-                    .any(|(d, t)| *d == dir && std::ptr::eq(Arc::as_ptr(t), task));
-                if !present {
-                    more.push((dir, task.arc()));
-                }
-            }
-        }
-    }
-
-    /// Removes `task`'s registration for `dir`, if any.
-    fn remove(&mut self, dir: Dir, task: &Task) {
-        let slot = self.slot(dir);
-        if slot
-            .as_ref()
-            .is_some_and(|t| std::ptr::eq(Arc::as_ptr(t), task))
-        {
-            *slot = None;
-        }
-        if let Some(more) = &mut self.more {
-            more.retain(|(d, t)| !(*d == dir && std::ptr::eq(Arc::as_ptr(t), task)));
-        }
-    }
-
-    /// Removes every waiter of the directions in `bits` (READABLE, WRITABLE) into `woken`.
-    fn take(&mut self, bits: usize, woken: &mut Vec<Arc<Task>>) {
-        for dir in [Dir::Read, Dir::Write] {
-            if bits & dir.bit() != 0 {
-                woken.extend(self.slot(dir).take());
-            }
-        }
-        if let Some(more) = &mut self.more {
-            let mut i = 0;
-            while i < more.len() {
-                if bits & more[i].0.bit() != 0 {
-                    woken.push(more.swap_remove(i).1);
-                } else {
-                    i += 1;
-                }
-            }
-        }
+impl waiters::Identity for Arc<Task> {
+    fn identity(&self) -> usize {
+        Arc::as_ptr(self) as usize
     }
 }
 
@@ -194,7 +128,7 @@ impl IoState {
         if self.readiness.load(Acquire) & dir.bit() != 0 {
             return false;
         }
-        w.add(dir, task);
+        w.add(dir, task as *const Task as usize, || task.arc());
         true
     }
 
@@ -205,7 +139,7 @@ impl IoState {
     pub(crate) fn after_wait_of(&self, task: &Task, dir: Dir, timed_out: bool) -> io::Result<()> {
         if timed_out && self.readiness.load(Acquire) & dir.bit() == 0 {
             let mut w = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
-            w.remove(dir, task);
+            w.remove(dir, task as *const Task as usize);
             return Err(io::Error::new(
                 io::ErrorKind::TimedOut,
                 match dir {
@@ -249,24 +183,12 @@ impl IoState {
                 Err(actual) => cur = actual,
             }
         }
-        let (reader, writer, more) = {
-            let mut w = state.waiters.lock().unwrap_or_else(|e| e.into_inner());
-            let reader = if bits & READABLE != 0 {
-                w.reader.take()
-            } else {
-                None
-            };
-            let writer = if bits & WRITABLE != 0 {
-                w.writer.take()
-            } else {
-                None
-            };
-            let mut more = Vec::new();
-            if w.more.is_some() {
-                w.take(bits, &mut more);
-            }
-            (reader, writer, more)
-        };
+        let mut more = Vec::new();
+        let (reader, writer) = state
+            .waiters
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take(bits, &mut more);
         if let Some(r) = reader {
             crate::fiber::unpark(&r);
         }
