@@ -1,6 +1,7 @@
 //! Unix-domain stream sockets: [`UnixListener`] and [`UnixStream`].
 
 use super::evented::Evented;
+use super::sys;
 use super::tcp::short;
 use crate::reactor::Dir;
 use std::io::{self, IoSlice, Read, Write};
@@ -38,6 +39,19 @@ impl UnixListener {
         Ok(UnixListener {
             inner: Evented::new(mio::net::UnixListener::bind(path)?),
         })
+    }
+
+    /// Takes over a bound std listener (switched to non-blocking mode here).
+    pub fn from_std(listener: std::os::unix::net::UnixListener) -> io::Result<UnixListener> {
+        listener.set_nonblocking(true)?;
+        Ok(UnixListener {
+            inner: Evented::new(mio::net::UnixListener::from_std(listener)),
+        })
+    }
+
+    /// Limits how long `accept` waits (it then fails with `TimedOut`); `None` waits forever.
+    pub fn set_accept_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        self.inner.set_timeout(Dir::Read, t)
     }
 
     /// Waits for a connection.
@@ -86,6 +100,14 @@ impl UnixStream {
         })
     }
 
+    /// Takes over a connected std stream (switched to non-blocking mode here).
+    pub fn from_std(stream: std::os::unix::net::UnixStream) -> io::Result<UnixStream> {
+        stream.set_nonblocking(true)?;
+        Ok(UnixStream {
+            inner: Evented::new(mio::net::UnixStream::from_std(stream)),
+        })
+    }
+
     /// A connected pair.
     pub fn pair() -> io::Result<(UnixStream, UnixStream)> {
         let (a, b) = mio::net::UnixStream::pair()?;
@@ -117,6 +139,28 @@ impl UnixStream {
     /// The remote address.
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
         self.inner.io.peer_addr()
+    }
+
+    /// Reads what has already arrived, without waiting: `WouldBlock` when nothing has. As
+    /// [`TcpStream::try_read`](super::TcpStream::try_read): after a short read, further calls
+    /// say `WouldBlock` without a system call until the reactor sees new data.
+    pub fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        let want = buf.len();
+        self.inner
+            .try_op(Dir::Read, |s| sys::recv(s.as_raw_fd(), buf), short(want))
+    }
+
+    /// Waits until a read may make progress (data, end of stream or an error), honouring the
+    /// read timeout (`TimedOut`). See [`TcpStream::readable`](super::TcpStream::readable).
+    pub fn readable(&self) -> io::Result<()> {
+        self.inner.ready(Dir::Read)
+    }
+
+    /// [`readable`](UnixStream::readable) for a fiber made of steps: the wait, holding no
+    /// stack, that [`Wait::then`](crate::fiber::Wait::then) continues. See
+    /// [`crate::fiber::Step`].
+    pub fn when_readable(&self) -> crate::fiber::Wait {
+        self.inner.when_ready(Dir::Read)
     }
 }
 
