@@ -46,7 +46,8 @@
 //! only with the `fuzzing` feature, [`request`] (the handler's request), [`body`] (request
 //! bodies), [`response`] (response bodies), [`conn`] (the connection loop, usable over any
 //! [`Transport`]), `date` (the cached `Date` header), `server` (accept loops, graceful
-//! shutdown).
+//! shutdown), and [`client`] (the client side: an incremental response parser, for load
+//! generators and proxies).
 
 pub mod body;
 #[cfg(feature = "fuzzing")]
@@ -56,6 +57,7 @@ pub mod chunked;
 #[cfg(not(feature = "fuzzing"))]
 #[allow(dead_code)]
 mod chunked;
+pub mod client;
 mod compose;
 pub mod conn;
 mod date;

@@ -2,8 +2,8 @@
 //! weighttp's flags and report.
 //!
 //! Layout: [`args`] (flags and validation), [`url`], [`request`] (rendered
-//! once), [`parser`] (incremental response parser), [`conn`] (one connection
-//! and its buffer), [`driver`] (fibers on a runtime), [`stats`] (per-worker
+//! once), [`conn`] (one connection and its buffer, read with
+//! [`fibra_http::client`]'s response parser), [`driver`] (fibers on a runtime), [`stats`] (per-worker
 //! counters and histogram), [`report`] (text and JSON), [`progress`].
 //!
 //! Exit status: 0 after a run in which some request succeeded, 1 when none
@@ -12,7 +12,6 @@
 pub mod args;
 pub mod conn;
 pub mod driver;
-pub mod parser;
 pub mod progress;
 pub mod report;
 pub mod request;
