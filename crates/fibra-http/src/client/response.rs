@@ -111,6 +111,8 @@ impl fmt::Display for ParseError {
     }
 }
 
+impl std::error::Error for ParseError {}
+
 /// Where the parser is within the current response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -236,6 +238,16 @@ impl ResponseParser {
                     keep_alive: false,
                 },
             },
+        }
+    }
+
+    /// Sets whether the next response answers a `HEAD` request (and so has no body), for a
+    /// connection whose requests use different methods. Call it before that response's head
+    /// is parsed, i.e. after the previous response is done.
+    pub fn set_head_request(&mut self, head_request: bool) {
+        if head_request != self.head_request {
+            self.head_request = head_request;
+            self.cache.len = 0; // the cached framing was decided for the other method
         }
     }
 

@@ -512,3 +512,20 @@ fn events_hand_out_heads_and_body_ranges() {
         }
     );
 }
+
+#[test]
+fn head_request_can_change_between_responses() {
+    let a: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n";
+    let mut parser = ResponseParser::new(false);
+    assert_eq!(
+        parser.feed(&[a, b"hi"].concat()),
+        Ok(Step::Done(a.len() + 2, OK))
+    );
+    // The same head answering HEAD: no body, although the head is cached.
+    parser.set_head_request(true);
+    assert_eq!(parser.feed(a), Ok(Step::Done(a.len(), OK)));
+    assert_eq!(parser.feed(a), Ok(Step::Done(a.len(), OK)));
+    parser.set_head_request(false);
+    assert_eq!(parser.feed(a), Ok(Step::NeedMore(a.len())));
+    assert_eq!(parser.feed(b"hi"), Ok(Step::Done(2, OK)));
+}
