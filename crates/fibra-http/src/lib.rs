@@ -41,20 +41,35 @@
 //! written as `Content-Type` without building a header map for the response (see
 //! [`ResponseBody::with_content_type`]).
 //!
-//! Protocol handling follows RFC 9112 strictly (see [`parse`] and [`chunked`]); every knob is
-//! in [`Settings`]. Modules: [`parse`] (request heads), [`chunked`] (chunked bodies),
-//! [`request`] (the handler's request), [`body`] (request bodies), [`response`] (response
-//! bodies), [`conn`] (the connection loop, usable over any [`Transport`]), [`date`] (the cached
-//! `Date` header), `server` (accept loops, graceful shutdown).
+//! Protocol handling follows RFC 9112 strictly (errors are [`ProtocolError`]s); every knob is
+//! in [`Settings`]. Modules: `parse` (request heads) and `chunked` (chunked bodies), public
+//! only with the `fuzzing` feature, [`request`] (the handler's request), [`body`] (request
+//! bodies), [`response`] (response bodies), [`conn`] (the connection loop, usable over any
+//! [`Transport`]), `date` (the cached `Date` header), `server` (accept loops, graceful
+//! shutdown), and [`client`] (the client side: an incremental response parser, for load
+//! generators and proxies).
 
 pub mod body;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
 pub mod chunked;
+// Items only the fuzz targets use are not dead code (as when the module was public).
+#[cfg(not(feature = "fuzzing"))]
+#[allow(dead_code)]
+mod chunked;
+pub mod client;
 mod compose;
 pub mod conn;
-pub mod date;
+mod date;
 pub mod files;
 mod lazy;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
 pub mod parse;
+// Items only the fuzz targets use are not dead code (as when the module was public).
+#[cfg(not(feature = "fuzzing"))]
+#[allow(dead_code)]
+mod parse;
 pub mod request;
 pub mod response;
 mod server;

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::request::{self, RequestSpec};
-use super::url::Target;
+use super::target::Target;
 
 /// `fibra bench [OPTIONS] URL`: load an HTTP/1.x server and report what it did.
 #[derive(clap::Args, Debug, Clone)]

@@ -1,5 +1,5 @@
 //! One client connection: a fibra `TcpStream`, its reused receive buffer and
-//! its response parser.
+//! its response parser ([`fibra_http::client`]).
 //!
 //! The buffer is allocated once per connection and the parser consumes from
 //! it in place; nothing here allocates per request. Bytes left over after one
@@ -12,8 +12,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use fibra::net::TcpStream;
-
-use super::parser::{ParseError, Response, ResponseParser, Step, MAX_HEAD};
+use fibra_http::client::{ParseError, Response, ResponseParser, Step, MAX_HEAD};
 
 /// Initial receive-buffer size.
 const BUF_SIZE: usize = 16 * 1024;

@@ -15,10 +15,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fibra::sync::mpsc;
+use fibra_http::client::ParseError;
 
 use super::args::{Config, Limit};
 use super::conn::{Conn, RecvError};
-use super::parser::ParseError;
 use super::stats::{self, Problem, Stats, WorkerState};
 
 /// Pause after a failed connect in a timed run, so a refused port is not

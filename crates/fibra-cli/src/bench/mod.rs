@@ -1,10 +1,11 @@
 //! `fibra bench`: an HTTP/1.x load generator built on fibra fibers, with
 //! weighttp's flags and report.
 //!
-//! Layout: [`args`] (flags and validation), [`url`], [`request`] (rendered
-//! once), [`parser`] (incremental response parser), [`conn`] (one connection
-//! and its buffer), [`driver`] (fibers on a runtime), [`stats`] (per-worker
-//! counters and histogram), [`report`] (text and JSON), [`progress`].
+//! Layout: [`args`] (flags and validation), [`target`] (the URL, with
+//! `http::Uri`), [`request`] (rendered once), [`conn`] (one connection and its
+//! buffer, read with [`fibra_http::client`]'s response parser), [`driver`]
+//! (fibers on a runtime), [`stats`] (per-worker counters and histogram),
+//! [`report`] (text and JSON), [`progress`].
 //!
 //! Exit status: 0 after a run in which some request succeeded, 1 when none
 //! did or the host cannot be reached, 2 for invalid flags.
@@ -12,12 +13,11 @@
 pub mod args;
 pub mod conn;
 pub mod driver;
-pub mod parser;
 pub mod progress;
 pub mod report;
 pub mod request;
 pub mod stats;
-pub mod url;
+pub mod target;
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::process::ExitCode;

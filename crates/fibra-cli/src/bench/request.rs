@@ -3,7 +3,7 @@
 //! Every connection writes the same bytes, so the request (repeated `--pipeline`
 //! times for one write) is built here and shared read-only by all fibers.
 
-use super::url::Target;
+use super::target::Target;
 
 /// What goes into the request.
 #[derive(Debug, Clone)]

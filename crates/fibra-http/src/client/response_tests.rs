@@ -1,12 +1,23 @@
 //! Unit tests of the response parser: framing kinds, interim responses, input
-//! split at every byte boundary, truncation and malformed input.
+//! split at every byte boundary, truncation and malformed input, the lenient
+//! cases, and the event interface agreeing with the counting one.
 
 use super::*;
+use crate::client::MAX_LINE;
 
 /// Feeds `pieces` in order the way a connection does (keeping unconsumed
 /// bytes, appending each new read), then signals end of stream. Returns every
 /// outcome: completed responses, then the end-of-stream result or the error.
+/// Checks that [`drive_events`] gives the same outcomes.
 fn drive(head_request: bool, pieces: &[&[u8]]) -> Vec<Result<Response, ParseError>> {
+    let out = drive_feed(head_request, pieces);
+    let (events, _) = drive_events(head_request, pieces);
+    assert_eq!(events, out, "next_event disagrees with feed");
+    out
+}
+
+/// [`drive`] with [`ResponseParser::feed`].
+fn drive_feed(head_request: bool, pieces: &[&[u8]]) -> Vec<Result<Response, ParseError>> {
     let mut parser = ResponseParser::new(head_request);
     let mut buf: Vec<u8> = Vec::new();
     let mut out = Vec::new();
@@ -31,6 +42,75 @@ fn drive(head_request: bool, pieces: &[&[u8]]) -> Vec<Result<Response, ParseErro
     }
     out.push(parser.eof(buf.len()));
     out
+}
+
+/// A final response as read with [`ResponseParser::next_event`]: its head bytes, framing,
+/// and body bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Forwarded {
+    interim: Vec<u16>,
+    head: Vec<u8>,
+    framing: Option<Framing>,
+    body: Vec<u8>,
+}
+
+/// [`drive`] with [`ResponseParser::next_event`], also returning what a proxy would forward
+/// of each response (the last one possibly unfinished). Checks the invariants of the events.
+fn drive_events(
+    head_request: bool,
+    pieces: &[&[u8]],
+) -> (Vec<Result<Response, ParseError>>, Vec<Forwarded>) {
+    let mut parser = ResponseParser::new(head_request);
+    let mut buf: Vec<u8> = Vec::new();
+    let mut out = Vec::new();
+    let new = || Forwarded {
+        interim: Vec::new(),
+        head: Vec::new(),
+        framing: None,
+        body: Vec::new(),
+    };
+    let mut forwarded = vec![new()];
+    for piece in pieces {
+        buf.extend_from_slice(piece);
+        loop {
+            let parsed = match parser.next_event(&buf) {
+                Ok(parsed) => parsed,
+                Err(e) => {
+                    out.push(Err(e));
+                    return (out, forwarded);
+                }
+            };
+            assert!(parsed.consumed <= buf.len());
+            let current = forwarded.last_mut().unwrap();
+            match parsed.event {
+                Event::NeedMore => {
+                    buf.drain(..parsed.consumed);
+                    break;
+                }
+                Event::Interim { status } => {
+                    assert!((100..200).contains(&status));
+                    assert!(buf[..parsed.consumed].ends_with(b"\n"));
+                    current.interim.push(status);
+                }
+                Event::Head { framing, .. } => {
+                    assert!(buf[..parsed.consumed].ends_with(b"\n"));
+                    current.head = buf[..parsed.consumed].to_vec();
+                    current.framing = Some(framing);
+                }
+                Event::Data(range) => {
+                    assert!(!range.is_empty() && range.end <= parsed.consumed);
+                    current.body.extend_from_slice(&buf[range]);
+                }
+                Event::Done(response) => {
+                    out.push(Ok(response));
+                    forwarded.push(new());
+                }
+            }
+            buf.drain(..parsed.consumed);
+        }
+    }
+    out.push(parser.eof(buf.len()));
+    (out, forwarded)
 }
 
 /// `drive` with the whole input in one piece, with every two-way split and
@@ -192,7 +272,15 @@ fn malformed_responses() {
         b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
         b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\r\n",
         b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcX\r\n0\r\n\r\n",
-        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nTrailer: x\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nTrailer: x\r\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\rabc\r\n0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3 x\r\nabc\r\n0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n 3\r\nabc\r\n0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0x3\r\nabc\r\n0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10000000000000000\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\rX",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2, 3\r\n\r\nab",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2,\r\n\r\nab",
     ];
     for input in cases {
         let out = drive(false, &[input]);
@@ -284,4 +372,160 @@ fn head_bytes_are_counted() {
     let expected = interim.len() + 2 * head.len();
     assert_eq!(parser.take_head_bytes(), expected as u64);
     assert_eq!(parser.take_head_bytes(), 0);
+}
+
+#[test]
+fn lenient_heads() {
+    // Bare LF line endings (RFC 9112 §2.2), several spaces in the status line (§4),
+    // whitespace before a colon (§5.1), obs-fold (§5.2), identical Content-Length values
+    // (RFC 9110 §8.6).
+    let cases: &[&[u8]] = &[
+        b"HTTP/1.1 200 OK\nContent-Length: 2\n\nhi",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\n\r\nhi",
+        b"HTTP/1.1  200  OK\r\nContent-Length: 2\r\n\r\nhi",
+        b"HTTP/1.1 200 OK\r\nContent-Length : 2\r\n\r\nhi",
+        b"HTTP/1.1 200 OK\r\nX-Folded: a\r\n b\r\nContent-Length:\r\n 2\r\n\r\nhi",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2, 2\r\nContent-Length: 2\r\n\r\nhi",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip,\r\n\tchunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n",
+    ];
+    for input in cases {
+        let out = drive_all_splits(false, input);
+        assert_eq!(
+            out,
+            vec![Ok(OK), Err(ParseError::Closed)],
+            "{}",
+            String::from_utf8_lossy(input)
+        );
+        let (_, forwarded) = drive_events(false, &[input]);
+        assert_eq!(forwarded[0].body, b"hi");
+    }
+    // Folded Connection: close is still seen.
+    let input = b"HTTP/1.1 200 OK\r\nConnection: x,\r\n close\r\nContent-Length: 0\r\n\r\n";
+    assert_eq!(drive(false, &[input])[0], Ok(CLOSE));
+}
+
+#[test]
+fn lenient_chunked_framing() {
+    // Bare LF everywhere (§2.2), whitespace after the size and chunk extensions of any
+    // content (§7.1.1), leading zeros, trailer lines of any content including obs-fold
+    // (§7.1.2).
+    let input = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\
+        5\nhello\n\
+        000000000000000000006 \t; ext=\"a b\" ; x\r\n world\r\n\
+        1 \r\n!\n\
+        0;last\n\
+        X-Trailer: 1\n\
+         continued\r\n\
+        Odd trailer without colon\n\
+        \n\
+        HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+    let out = drive_all_splits(false, input);
+    assert_eq!(out, vec![Ok(OK), Ok(OK), Err(ParseError::Closed)]);
+    let (_, forwarded) = drive_events(false, &[input]);
+    assert_eq!(forwarded[0].body, b"hello world!");
+    assert_eq!(forwarded[0].framing, Some(Framing::Chunked));
+    assert_eq!(forwarded[1].body, b"");
+}
+
+#[test]
+fn events_hand_out_heads_and_body_ranges() {
+    let interim: &[u8] = b"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n";
+    let head: &[u8] = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+    let chunks: &[u8] = b"3;x\r\nabc\r\n4\r\ndefg\r\n0\r\nT: 1\r\n\r\n";
+    let fixed: &[u8] = b"HTTP/1.1 404 Not Found\r\nContent-Length: 5\r\n\r\nnope!";
+    let close: &[u8] = b"HTTP/1.0 200 OK\r\n\r\nuntil the end";
+    let input = [interim, head, chunks, fixed, close].concat();
+    let expected = vec![
+        Forwarded {
+            interim: vec![103],
+            head: head.to_vec(),
+            framing: Some(Framing::Chunked),
+            body: b"abcdefg".to_vec(),
+        },
+        Forwarded {
+            interim: vec![],
+            head: fixed[..fixed.len() - 5].to_vec(),
+            framing: Some(Framing::Length(5)),
+            body: b"nope!".to_vec(),
+        },
+        Forwarded {
+            interim: vec![],
+            head: close[..close.len() - 13].to_vec(),
+            framing: Some(Framing::UntilClose),
+            body: b"until the end".to_vec(),
+        },
+        // eof() ended the last response; nothing started after it.
+        Forwarded {
+            interim: vec![],
+            head: vec![],
+            framing: None,
+            body: vec![],
+        },
+    ];
+    let nf = Response {
+        status: 404,
+        keep_alive: true,
+    };
+    for pieces in [
+        vec![&input[..]],
+        input.chunks(1).collect(),
+        input.chunks(7).collect(),
+    ] {
+        let (out, mut forwarded) = drive_events(false, &pieces);
+        assert_eq!(out, vec![Ok(OK), Ok(nf), Ok(CLOSE)]);
+        // eof() completes the until-close body without a Done event.
+        forwarded.push(Forwarded {
+            interim: vec![],
+            head: vec![],
+            framing: None,
+            body: vec![],
+        });
+        assert_eq!(forwarded, expected);
+    }
+    // Data ranges point into the input: a whole chunk is handed out without copying.
+    let mut parser = ResponseParser::new(false);
+    let at = head.len();
+    let both = [head, chunks].concat();
+    let first = parser.next_event(&both).unwrap();
+    assert_eq!(first.consumed, at);
+    let data = parser.next_event(&both[at..]).unwrap();
+    assert_eq!(data.event, Event::Data(5..8));
+    assert_eq!(&both[at..][5..8], b"abc");
+    assert_eq!(data.consumed, 8);
+    // A bodiless response ends without consuming anything more.
+    let mut parser = ResponseParser::new(true);
+    let h: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n";
+    let parsed = parser.next_event(h).unwrap();
+    assert_eq!(parsed.consumed, h.len());
+    assert_eq!(
+        parsed.event,
+        Event::Head {
+            response: OK,
+            framing: Framing::Length(0)
+        }
+    );
+    assert_eq!(
+        parser.next_event(b"").unwrap(),
+        Parsed {
+            consumed: 0,
+            event: Event::Done(OK)
+        }
+    );
+}
+
+#[test]
+fn head_request_can_change_between_responses() {
+    let a: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n";
+    let mut parser = ResponseParser::new(false);
+    assert_eq!(
+        parser.feed(&[a, b"hi"].concat()),
+        Ok(Step::Done(a.len() + 2, OK))
+    );
+    // The same head answering HEAD: no body, although the head is cached.
+    parser.set_head_request(true);
+    assert_eq!(parser.feed(a), Ok(Step::Done(a.len(), OK)));
+    assert_eq!(parser.feed(a), Ok(Step::Done(a.len(), OK)));
+    parser.set_head_request(false);
+    assert_eq!(parser.feed(a), Ok(Step::NeedMore(a.len())));
+    assert_eq!(parser.feed(b"hi"), Ok(Step::Done(2, OK)));
 }
