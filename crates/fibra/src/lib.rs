@@ -57,6 +57,7 @@
 #![warn(missing_debug_implementations)]
 
 mod asan;
+mod driver;
 pub mod fiber;
 pub mod net;
 mod overflow;

@@ -1,7 +1,7 @@
-//! The reactor: per-fd readiness on an edge-triggered epoll, registered once per socket.
+//! The reactor: per-fd readiness on the edge-triggered driver, registered once per socket.
 //!
 //! Each socket is registered with the poller of the worker where it is first waited on, for
-//! read and write at once (`EPOLLET`), and never modified again: no `epoll_ctl` per wait. Its
+//! read and write at once, edge-triggered, and never modified again: no system call per wait. Its
 //! [`IoState`] remembers readiness between events, so an operation only parks when the socket
 //! is known to be drained, and a short read marks it drained without an extra `EAGAIN` read.
 //!
@@ -11,8 +11,8 @@
 
 mod waiters;
 
+use crate::driver::{Event, Ready};
 use crate::fiber::Task;
-use mio::event::Event;
 use std::io;
 use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::{AcqRel, Acquire};
@@ -51,8 +51,9 @@ const READ_CLOSED: usize = 4;
 const WRITE_CLOSED: usize = 8;
 const TICK: usize = 16;
 
-/// The poller's reference to an [`IoState`]: `Arc::into_raw` of it, used as the epoll token.
-pub(crate) type Token = usize;
+/// The poller's reference to an [`IoState`]: `Arc::into_raw` of it, used as the driver's
+/// token.
+pub(crate) type Token = crate::driver::Token;
 
 /// Readiness and waiters of one registered socket.
 ///
@@ -151,25 +152,26 @@ impl IoState {
         Ok(())
     }
 
-    /// Applies one epoll event to the state its token names and wakes the waiters.
-    pub(crate) fn on_event(event: &Event) {
-        let ptr = event.token().0 as *const IoState;
+    /// Applies one readiness event to the state its token names and wakes the waiters.
+    pub(crate) fn on_event(event: Event) {
+        let ptr = event.token as *const IoState;
         // SAFETY: every non-waker token registered with a worker's poller is `Arc::into_raw` of
         // an IoState, and the poller's reference is only released (see `release`) after the
         // socket was closed and all events harvested before the close have been handled — on
         // this same thread, which is now handling this event.
         let state = unsafe { &*ptr };
         let mut bits = 0;
-        if event.is_readable() {
+        let ready = event.ready;
+        if ready.contains(Ready::READABLE) {
             bits |= READABLE;
         }
-        if event.is_read_closed() || event.is_error() {
+        if ready.contains(Ready::READ_CLOSED) || ready.contains(Ready::ERROR) {
             bits |= READABLE | READ_CLOSED;
         }
-        if event.is_writable() {
+        if ready.contains(Ready::WRITABLE) {
             bits |= WRITABLE;
         }
-        if event.is_write_closed() || event.is_error() {
+        if ready.contains(Ready::WRITE_CLOSED) || ready.contains(Ready::ERROR) {
             bits |= WRITABLE | WRITE_CLOSED;
         }
         let mut cur = state.readiness.load(Acquire);

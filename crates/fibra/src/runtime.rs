@@ -250,7 +250,7 @@ impl Drop for Runtime {
         for w in &self.shared.workers {
             // An empty message list still wakes the poller; the flag does the rest.
             w.sleeping.store(false, SeqCst);
-            let _ = w.waker.wake();
+            let _ = w.driver.wake();
         }
         let me = thread::current().id();
         let mut all_joined = true;

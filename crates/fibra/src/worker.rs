@@ -1,20 +1,20 @@
 //! A worker: one OS thread with its run queue, fiber slab, stack pool, timers and poller.
 //!
 //! The loop: run the fibers that are ready (those that yield go to the next round), take what
-//! other threads sent through the inbox, then `epoll_wait` — with a zero timeout if fibers are
+//! other threads sent through the inbox, then wait in the driver — with a zero timeout if fibers are
 //! still runnable, otherwise until the next timer — refresh the cached clock, wake the fibers
 //! whose sockets became ready, and fire due timers.
 //!
 //! Cross-thread wake-ups and spawns go through [`WorkerShared::inbox`]; the producer interrupts
 //! the poller (an eventfd) only when the worker said it is about to sleep.
 
+use crate::driver::{self, Driver, Events};
 use crate::fiber::{self, Body, FiberCoroutine, Next, Resumed, Task};
 use crate::reactor::{self, IoState};
 use crate::runtime::RtShared;
 use crate::stack::StackPool;
 use crate::timer::{self, Timers};
 use corosensei::stack::{DefaultStack, Stack};
-use mio::{Events, Poll, Token};
 use slab::Slab;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -22,9 +22,6 @@ use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::{Relaxed, SeqCst};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// The token of the worker's inbox waker; socket tokens are pointers and never equal it.
-pub(crate) const WAKER_TOKEN: Token = Token(usize::MAX);
 
 /// While fibers stay runnable, the poller and timers are checked after this many fiber runs.
 const POLL_INTERVAL: usize = 256;
@@ -57,11 +54,11 @@ pub(crate) struct WorkerShared {
     closed: AtomicBool,
     /// Set when a message is pushed, so the worker can skip locking an empty inbox.
     pending: AtomicBool,
-    /// True while the worker is in (or about to enter) a blocking `epoll_wait`.
+    /// True while the worker is in (or about to enter) a blocking wait in its driver.
     pub(crate) sleeping: AtomicBool,
-    pub(crate) waker: mio::Waker,
-    /// The worker's poller, for taking a socket out of it from any thread.
-    pub(crate) registry: mio::Registry,
+    /// The worker's driver, for registering and taking out sockets and for waking the
+    /// worker from any thread.
+    pub(crate) driver: driver::Handle,
 }
 
 impl WorkerShared {
@@ -88,7 +85,7 @@ impl WorkerShared {
         }
         self.pending.store(true, SeqCst);
         if self.sleeping.load(SeqCst) && self.sleeping.swap(false, SeqCst) {
-            let _ = self.waker.wake();
+            let _ = self.driver.wake();
         }
     }
 }
@@ -145,8 +142,7 @@ pub(crate) struct Worker {
     /// so it stays in the CPU's caches.
     shared_stacks: RefCell<Vec<DefaultStack>>,
     pub(crate) timers: RefCell<Timers>,
-    poll: RefCell<Poll>,
-    pub(crate) registry: mio::Registry,
+    driver: RefCell<Driver>,
     /// Cached coarse clock, refreshed once per loop iteration.
     pub(crate) now: Cell<Instant>,
     pub(crate) now_ticks: Cell<u64>,
@@ -376,7 +372,7 @@ impl Worker {
                 break;
             }
             // While fibers keep each other busy, look at I/O and timers only every
-            // POLL_INTERVAL fiber runs: an epoll_wait per round would dominate a yield.
+            // POLL_INTERVAL fiber runs: a wait in the driver per round would dominate a yield.
             if ran_since_poll < POLL_INTERVAL && !self.queue.borrow().is_empty() {
                 continue;
             }
@@ -395,18 +391,16 @@ impl Worker {
                     timeout = Some(Duration::ZERO);
                 }
             }
-            let polled = self.poll.borrow_mut().poll(&mut events, timeout);
+            let polled = self.driver.borrow_mut().wait(&mut events, timeout);
             shared.sleeping.store(false, SeqCst);
             if let Err(e) = polled {
                 if e.kind() != std::io::ErrorKind::Interrupted {
-                    eprintln!("fibra: epoll_wait failed: {e}");
+                    eprintln!("fibra: waiting for I/O events failed: {e}");
                 }
             }
             self.refresh_clock();
             for event in events.iter() {
-                if event.token() != WAKER_TOKEN {
-                    IoState::on_event(event);
-                }
+                IoState::on_event(event);
             }
             self.timers.borrow_mut().fire(self.now_ticks.get());
         }
@@ -454,7 +448,7 @@ impl Worker {
             } else {
                 Duration::ZERO
             };
-            let _ = self.poll.borrow_mut().poll(&mut events, Some(timeout));
+            let _ = self.driver.borrow_mut().wait(&mut events, Some(timeout));
             shared.sleeping.store(false, SeqCst);
         }
         // Fibers that never ended are leaked rather than dropped: dropping a suspended
@@ -489,32 +483,22 @@ fn drop_outside_fibers<T>(value: T) {
 
 /// Creates the poller and the shared half of a worker (on the thread that builds the runtime,
 /// so set-up errors surface from `Builder::build`).
-pub(crate) fn new_poller() -> std::io::Result<(Poll, WorkerShared)> {
-    let poll = Poll::new()?;
-    let waker = mio::Waker::new(poll.registry(), WAKER_TOKEN)?;
-    let registry = poll.registry().try_clone()?;
+pub(crate) fn new_poller() -> std::io::Result<(Driver, WorkerShared)> {
+    let (driver, handle) = Driver::new()?;
     Ok((
-        poll,
+        driver,
         WorkerShared {
             inbox: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
             pending: AtomicBool::new(false),
             sleeping: AtomicBool::new(false),
-            waker,
-            registry,
+            driver: handle,
         },
     ))
 }
 
 /// Body of worker thread `index`.
-pub(crate) fn run(index: usize, rt: Arc<RtShared>, poll: Poll) {
-    let registry = match poll.registry().try_clone() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("fibra: worker {index} cannot clone its poll registry: {e}");
-            return;
-        }
-    };
+pub(crate) fn run(index: usize, rt: Arc<RtShared>, driver: Driver) {
     let _altstack = crate::overflow::install();
     let now = Instant::now();
     let worker = Worker {
@@ -528,8 +512,7 @@ pub(crate) fn run(index: usize, rt: Arc<RtShared>, poll: Poll) {
         cancelling: Cell::new(false),
         deferred: RefCell::new(VecDeque::new()),
         timers: RefCell::new(Timers::default()),
-        poll: RefCell::new(poll),
-        registry,
+        driver: RefCell::new(driver),
         now: Cell::new(now),
         now_ticks: Cell::new(timer::ticks_now()),
     };

@@ -10,8 +10,8 @@
 //!
 //! Dropping the socket takes it out of its poller (`EPOLL_CTL_DEL`) before closing it: closing
 //! alone does not, if another descriptor shares the open file description (a `dup`, a
-//! `try_clone` made before [`from_std`](super::TcpStream::from_std)), and epoll would go on
-//! reporting the token of the released state.
+//! `try_clone` made before [`from_std`](super::TcpStream::from_std)), and the driver
+//! would go on reporting the token of the released state (see the contract in `driver`).
 
 use crate::fiber::Wait;
 use crate::reactor::{self, Dir, IoState};
@@ -64,9 +64,7 @@ impl<S: AsRawFd> Drop for Evented<S> {
             let fd = self.io.as_raw_fd();
             // Fails only if the fd is not registered there (the registration race in
             // `register` deregistered the loser already), which leaves nothing to do.
-            let _ = reg.rt.workers[reg.home]
-                .registry
-                .deregister(&mut mio::unix::SourceFd(&fd));
+            let _ = reg.rt.workers[reg.home].driver.deregister(fd);
         }
     }
 }
@@ -133,11 +131,7 @@ impl<S: AsRawFd> Evented<S> {
             let state = IoState::new();
             let token = reactor::token_of(&state);
             let fd = self.io.as_raw_fd();
-            let res = w.registry.register(
-                &mut mio::unix::SourceFd(&fd),
-                mio::Token(token),
-                mio::Interest::READABLE | mio::Interest::WRITABLE,
-            );
+            let res = w.rt.workers[w.index].driver.register(fd, token);
             if let Err(e) = res {
                 reactor::release(token);
                 return Err(e);
@@ -153,7 +147,7 @@ impl<S: AsRawFd> Evented<S> {
             // Two fibers raced to register this socket and the other won: take ours out of
             // this worker's poller before its token is released.
             let fd = self.io.as_raw_fd();
-            worker::with(|w| w.registry.deregister(&mut mio::unix::SourceFd(&fd)))?;
+            worker::with(|w| w.rt.workers[w.index].driver.deregister(fd))?;
             drop(lost);
         }
         Ok(self.reg.get())
