@@ -5,35 +5,17 @@
 //! migrates (moving a running stack between threads is unsound in Rust: a fiber may hold an
 //! `Rc`, a thread-local borrow or a `MutexGuard`; see the crate docs and `docs/ARCHITECTURE.md`).
 //!
-//! The module is split by job:
-//! - `task`: the task record every part of the runtime shares, the park/unpark protocol and
-//!   the waiters that synchronisation primitives keep;
-//! - `cancel`: cancellation at runtime shutdown ([`Cancelled`]);
-//! - `switch`: context switching (creating, resuming and suspending coroutines, yielding and
-//!   [`on_shared_stack`]);
-//! - `spawn`: [`spawn()`], [`Builder`] and [`JoinHandle`];
-//! - `steps`: fibers made of steps ([`Step`], [`Wait`], [`Resume`]).
+//! This module is the public face of fibers: [`spawn()`], [`Builder`] and [`JoinHandle`] are
+//! here (`spawn.rs`), as are [`yield_now`] and [`on_shared_stack`] (`shared_stack.rs`). What
+//! a fiber is to the runtime — the task record, parking, cancellation and the steps of a
+//! stackless fiber ([`Step`], [`Wait`], [`Resume`]) — lives in the task layer below the
+//! scheduler, and is re-exported here under the same paths.
 
-mod cancel;
+mod shared_stack;
 mod spawn;
-mod steps;
-mod switch;
-mod task;
-#[cfg(test)]
-mod tests;
 
-pub use cancel::Cancelled;
+pub use crate::sched::{in_fiber, Cancelled, Resume, Step, Wait};
+pub use shared_stack::{on_shared_stack, yield_now};
 pub use spawn::{spawn, Builder, JoinHandle};
-pub use steps::{Resume, Step, Wait};
-pub use switch::{on_shared_stack, yield_now};
-pub use task::in_fiber;
 
-pub(crate) use cancel::{
-    end_unstarted, is_cancelled, mark_cancelled, set_cancelling, shutting_down,
-};
 pub(crate) use spawn::spawn_in;
-pub(crate) use steps::Next;
-pub(crate) use switch::{make_coroutine, resume, Body, FiberCoroutine, Resumed};
-pub(crate) use task::{
-    current_ptr, park_fiber, park_until, unpark, with_current, LocalWaiter, Task, Waiter,
-};

@@ -1,10 +1,9 @@
 //! Spawning and joining: [`spawn`], [`Builder`] and [`JoinHandle`].
 
-use super::cancel::Cancelled;
-use super::steps::{drive_steps, Step};
-use super::switch::Body;
-use super::task::{park_until, with_current, Task, Waiter, J_DETACHED, J_DONE, J_WAITING};
-use crate::runtime::{self, RtShared};
+use crate::sched::{
+    current_rt, drive_steps, park_until, with_current, Body, Cancelled, RtShared, Step, Task,
+    Waiter, J_DETACHED, J_DONE, J_WAITING,
+};
 use crate::worker;
 use std::any::Any;
 use std::io;
@@ -155,7 +154,7 @@ impl Builder {
 
 /// The runtime of the calling thread, or the error `Builder`'s spawns report outside one.
 fn current_runtime() -> io::Result<Arc<RtShared>> {
-    runtime::current().ok_or_else(|| {
+    current_rt().ok_or_else(|| {
         io::Error::other("fibra::spawn called outside a fibra runtime (use Runtime::block_on)")
     })
 }

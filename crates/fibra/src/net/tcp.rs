@@ -178,7 +178,7 @@ impl TcpStream {
     }
 
     fn connect_inner(addr: &SocketAddr, timeout: Option<Duration>) -> io::Result<TcpStream> {
-        if !crate::fiber::in_fiber() {
+        if !crate::sched::in_fiber() {
             let s = match timeout {
                 Some(t) => std::net::TcpStream::connect_timeout(addr, t)?,
                 None => std::net::TcpStream::connect(addr)?,

@@ -4,9 +4,9 @@
 //! `unpark` sets NOTIFIED and schedules the fiber only if it saw PARKED, so a fiber is never
 //! queued twice and a wake-up that races with parking is never lost.
 
+use super::shared::{is_home, with_local, Message, RtShared};
 use super::switch::suspend;
-use crate::runtime::RtShared;
-use crate::worker;
+use crate::timer::{TimerHeap, TimerTask};
 use std::any::Any;
 use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
@@ -170,6 +170,12 @@ impl Task {
         }
     }
 
+    /// The fiber's identity in waiter lists: its task's address.
+    #[inline(always)]
+    pub(crate) fn waiter_id(&self) -> usize {
+        self as *const Task as usize
+    }
+
     /// Whether the fiber is being cancelled (see [`is_cancelled`](crate::fiber::is_cancelled)).
     #[inline]
     pub(crate) fn is_cancelled(&self) -> bool {
@@ -249,7 +255,7 @@ pub(crate) fn park_begin(task: &Task, deadline: u64) -> ParkBegin {
         return ParkBegin::Notified;
     }
     if deadline != 0 {
-        worker::with(|w| w.timers.borrow_mut().arm(task, deadline));
+        with_local(|l| l.timers.borrow_mut().arm(task, deadline));
     }
     if task
         .state
@@ -278,7 +284,17 @@ pub(crate) fn park_end(task: &Task) -> bool {
 /// Wakes a parked fiber (or makes its next park return at once).
 pub(crate) fn unpark(task: &Task) {
     if task.state.swap(NOTIFIED, AcqRel) == PARKED {
-        worker::schedule(task);
+        schedule(task);
+    }
+}
+
+/// Queues a fiber that was just unparked: on this worker's run queue if it is the fiber's
+/// home, otherwise through its home worker's inbox.
+pub(crate) fn schedule(task: &Task) {
+    if is_home(&task.rt, task.home()) {
+        with_local(|l| l.queue.borrow_mut().push_back(task.key()));
+    } else {
+        task.rt.workers[task.home()].send(Message::Wake(task.arc()));
     }
 }
 
@@ -374,5 +390,45 @@ pub(crate) fn park_until(deadline: Option<std::time::Instant>) -> bool {
                 std::time::Instant::now() >= at
             }
         },
+    }
+}
+
+/// The deadline heap of one worker, over the runtime's fibers (see [`TimerHeap`] for its
+/// protocol and invariant).
+pub(crate) type Timers = TimerHeap<Task>;
+
+impl TimerTask for Task {
+    #[inline(always)]
+    fn deadline(&self) -> &AtomicU64 {
+        &self.deadline
+    }
+
+    #[inline(always)]
+    fn timer_queued(&self) -> &AtomicU64 {
+        &self.timer_queued
+    }
+
+    #[inline(always)]
+    fn to_arc(&self) -> Arc<Task> {
+        self.arc()
+    }
+
+    fn expire(&self) {
+        self.timed_out.store(true, Relaxed);
+        unpark(self);
+    }
+}
+
+/// The overflow handler's view of the running fiber (see [`crate::overflow`]).
+impl crate::overflow::RunningFiber for Task {
+    #[inline(always)]
+    fn with_running(f: impl FnOnce(usize, u64, &str)) {
+        let task = current_ptr();
+        // SAFETY: the current-fiber pointer is null or set from a live `&Task` for exactly as
+        // long as that fiber runs on this thread, and the fault happened on this thread.
+        let Some(task) = (unsafe { task.as_ref() }) else {
+            return;
+        };
+        f(task.stack_limit.load(Relaxed), task.id, task.display_name());
     }
 }

@@ -1,8 +1,9 @@
 //! Fibers made of steps: [`Step`], [`Wait`] and [`Resume`], which wait for a socket without
 //! holding a stack.
 
+use super::io::IoState;
 use super::task::{park_begin, park_end, with_current, ParkBegin, Task};
-use crate::reactor::{Dir, IoState};
+use crate::reactor::Dir;
 use std::io;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
@@ -251,7 +252,10 @@ impl IoWait {
     /// wake-up.
     #[inline(always)]
     fn woken(self, task: &Task, timed_out: bool) -> Step {
-        match self.state.after_wait_of(task, self.dir, timed_out) {
+        match self
+            .state
+            .after_wait_of(task.waiter_id(), self.dir, timed_out)
+        {
             Err(e) => self.then.resume(Err(e)),
             Ok(()) if IoState::is_ready(self.state.snapshot(), self.dir) => {
                 self.then.resume(Ok(()))
@@ -270,7 +274,7 @@ fn run_steps(task: &Task, mut step: Step) -> Option<Next> {
             StepKind::Done => return None,
             StepKind::Now(result, then) => then.resume(result),
             StepKind::Wait(w) => {
-                if !w.state.add_waiter(task, w.dir) {
+                if !w.state.add_waiter(w.dir, task.waiter_id(), || task.arc()) {
                     w.then.resume(Ok(()))
                 } else {
                     match park_begin(task, w.deadline) {

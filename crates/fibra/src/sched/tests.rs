@@ -1,3 +1,4 @@
+use super::io::IoState;
 use super::task::Task;
 use std::mem::{offset_of, size_of};
 
@@ -22,4 +23,11 @@ fn a_park_wake_cycle_touches_one_line_of_the_task() {
     ] {
         assert!(16 + end <= 64, "hot field ends at {end}");
     }
+}
+
+#[test]
+fn io_state_fits_one_line() {
+    let size = std::mem::size_of::<IoState>();
+    // `Arc<IoState>`: two counts plus the state, in one 64-byte (so 64-aligned) block.
+    assert!(16 + size <= 64, "IoState is {size} bytes");
 }
