@@ -1,15 +1,11 @@
 //! Spawning and joining: [`spawn`], [`Builder`] and [`JoinHandle`].
 
-use crate::sched::{
-    current_rt, drive_steps, park_until, with_current, Body, Cancelled, RtShared, Step, Task,
-    Waiter, J_DETACHED, J_DONE, J_WAITING,
-};
+use crate::sched::{current_rt, drive_steps, with_current, Body, Cancelled, RtShared, Step, Task};
 use crate::worker;
 use std::any::Any;
 use std::io;
 use std::marker::PhantomData;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::atomic::Ordering::{AcqRel, Acquire};
 use std::sync::Arc;
 use std::thread;
 
@@ -27,50 +23,27 @@ impl<T: 'static> JoinHandle<T> {
     ///
     /// Called from a fiber, only that fiber parks; from a thread, the thread blocks.
     pub fn join(self) -> thread::Result<T> {
-        let j = &self.task.join;
-        loop {
-            let state = self.task.join_state.load(Acquire);
-            if state & J_DONE != 0 {
-                // SAFETY: J_DONE (acquired) means `complete` finished writing `result` and
-                // will not touch it again; this handle is the only reader.
-                return match unsafe { (*j.result.get()).take() } {
-                    Some(Ok(value)) => Ok(*value
-                        .downcast::<T>()
-                        .expect("a fiber's result has the JoinHandle's type")),
-                    Some(Err(payload)) => Err(payload),
-                    None => Err(Box::new(Cancelled)),
-                };
-            }
-            if state & J_WAITING == 0 {
-                // SAFETY: before J_WAITING is set nobody else reads or writes `waiter`.
-                unsafe { *j.waiter.get() = Some(Waiter::current()) };
-                if self.task.join_state.fetch_or(J_WAITING, AcqRel) & J_DONE != 0 {
-                    continue;
-                }
-            }
-            park_until(None);
+        match self.task.wait_outcome() {
+            Some(Ok(value)) => Ok(*value
+                .downcast::<T>()
+                .expect("a fiber's result has the JoinHandle's type")),
+            Some(Err(payload)) => Err(payload),
+            None => Err(Box::new(Cancelled)),
         }
     }
 }
 
 impl<T> Drop for JoinHandle<T> {
     fn drop(&mut self) {
-        // Detach (see [`JoinCell`]). After a `join` the value is taken already, and this
-        // finds nothing to drop.
-        let before = self.task.join_state.fetch_or(J_DETACHED, AcqRel);
-        if before & J_DONE != 0 {
-            // SAFETY: J_DONE (acquired) means `complete` wrote `result` and will not touch it
-            // again; this handle is its only reader.
-            let value = unsafe { (*self.task.join.result.get()).take() };
-            drop(value);
-        }
+        // After a `join` the value is taken already, and this finds nothing to drop.
+        self.task.detach();
     }
 }
 
 impl<T> JoinHandle<T> {
     /// Whether the fiber has finished.
     pub fn is_finished(&self) -> bool {
-        self.task.join_state.load(Acquire) & J_DONE != 0
+        self.task.is_finished()
     }
 
     /// The fiber's unique id.

@@ -38,6 +38,5 @@ pub(crate) use shared::{
 pub(crate) use steps::{drive_steps, Next};
 pub(crate) use switch::{make_coroutine, resume, suspend, Body, FiberCoroutine, Resumed};
 pub(crate) use task::{
-    current_ptr, park_until, unpark, with_current, LocalWaiter, Task, Timers, Waiter, J_DETACHED,
-    J_DONE, J_WAITING,
+    current_ptr, park_until, unpark, with_current, LocalWaiter, Task, Timers, Waiter,
 };

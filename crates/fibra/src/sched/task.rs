@@ -27,15 +27,15 @@ const DONE: u8 = 3;
 #[repr(C)]
 pub(crate) struct Task {
     /// EMPTY, PARKED, NOTIFIED or DONE.
-    pub(crate) state: AtomicU8,
+    pub(super) state: AtomicU8,
     /// Set by the timer when the deadline passed. Home worker only.
     pub(crate) timed_out: AtomicBool,
     /// `J_*` bits of the hand-over of the fiber's outcome (see [`JoinCell`]).
-    pub(crate) join_state: AtomicU8,
+    join_state: AtomicU8,
     /// Set once the fiber has been cancelled (runtime shutdown): it unwinds with
     /// [`Cancelled`](crate::fiber::Cancelled) once, and its blocking calls return instead of parking or unwinding
     /// again (see [`is_cancelled`](crate::fiber::is_cancelled)). Home worker only.
-    pub(crate) cancelled: AtomicBool,
+    pub(super) cancelled: AtomicBool,
     /// Index of the worker that owns (or will own) the fiber.
     pub(super) home: u32,
     /// Key of the fiber's slot in its home worker's slab; set when it arrives there.
@@ -57,15 +57,15 @@ pub(crate) struct Task {
     #[allow(clippy::box_collection)]
     pub(crate) name: Option<Box<String>>,
     /// The fiber's outcome, kept here (no separate allocation) until joined.
-    pub(crate) join: JoinCell,
+    join: JoinCell,
 }
 
 /// `JoinCell::state` bits.
-pub(crate) const J_WAITING: u8 = 1;
-pub(crate) const J_CLAIMED: u8 = 2;
-pub(crate) const J_DONE: u8 = 4;
+const J_WAITING: u8 = 1;
+const J_CLAIMED: u8 = 2;
+const J_DONE: u8 = 4;
 /// The [`JoinHandle`](crate::fiber::JoinHandle) was dropped: nobody will read the outcome.
-pub(crate) const J_DETACHED: u8 = 8;
+const J_DETACHED: u8 = 8;
 
 /// A fiber's outcome as its [`JoinHandle`](crate::fiber::JoinHandle) will see it, handed over through one atomic word
 /// (`Task::join_state`)
@@ -81,12 +81,12 @@ pub(crate) const J_DETACHED: u8 = 8;
 ///   destructor is user code and may panic) is never dropped by the worker when it frees the
 ///   task, where a panic would unwind the worker loop.
 #[derive(Default)]
-pub(crate) struct JoinCell {
+struct JoinCell {
     /// The boxed value (no allocation for `()`) or the panic payload; `None` if the fiber was
     /// dropped before producing either.
-    pub(crate) result: UnsafeCell<Option<thread::Result<Box<dyn Any + Send>>>>,
+    result: UnsafeCell<Option<thread::Result<Box<dyn Any + Send>>>>,
     /// The fiber or thread blocked in `join`.
-    pub(crate) waiter: UnsafeCell<Option<Waiter>>,
+    waiter: UnsafeCell<Option<Waiter>>,
 }
 
 // SAFETY: the cells are accessed only under the protocol above, whose atomic transitions
@@ -138,6 +138,46 @@ impl Task {
             // so a panic in it is caught at the fiber's entry like any other.
             drop(value);
         }
+    }
+
+    /// The joiner's half of the hand-over (see [`JoinCell`]): waits until the fiber's outcome
+    /// is recorded and takes it (`None`: the fiber will never produce one). Called once, by
+    /// the fiber's one [`JoinHandle`](crate::fiber::JoinHandle).
+    pub(crate) fn wait_outcome(&self) -> Option<thread::Result<Box<dyn Any + Send>>> {
+        let j = &self.join;
+        loop {
+            let state = self.join_state.load(Acquire);
+            if state & J_DONE != 0 {
+                // SAFETY: J_DONE (acquired) means `complete` finished writing `result` and
+                // will not touch it again; this handle is the only reader.
+                return unsafe { (*j.result.get()).take() };
+            }
+            if state & J_WAITING == 0 {
+                // SAFETY: before J_WAITING is set nobody else reads or writes `waiter`.
+                unsafe { *j.waiter.get() = Some(Waiter::current()) };
+                if self.join_state.fetch_or(J_WAITING, AcqRel) & J_DONE != 0 {
+                    continue;
+                }
+            }
+            park_until(None);
+        }
+    }
+
+    /// The [`JoinHandle`](crate::fiber::JoinHandle) is dropped: detach (see [`JoinCell`]),
+    /// dropping the outcome here if it is recorded already.
+    pub(crate) fn detach(&self) {
+        let before = self.join_state.fetch_or(J_DETACHED, AcqRel);
+        if before & J_DONE != 0 {
+            // SAFETY: J_DONE (acquired) means `complete` wrote `result` and will not touch it
+            // again; this handle is its only reader.
+            let value = unsafe { (*self.join.result.get()).take() };
+            drop(value);
+        }
+    }
+
+    /// Whether the fiber's outcome is recorded (it has finished).
+    pub(crate) fn is_finished(&self) -> bool {
+        self.join_state.load(Acquire) & J_DONE != 0
     }
 
     /// Index of the worker that owns (or will own) the fiber.
