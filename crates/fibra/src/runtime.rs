@@ -5,7 +5,6 @@ use crate::sched::{self, RtShared};
 use crate::worker;
 use std::io;
 use std::sync::atomic::Ordering::SeqCst;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::Arc;
 use std::thread;
 
@@ -82,14 +81,7 @@ impl Builder {
             polls.push(poll);
             shared.push(ws);
         }
-        let rt = Arc::new(RtShared {
-            workers: shared,
-            stack_size: self.stack_size,
-            max_idle_stacks: self.max_idle_stacks,
-            next_worker: AtomicUsize::new(0),
-            next_id: AtomicU64::new(1),
-            shutdown: AtomicBool::new(false),
-        });
+        let rt = Arc::new(RtShared::new(shared, self.stack_size, self.max_idle_stacks));
         let mut threads = Vec::with_capacity(self.workers);
         for (i, poll) in polls.into_iter().enumerate() {
             let rt2 = rt.clone();
@@ -193,7 +185,7 @@ impl Runtime {
 
 impl Drop for Runtime {
     fn drop(&mut self) {
-        self.shared.shutdown.store(true, SeqCst);
+        self.shared.shut_down();
         for w in &self.shared.workers {
             // An empty message list still wakes the poller; the flag does the rest.
             w.sleeping.store(false, SeqCst);

@@ -23,12 +23,32 @@ pub(crate) struct RtShared {
     pub(crate) workers: Vec<WorkerShared>,
     pub(crate) stack_size: usize,
     pub(crate) max_idle_stacks: usize,
-    pub(crate) next_worker: AtomicUsize,
-    pub(crate) next_id: AtomicU64,
-    pub(crate) shutdown: AtomicBool,
+    next_worker: AtomicUsize,
+    next_id: AtomicU64,
+    shutdown: AtomicBool,
 }
 
 impl RtShared {
+    pub(crate) fn new(
+        workers: Vec<WorkerShared>,
+        stack_size: usize,
+        max_idle_stacks: usize,
+    ) -> Self {
+        RtShared {
+            workers,
+            stack_size,
+            max_idle_stacks,
+            next_worker: AtomicUsize::new(0),
+            next_id: AtomicU64::new(1),
+            shutdown: AtomicBool::new(false),
+        }
+    }
+
+    /// Tells the workers to stop (they look at it once per loop round).
+    pub(crate) fn shut_down(&self) {
+        self.shutdown.store(true, SeqCst);
+    }
+
     pub(crate) fn next_worker(&self) -> usize {
         let n = self.workers.len();
         if n == 1 {

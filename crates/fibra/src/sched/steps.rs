@@ -25,7 +25,7 @@ impl Next {
     }
 }
 
-/// What a fiber started with [`Builder::spawn_steps`](super::Builder::spawn_steps) does after each step: finish, or wait
+/// What a fiber started with [`Builder::spawn_steps`](crate::fiber::Builder::spawn_steps) does after each step: finish, or wait
 /// for a socket **without holding a stack** and then run its next step.
 ///
 /// A fiber blocked in `read` keeps its stack for as long as it waits. A keep-alive connection

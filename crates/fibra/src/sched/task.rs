@@ -34,7 +34,7 @@ pub(crate) struct Task {
     join_state: AtomicU8,
     /// Set once the fiber has been cancelled (runtime shutdown): it unwinds with
     /// [`Cancelled`](crate::fiber::Cancelled) once, and its blocking calls return instead of parking or unwinding
-    /// again (see [`is_cancelled`](crate::fiber::is_cancelled)). Home worker only.
+    /// again (see [`is_cancelled`](crate::sched::is_cancelled)). Home worker only.
     pub(super) cancelled: AtomicBool,
     /// Index of the worker that owns (or will own) the fiber.
     pub(super) home: u32,
@@ -216,7 +216,7 @@ impl Task {
         self as *const Task as usize
     }
 
-    /// Whether the fiber is being cancelled (see [`is_cancelled`](crate::fiber::is_cancelled)).
+    /// Whether the fiber is being cancelled (see [`is_cancelled`](crate::sched::is_cancelled)).
     #[inline]
     pub(crate) fn is_cancelled(&self) -> bool {
         self.cancelled.load(Relaxed)
