@@ -1,9 +1,9 @@
 //! A worker: one OS thread with its run queue, fiber slab, stack pool, timers and poller.
 //!
 //! The loop: run the fibers that are ready (those that yield go to the next round), take what
-//! other threads sent through the inbox, then wait in the driver — with a zero timeout if fibers are
-//! still runnable, otherwise until the next timer — refresh the cached clock, wake the fibers
-//! whose sockets became ready, and fire due timers.
+//! other threads sent through the inbox, then wait in the driver — with a zero timeout if
+//! fibers are still runnable, otherwise until the next timer — refresh the cached clock, wake
+//! the fibers whose sockets became ready, and fire due timers.
 //!
 //! Cross-thread wake-ups and spawns go through [`WorkerShared::inbox`]; the producer interrupts
 //! the poller (an eventfd) only when the worker said it is about to sleep.
@@ -39,8 +39,8 @@ const CANCEL_GRACE: Duration = Duration::from_secs(1);
 /// A fiber's slot in its worker's slab.
 enum FiberState {
     NotStarted(Body),
-    /// Parked without a stack (see [`Step`](crate::fiber::Step)): this body runs, on a pooled stack, when
-    /// the fiber is woken.
+    /// Parked without a stack (see [`Step`](crate::fiber::Step)): this body runs, on a pooled
+    /// stack, when the fiber is woken.
     Waiting(Next),
     /// The coroutine, resumed in place: the slab is never mutated while a fiber runs (spawns
     /// made meanwhile are deferred), so the coroutine does not move.

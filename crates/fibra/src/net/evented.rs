@@ -8,10 +8,10 @@
 //! in `poll(2)`, and leaves the readiness word as it found it unless an operation proved the
 //! socket drained.
 //!
-//! Dropping the socket takes it out of its driver (`Handle::deregister`) before closing it: closing
-//! alone does not, if another descriptor shares the open file description (a `dup`, a
-//! `try_clone` made before [`from_std`](super::TcpStream::from_std)), and the driver
-//! would go on reporting the token of the released state (see the contract in `driver`).
+//! Dropping the socket takes it out of its driver (`Handle::deregister`) before closing it:
+//! closing alone does not, if another descriptor shares the open file description (a `dup`, a
+//! `try_clone` made before [`from_std`](super::TcpStream::from_std)), and the driver would go
+//! on reporting the token of the released state (see the contract in `driver`).
 
 use crate::reactor::{Dir, Token};
 use crate::sched::{self, is_home, wait_io, with_local, IoState, Message, RtShared, Wait};

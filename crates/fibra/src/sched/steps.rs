@@ -25,8 +25,9 @@ impl Next {
     }
 }
 
-/// What a fiber started with [`Builder::spawn_steps`](crate::fiber::Builder::spawn_steps) does after each step: finish, or wait
-/// for a socket **without holding a stack** and then run its next step.
+/// What a fiber started with [`Builder::spawn_steps`](crate::fiber::Builder::spawn_steps)
+/// does after each step: finish, or wait for a socket **without holding a stack** and then
+/// run its next step.
 ///
 /// A fiber blocked in `read` keeps its stack for as long as it waits. A keep-alive connection
 /// waits most of its life, and when thousands take turns, each wake-up finds its fiber's stack

@@ -37,7 +37,8 @@ pub(crate) enum Resumed {
     Suspended,
     /// It finished.
     Finished,
-    /// Its stack is free: it waits without one and runs this body when woken (see [`Step`](crate::fiber::Step)).
+    /// Its stack is free: it waits without one and runs this body when woken (see
+    /// [`Step`](crate::fiber::Step)).
     Waiting(Next),
 }
 

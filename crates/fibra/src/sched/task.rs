@@ -33,8 +33,9 @@ pub(crate) struct Task {
     /// `J_*` bits of the hand-over of the fiber's outcome (see [`JoinCell`]).
     join_state: AtomicU8,
     /// Set once the fiber has been cancelled (runtime shutdown): it unwinds with
-    /// [`Cancelled`](crate::fiber::Cancelled) once, and its blocking calls return instead of parking or unwinding
-    /// again (see [`is_cancelled`](crate::sched::is_cancelled)). Home worker only.
+    /// [`Cancelled`](crate::fiber::Cancelled) once, and its blocking calls return instead of
+    /// parking or unwinding again (see [`is_cancelled`](crate::sched::is_cancelled)). Home
+    /// worker only.
     pub(super) cancelled: AtomicBool,
     /// Index of the worker that owns (or will own) the fiber.
     pub(super) home: u32,
@@ -67,8 +68,8 @@ const J_DONE: u8 = 4;
 /// The [`JoinHandle`](crate::fiber::JoinHandle) was dropped: nobody will read the outcome.
 const J_DETACHED: u8 = 8;
 
-/// A fiber's outcome as its [`JoinHandle`](crate::fiber::JoinHandle) will see it, handed over through one atomic word
-/// (`Task::join_state`)
+/// A fiber's outcome as its [`JoinHandle`](crate::fiber::JoinHandle) will see it, handed over
+/// through one atomic word (`Task::join_state`)
 /// instead of a mutex (a spawn + join costs two read-modify-writes here, not four):
 ///
 /// - `complete` sets `J_CLAIMED` (only the first completion proceeds), writes `result`, then
@@ -274,8 +275,8 @@ pub(crate) fn park_fiber(task: &Task, deadline: u64) -> bool {
 pub(crate) enum ParkBegin {
     /// A wake-up was pending: it is consumed and the fiber does not park.
     Notified,
-    /// The fiber is marked parked: suspend it (or end its run, see [`Step`](crate::fiber::Step)), then call
-    /// [`park_end`] once it runs again.
+    /// The fiber is marked parked: suspend it (or end its run, see
+    /// [`Step`](crate::fiber::Step)), then call [`park_end`] once it runs again.
     Parked,
     /// A wake-up arrived while the timer was being armed: call [`park_end`] right away.
     Raced,
