@@ -12,13 +12,16 @@
 //! right after arriving, call `__sanitizer_finish_switch_fiber` with the arriving context's saved
 //! fake stack (null when it starts), which reports the bounds of the stack just left.
 //!
-//! fibra switches in three places, all in `fiber.rs`:
+//! fibra switches in three places (the raw switches are in `switch.rs`, the worker's side in
+//! `sched/switch.rs`):
 //! - a worker resumes a fiber ([`to_fiber`] / [`back_from_fiber`] around `co.resume`), and the
 //!   fiber arrives either at its start ([`fiber_entered`]) or after its `suspend` returns
 //!   ([`back_in_fiber`]);
 //! - a fiber suspends ([`leaving_fiber`] before `yielder.suspend`) or ends ([`fiber_exiting`],
 //!   the last thing its coroutine body does);
 //! - [`on_stack`] wraps `corosensei::on_stack` for [`crate::fiber::on_shared_stack`].
+//!
+//! Fibers are named by a key (their task's address), which this module only compares.
 //!
 //! A fiber may be suspended on a lent shared stack, so the worker resumes it on the stack that
 //! `Task::stack_limit` names (kept current for the overflow handler anyway); every stack comes
@@ -45,12 +48,12 @@ pub(crate) use noop::*;
 
 #[cfg(fibra_asan)]
 mod imp {
-    use crate::fiber::{self, Task};
     use corosensei::stack::{DefaultStack, Stack};
     use std::cell::{Cell, RefCell};
     use std::collections::HashMap;
     use std::ffi::c_void;
     use std::ptr;
+    use std::sync::atomic::AtomicUsize;
     use std::sync::atomic::Ordering::Relaxed;
     use std::sync::Mutex;
 
@@ -88,6 +91,9 @@ mod imp {
         /// The fake stacks of this worker's suspended fibers, by task address (see
         /// [`leak_fiber`]).
         static SUSPENDED: RefCell<HashMap<usize, FakeStack>> = RefCell::new(HashMap::new());
+        /// The key (task address) of the fiber this worker last switched to: the running one
+        /// while a fiber runs.
+        static RUNNING: Cell<usize> = const { Cell::new(0) };
     }
 
     /// The bounds `[bottom, bottom + size)` of `stack`'s mapping.
@@ -116,9 +122,10 @@ mod imp {
 
     /// The worker's half of a switch into fiber `task`: call right before resuming it.
     #[inline(always)]
-    pub(crate) fn to_fiber(task: &Task) -> FakeStack {
+    pub(crate) fn to_fiber(key: usize, stack_limit: &AtomicUsize) -> FakeStack {
+        RUNNING.with(|r| r.set(key));
         let size = STACK_LEN.with(Cell::get);
-        let bottom = task.stack_limit.load(Relaxed) as *const c_void;
+        let bottom = stack_limit.load(Relaxed) as *const c_void;
         let mut fake = ptr::null_mut();
         // SAFETY: announces the stack the fiber runs on (its own, or the shared stack it is
         // suspended on: `stack_limit` follows it); the worker's fake stack is saved in `fake`.
@@ -151,7 +158,7 @@ mod imp {
         // (fibers never migrate, and only the worker's loop resumes them).
         unsafe { __sanitizer_start_switch_fiber(&mut fake, bottom, size) };
         if !fake.is_null() {
-            SUSPENDED.with(|m| m.borrow_mut().insert(fiber::current_ptr() as usize, fake));
+            SUSPENDED.with(|m| m.borrow_mut().insert(RUNNING.with(Cell::get), fake));
         }
         fake
     }
@@ -166,7 +173,7 @@ mod imp {
         unsafe { __sanitizer_finish_switch_fiber(fake, &mut bottom, &mut size) };
         THREAD_STACK.with(|s| s.set((bottom, size)));
         if !fake.is_null() {
-            SUSPENDED.with(|m| m.borrow_mut().remove(&(fiber::current_ptr() as usize)));
+            SUSPENDED.with(|m| m.borrow_mut().remove(&RUNNING.with(Cell::get)));
         }
     }
 
@@ -223,15 +230,14 @@ mod imp {
     /// fake stack, so what the fiber still references counts as reachable, not leaked. (If it
     /// is suspended inside `on_shared_stack`, only the lent stack and that call's fake stack
     /// are covered.)
-    pub(crate) fn leak_fiber(task: &Task) {
-        intended_leak(task as *const Task as usize);
+    pub(crate) fn leak_fiber(key: usize, stack_limit: usize) {
+        intended_leak(key);
         let size = STACK_LEN.with(Cell::get);
-        let bottom = task.stack_limit.load(Relaxed);
+        let bottom = stack_limit;
         if bottom != 0 && size != 0 {
             // SAFETY: the range is the leaked fiber's stack mapping, which is never unmapped.
             unsafe { __lsan_register_root_region(bottom as *const c_void, size) };
         }
-        let key = task as *const Task as usize;
         let Some(fake) = SUSPENDED.with(|m| m.borrow_mut().remove(&key)) else {
             return;
         };
@@ -271,8 +277,8 @@ mod imp {
 
 #[cfg(not(fibra_asan))]
 mod noop {
-    use crate::fiber::Task;
     use corosensei::stack::DefaultStack;
+    use std::sync::atomic::AtomicUsize;
 
     /// Stands for the saved fake stack of a context (nothing without ASan).
     #[derive(Clone, Copy)]
@@ -282,7 +288,7 @@ mod noop {
     pub(crate) fn fresh_stack(_: &DefaultStack) {}
 
     #[inline(always)]
-    pub(crate) fn to_fiber(_: &Task) -> FakeStack {
+    pub(crate) fn to_fiber(_: usize, _: &AtomicUsize) -> FakeStack {
         FakeStack
     }
 
@@ -309,5 +315,5 @@ mod noop {
     }
 
     #[inline(always)]
-    pub(crate) fn leak_fiber(_: &Task) {}
+    pub(crate) fn leak_fiber(_: usize, _: usize) {}
 }

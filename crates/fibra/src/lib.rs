@@ -56,18 +56,28 @@
 #![deny(missing_docs)]
 #![warn(missing_debug_implementations)]
 
+// Layers, bottom up; a module names only modules of its own or lower layers (checked by
+// `tests/module_layers.rs`, described in `docs/ARCHITECTURE.md`).
+// 1. Stacks and context switching.
 mod asan;
+mod overflow;
+mod stack;
+mod switch;
+// 2. Readiness backend, per-socket readiness, timers: nothing here knows fibers.
+mod driver;
+mod reactor;
+mod timer;
+// 3. Tasks: the task record, parking and waking, cancellation, steps, shared runtime state.
+mod sched;
+// 4. The scheduler: one worker thread's loop.
+mod worker;
+// 5. The public API.
 pub mod fiber;
 pub mod net;
-mod overflow;
-mod reactor;
 mod runtime;
-mod stack;
 pub mod sync;
 pub mod task;
 pub mod time;
-mod timer;
-mod worker;
 
 pub use fiber::{in_fiber, spawn, yield_now, Cancelled, JoinHandle};
 pub use runtime::{

@@ -46,6 +46,17 @@ use std::sync::{Once, OnceLock};
 
 static INSTALL: Once = Once::new();
 
+/// How the handler learns which fiber runs on the faulting thread: implemented by the layer
+/// that knows fibers (this one only knows stacks), and picked at compile time by
+/// [`install`]'s type parameter, so the handler calls it directly.
+pub(crate) trait RunningFiber: 'static {
+    /// Calls `f` with the `limit` of the running fiber's stack (see
+    /// [`guard_range`](crate::stack::guard_range)), its id and its name, if a fiber runs on
+    /// this thread. Called in a signal handler: it must be async-signal-safe (plain
+    /// thread-local reads and atomic loads; no allocation, no locks).
+    fn with_running(f: impl FnOnce(usize, u64, &str));
+}
+
 /// The action each of [`SIGNALS`] had before fibra's handler; set once, before that handler is
 /// installed, and never changed. Reading it is one atomic load, so the handler may.
 static PREVIOUS: [OnceLock<libc::sigaction>; 2] = [OnceLock::new(), OnceLock::new()];
@@ -81,7 +92,7 @@ impl Drop for AltStack {
 }
 
 /// Installs the process-wide handler (once) and an alternate signal stack for this thread.
-pub(crate) fn install() -> AltStack {
+pub(crate) fn install<F: RunningFiber>() -> AltStack {
     INSTALL.call_once(|| {
         for (i, &sig) in SIGNALS.iter().enumerate() {
             // SAFETY: a zeroed sigaction is a valid out-parameter; a null new action only reads
@@ -100,7 +111,7 @@ pub(crate) fn install() -> AltStack {
             // handler and flags.
             unsafe {
                 let mut action: libc::sigaction = std::mem::zeroed();
-                action.sa_sigaction = handler as *const () as usize;
+                action.sa_sigaction = handler::<F> as *const () as usize;
                 action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
                 libc::sigemptyset(&mut action.sa_mask);
                 libc::sigaction(sig, &action, std::ptr::null_mut());
@@ -155,7 +166,11 @@ fn write_stderr(bytes: &[u8]) {
     }
 }
 
-extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+extern "C" fn handler<F: RunningFiber>(
+    sig: libc::c_int,
+    info: *mut libc::siginfo_t,
+    ctx: *mut libc::c_void,
+) {
     // The kernel always passes a siginfo to an SA_SIGINFO handler; a null one can only come
     // from a later handler calling this one by hand, and is treated as a sent signal.
     let code = if info.is_null() {
@@ -169,42 +184,38 @@ extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut li
         // SAFETY: `info` is non-null (code came from it) and valid; for a fault, si_addr is the
         // faulting address.
         let addr = unsafe { (*info).si_addr() } as usize;
-        report_overflow(addr);
+        report_overflow::<F>(addr);
     }
     chain(sig, info, ctx, fault);
 }
 
 /// If `addr` lies in the running fiber's guard page, reports that fiber and aborts.
-fn report_overflow(addr: usize) {
+fn report_overflow<F: RunningFiber>(addr: usize) {
     // Const-initialised thread-locals without destructors are plain TLS reads, safe here.
-    let task = crate::fiber::current_ptr();
-    // SAFETY: the current-fiber pointer is null or set from a live `&Task` for exactly as long
-    // as that fiber runs on this thread, and the fault happened on this thread.
-    let Some(task) = (unsafe { task.as_ref() }) else {
-        return;
-    };
-    let (lo, hi) = crate::stack::guard_range(task.stack_limit.load(Relaxed));
-    if !(lo <= addr && addr < hi) {
-        return;
-    }
-    write_stderr(b"\nfibra: fiber '");
-    write_stderr(task.display_name().as_bytes());
-    write_stderr(b"' (id ");
-    let mut buf = [0u8; 20];
-    let mut n = task.id;
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
+    F::with_running(|stack_limit, id, name| {
+        let (lo, hi) = crate::stack::guard_range(stack_limit);
+        if !(lo <= addr && addr < hi) {
+            return;
         }
-    }
-    write_stderr(&buf[i..]);
-    write_stderr(b") has overflowed its stack; raise it with fibra::Builder::stack_size\n");
-    // SAFETY: abort is async-signal-safe.
-    unsafe { libc::abort() };
+        write_stderr(b"\nfibra: fiber '");
+        write_stderr(name.as_bytes());
+        write_stderr(b"' (id ");
+        let mut buf = [0u8; 20];
+        let mut n = id;
+        let mut i = buf.len();
+        loop {
+            i -= 1;
+            buf[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        write_stderr(&buf[i..]);
+        write_stderr(b") has overflowed its stack; raise it with fibra::Builder::stack_size\n");
+        // SAFETY: abort is async-signal-safe.
+        unsafe { libc::abort() };
+    });
 }
 
 /// Passes a signal that is not a fiber overflow on to the previous action (see the module doc).

@@ -1,7 +1,7 @@
-//! The reactor: per-fd readiness on an edge-triggered epoll, registered once per socket.
+//! The reactor: per-fd readiness on the edge-triggered driver, registered once per socket.
 //!
 //! Each socket is registered with the poller of the worker where it is first waited on, for
-//! read and write at once (`EPOLLET`), and never modified again: no `epoll_ctl` per wait. Its
+//! read and write at once, edge-triggered, and never modified again: no system call per wait. Its
 //! [`IoState`] remembers readiness between events, so an operation only parks when the socket
 //! is known to be drained, and a short read marks it drained without an extra `EAGAIN` read.
 //!
@@ -11,12 +11,12 @@
 
 mod waiters;
 
-use crate::fiber::Task;
-use mio::event::Event;
+use crate::driver::{Event, Ready};
 use std::io;
 use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::{AcqRel, Acquire};
 use std::sync::{Arc, Mutex};
+pub(crate) use waiters::Identity;
 use waiters::Waiters;
 
 /// Direction of an operation.
@@ -51,8 +51,9 @@ const READ_CLOSED: usize = 4;
 const WRITE_CLOSED: usize = 8;
 const TICK: usize = 16;
 
-/// The poller's reference to an [`IoState`]: `Arc::into_raw` of it, used as the epoll token.
-pub(crate) type Token = usize;
+/// The poller's reference to an [`IoState`]: `Arc::into_raw` of it, used as the driver's
+/// token.
+pub(crate) type Token = crate::driver::Token;
 
 /// Readiness and waiters of one registered socket.
 ///
@@ -64,24 +65,20 @@ pub(crate) type Token = usize;
 /// first in an inline slot, the others in a list. An event for a direction removes and wakes
 /// all of them ([`IoState::on_event`]); each then retries its operation, and those that find
 /// nothing register again. A fiber whose wait timed out removes its own entry
-/// ([`IoState::after_wait_of`]). Entries hold an `Arc<Task>`, so an entry left behind by a
-/// fiber that unwound out of its wait (cancellation) costs a spurious wake-up, never a
-/// dangling pointer.
-pub(crate) struct IoState {
+/// ([`IoState::after_wait_of`]). The task layer stores an `Arc<Task>` as the waiter `W`, so an
+/// entry left behind by a fiber that unwound out of its wait (cancellation) costs a spurious
+/// wake-up, never a dangling pointer. The reactor itself knows nothing of fibers: it keeps
+/// waiters of type `W`, named by their [`Identity`], and hands them back to be woken; parking
+/// (`sched::wait_io`) and waking are the task layer's.
+pub(crate) struct IoState<W> {
     /// READABLE | WRITABLE flags, plus an event counter in the bits above them.
     readiness: AtomicUsize,
-    waiters: Mutex<Waiters<Arc<Task>>>,
+    waiters: Mutex<Waiters<W>>,
 }
 
-impl waiters::Identity for Arc<Task> {
-    fn identity(&self) -> usize {
-        Arc::as_ptr(self) as usize
-    }
-}
-
-impl IoState {
+impl<W: Identity> IoState<W> {
     /// A new state; both directions start ready so the first operation is tried directly.
-    pub(crate) fn new() -> Arc<IoState> {
+    pub(crate) fn new() -> Arc<IoState<W>> {
         Arc::new(IoState {
             readiness: AtomicUsize::new(READABLE | WRITABLE),
             waiters: Mutex::new(Waiters::default()),
@@ -108,27 +105,15 @@ impl IoState {
             .compare_exchange(snapshot, snapshot & !dir.bit(), AcqRel, Acquire);
     }
 
-    /// Parks fiber `task` (the caller) until `dir` is ready or tick `deadline` (0: none)
-    /// passes. In a fiber being cancelled it fails at once instead.
-    pub(crate) fn wait(&self, task: &Task, dir: Dir, deadline: u64) -> io::Result<()> {
-        if task.is_cancelled() {
-            return Err(crate::fiber::shutting_down());
-        }
-        if !self.add_waiter(task, dir) {
-            return Ok(());
-        }
-        let timed_out = crate::fiber::park_fiber(task, deadline);
-        self.after_wait_of(task, dir, timed_out)
-    }
-
-    /// Registers `task` as a waiter for `dir`, unless `dir` is ready (false).
+    /// Registers the waiter named `id` (made by `waiter` if it is not registered already) for
+    /// `dir`, unless `dir` is ready (false).
     #[inline(always)]
-    pub(crate) fn add_waiter(&self, task: &Task, dir: Dir) -> bool {
+    pub(crate) fn add_waiter(&self, dir: Dir, id: usize, waiter: impl FnOnce() -> W) -> bool {
         let mut w = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
         if self.readiness.load(Acquire) & dir.bit() != 0 {
             return false;
         }
-        w.add(dir, task as *const Task as usize, || task.arc());
+        w.add(dir, id, waiter);
         true
     }
 
@@ -136,10 +121,10 @@ impl IoState {
     /// passed before `dir` became ready (the registration is removed), otherwise `Ok` (which
     /// may be a spurious wake-up: look at the readiness again).
     #[inline(always)]
-    pub(crate) fn after_wait_of(&self, task: &Task, dir: Dir, timed_out: bool) -> io::Result<()> {
+    pub(crate) fn after_wait_of(&self, id: usize, dir: Dir, timed_out: bool) -> io::Result<()> {
         if timed_out && self.readiness.load(Acquire) & dir.bit() == 0 {
             let mut w = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
-            w.remove(dir, task as *const Task as usize);
+            w.remove(dir, id);
             return Err(io::Error::new(
                 io::ErrorKind::TimedOut,
                 match dir {
@@ -151,25 +136,27 @@ impl IoState {
         Ok(())
     }
 
-    /// Applies one epoll event to the state its token names and wakes the waiters.
-    pub(crate) fn on_event(event: &Event) {
-        let ptr = event.token().0 as *const IoState;
+    /// Applies one readiness event to the state its token names and hands each waiter it
+    /// ends to `wake`.
+    pub(crate) fn on_event(event: Event, mut wake: impl FnMut(&W)) {
+        let ptr = event.token as *const IoState<W>;
         // SAFETY: every non-waker token registered with a worker's poller is `Arc::into_raw` of
         // an IoState, and the poller's reference is only released (see `release`) after the
         // socket was closed and all events harvested before the close have been handled — on
         // this same thread, which is now handling this event.
         let state = unsafe { &*ptr };
         let mut bits = 0;
-        if event.is_readable() {
+        let ready = event.ready;
+        if ready.contains(Ready::READABLE) {
             bits |= READABLE;
         }
-        if event.is_read_closed() || event.is_error() {
+        if ready.contains(Ready::READ_CLOSED) || ready.contains(Ready::ERROR) {
             bits |= READABLE | READ_CLOSED;
         }
-        if event.is_writable() {
+        if ready.contains(Ready::WRITABLE) {
             bits |= WRITABLE;
         }
-        if event.is_write_closed() || event.is_error() {
+        if ready.contains(Ready::WRITE_CLOSED) || ready.contains(Ready::ERROR) {
             bits |= WRITABLE | WRITE_CLOSED;
         }
         let mut cur = state.readiness.load(Acquire);
@@ -190,35 +177,25 @@ impl IoState {
             .unwrap_or_else(|e| e.into_inner())
             .take(bits, &mut more);
         if let Some(r) = reader {
-            crate::fiber::unpark(&r);
+            wake(&r);
         }
         if let Some(wr) = writer {
-            crate::fiber::unpark(&wr);
+            wake(&wr);
         }
         for t in more {
-            crate::fiber::unpark(&t);
+            wake(&t);
         }
     }
-}
 
-/// Turns a state into the token that the poller holds (one strong reference).
-pub(crate) fn token_of(state: &Arc<IoState>) -> Token {
-    Arc::into_raw(state.clone()) as usize
-}
+    /// Turns a state into the token that the poller holds (one strong reference).
+    pub(crate) fn token_of(state: &Arc<IoState<W>>) -> Token {
+        Arc::into_raw(state.clone()) as usize
+    }
 
-/// Drops the poller's reference behind `token`.
-pub(crate) fn release(token: Token) {
-    // SAFETY: `token` came from `token_of` (Arc::into_raw) and each token is released once,
-    // by the registration's drop, after the socket was closed.
-    drop(unsafe { Arc::from_raw(token as *const IoState) });
-}
-
-#[cfg(test)]
-mod layout_tests {
-    #[test]
-    fn io_state_fits_one_line() {
-        let size = std::mem::size_of::<super::IoState>();
-        // `Arc<IoState>`: two counts plus the state, in one 64-byte (so 64-aligned) block.
-        assert!(16 + size <= 64, "IoState is {size} bytes");
+    /// Drops the poller's reference behind `token`.
+    pub(crate) fn release(token: Token) {
+        // SAFETY: `token` came from `token_of` (Arc::into_raw) and each token is released
+        // once, by the registration's drop, after the socket was closed.
+        drop(unsafe { Arc::from_raw(token as *const IoState<W>) });
     }
 }

@@ -1,10 +1,10 @@
 //! The runtime: worker threads, their configuration, `block_on` and shutdown.
 
 use crate::fiber::{self, JoinHandle};
-use crate::worker::{self, WorkerShared};
+use crate::sched::{self, RtShared};
+use crate::worker;
 use std::io;
-use std::sync::atomic::Ordering::{Relaxed, SeqCst};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc;
 use std::thread;
 
@@ -16,60 +16,6 @@ pub const DEFAULT_STACK_SIZE: usize = 256 * 1024;
 
 /// Default number of idle stacks each worker keeps for reuse.
 pub const DEFAULT_MAX_IDLE_STACKS: usize = 4096;
-
-/// What all threads of one runtime share.
-pub(crate) struct RtShared {
-    pub(crate) workers: Vec<WorkerShared>,
-    pub(crate) stack_size: usize,
-    pub(crate) max_idle_stacks: usize,
-    next_worker: AtomicUsize,
-    next_id: AtomicU64,
-    shutdown: AtomicBool,
-}
-
-impl RtShared {
-    pub(crate) fn next_worker(&self) -> usize {
-        let n = self.workers.len();
-        if n == 1 {
-            0
-        } else {
-            self.next_worker.fetch_add(1, Relaxed) % n
-        }
-    }
-
-    pub(crate) fn next_id(&self) -> u64 {
-        self.next_id.fetch_add(1, Relaxed)
-    }
-
-    pub(crate) fn is_shutdown(&self) -> bool {
-        self.shutdown.load(SeqCst)
-    }
-}
-
-thread_local! {
-    /// The runtime a helper thread of `spawn_blocking` is running a job for.
-    static BLOCKING_FOR: std::cell::RefCell<Option<Arc<RtShared>>> =
-        const { std::cell::RefCell::new(None) };
-}
-
-/// The runtime of the calling thread, if any: the worker's, or the one whose fiber handed a
-/// blocking job to this helper thread (see [`enter_blocking`]).
-pub(crate) fn current() -> Option<Arc<RtShared>> {
-    worker::try_with(|w| w.rt.clone()).or_else(|| BLOCKING_FOR.with(|b| b.borrow().clone()))
-}
-
-/// While the returned guard lives, the calling (helper) thread counts as running for `rt`:
-/// `fibra::spawn` in a `spawn_blocking` job spawns onto the runtime of the fiber that asked.
-pub(crate) fn enter_blocking(rt: Arc<RtShared>) -> impl Drop {
-    struct Leave(Option<Arc<RtShared>>);
-    impl Drop for Leave {
-        fn drop(&mut self) {
-            let previous = self.0.take();
-            BLOCKING_FOR.with(|b| *b.borrow_mut() = previous);
-        }
-    }
-    Leave(BLOCKING_FOR.with(|b| b.borrow_mut().replace(rt)))
-}
 
 /// Configures a [`Runtime`].
 ///
@@ -135,14 +81,7 @@ impl Builder {
             polls.push(poll);
             shared.push(ws);
         }
-        let rt = Arc::new(RtShared {
-            workers: shared,
-            stack_size: self.stack_size,
-            max_idle_stacks: self.max_idle_stacks,
-            next_worker: AtomicUsize::new(0),
-            next_id: AtomicU64::new(1),
-            shutdown: AtomicBool::new(false),
-        });
+        let rt = Arc::new(RtShared::new(shared, self.stack_size, self.max_idle_stacks));
         let mut threads = Vec::with_capacity(self.workers);
         for (i, poll) in polls.into_iter().enumerate() {
             let rt2 = rt.clone();
@@ -246,11 +185,11 @@ impl Runtime {
 
 impl Drop for Runtime {
     fn drop(&mut self) {
-        self.shared.shutdown.store(true, SeqCst);
+        self.shared.shut_down();
         for w in &self.shared.workers {
             // An empty message list still wakes the poller; the flag does the rest.
             w.sleeping.store(false, SeqCst);
-            let _ = w.waker.wake();
+            let _ = w.driver.wake();
         }
         let me = thread::current().id();
         let mut all_joined = true;
@@ -291,5 +230,5 @@ where
 
 /// The index of the worker running the caller, if it runs on one.
 pub fn current_worker() -> Option<usize> {
-    worker::try_with(|w| w.index)
+    sched::try_with_local(|l| l.index)
 }

@@ -102,9 +102,9 @@ where
         return f();
     }
     let (tx, rx) = oneshot::channel();
-    let rt = crate::runtime::current();
+    let rt = crate::sched::current_rt();
     submit(Box::new(move || {
-        let _context = rt.map(crate::runtime::enter_blocking);
+        let _context = rt.map(crate::sched::enter_blocking);
         let _ = tx.send(panic::catch_unwind(AssertUnwindSafe(f)));
     }));
     match rx.recv() {

@@ -4,14 +4,13 @@
 //! a sleep is a parked fiber plus (at most) one timer-heap entry. Outside fibers these functions
 //! fall back to `std`.
 
-use crate::fiber;
-use crate::worker;
+use crate::sched::{self as fiber, try_with_local};
 use std::time::{Duration, Instant};
 
 /// The current time: the worker's cached clock inside a fiber (refreshed every scheduler
 /// round, so cheap and coarse), `Instant::now()` elsewhere.
 pub fn now() -> Instant {
-    worker::try_with(|w| w.now.get()).unwrap_or_else(Instant::now)
+    try_with_local(|l| l.now.get()).unwrap_or_else(Instant::now)
 }
 
 /// Puts the current fiber (or thread) to sleep for at least `dur`.

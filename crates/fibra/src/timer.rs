@@ -11,15 +11,13 @@
 //! An entry holds its fiber's task. So that a fiber woken early and finished is not kept alive
 //! until its deadline, its worker cancels its timer when it finishes ([`TimerHeap::cancel`]),
 //! and the heap is compacted once enough of it is such garbage (see [`TimerHeap`]; the heap
-//! itself, a plain data structure tested without a runtime, is in `timer/heap.rs`).
+//! itself, a plain data structure tested without a runtime, is in `timer/heap.rs`; it is
+//! generic over the task type, which the task layer (`sched`) plugs in).
 
 mod heap;
 
-use crate::fiber::Task;
-use heap::{TimerHeap, TimerTask};
-use std::sync::atomic::AtomicU64;
-use std::sync::atomic::Ordering::Relaxed;
-use std::sync::{Arc, OnceLock};
+pub(crate) use heap::{TimerHeap, TimerTask};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// Nanoseconds on the monotonic clock, the one `Instant` reads on Linux.
@@ -82,32 +80,6 @@ fn ceil_ms(d: Duration) -> u64 {
 pub(crate) fn ticks_after(d: Duration) -> u64 {
     let ms = ceil_ms(d).min(u64::MAX / 2);
     ticks_now().saturating_add(ms.max(1))
-}
-
-/// The deadline heap of one worker, over the runtime's fibers (see [`TimerHeap`] for its
-/// protocol and invariant).
-pub(crate) type Timers = TimerHeap<Task>;
-
-impl TimerTask for Task {
-    #[inline(always)]
-    fn deadline(&self) -> &AtomicU64 {
-        &self.deadline
-    }
-
-    #[inline(always)]
-    fn timer_queued(&self) -> &AtomicU64 {
-        &self.timer_queued
-    }
-
-    #[inline(always)]
-    fn to_arc(&self) -> Arc<Task> {
-        self.arc()
-    }
-
-    fn expire(&self) {
-        self.timed_out.store(true, Relaxed);
-        crate::fiber::unpark(self);
-    }
 }
 
 #[cfg(test)]

@@ -1,20 +1,21 @@
 //! A worker: one OS thread with its run queue, fiber slab, stack pool, timers and poller.
 //!
 //! The loop: run the fibers that are ready (those that yield go to the next round), take what
-//! other threads sent through the inbox, then `epoll_wait` — with a zero timeout if fibers are
-//! still runnable, otherwise until the next timer — refresh the cached clock, wake the fibers
-//! whose sockets became ready, and fire due timers.
+//! other threads sent through the inbox, then wait in the driver — with a zero timeout if
+//! fibers are still runnable, otherwise until the next timer — refresh the cached clock, wake
+//! the fibers whose sockets became ready, and fire due timers.
 //!
 //! Cross-thread wake-ups and spawns go through [`WorkerShared::inbox`]; the producer interrupts
 //! the poller (an eventfd) only when the worker said it is about to sleep.
 
-use crate::fiber::{self, Body, FiberCoroutine, Next, Resumed, Task};
-use crate::reactor::{self, IoState};
-use crate::runtime::RtShared;
+use crate::driver::{Driver, Events};
+use crate::sched::{
+    self, is_home, Body, FiberCoroutine, IoState, Local, Message, Next, Resumed, RtShared, Task,
+    Timers, WorkerShared,
+};
 use crate::stack::StackPool;
-use crate::timer::{self, Timers};
+use crate::timer;
 use corosensei::stack::{DefaultStack, Stack};
-use mio::{Events, Poll, Token};
 use slab::Slab;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -22,9 +23,6 @@ use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::{Relaxed, SeqCst};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// The token of the worker's inbox waker; socket tokens are pointers and never equal it.
-pub(crate) const WAKER_TOKEN: Token = Token(usize::MAX);
 
 /// While fibers stay runnable, the poller and timers are checked after this many fiber runs.
 const POLL_INTERVAL: usize = 256;
@@ -38,81 +36,11 @@ const MAX_SHARED_STACKS: usize = 4;
 /// something that no cancelled fiber will release.
 const CANCEL_GRACE: Duration = Duration::from_secs(1);
 
-/// A message to a worker from another thread.
-pub(crate) enum Message {
-    /// A new fiber to start.
-    Spawn(Arc<Task>, Body),
-    /// A parked fiber to resume.
-    Wake(Arc<Task>),
-    /// A socket registered with this worker's poller was closed elsewhere: drop the poller's
-    /// reference once no event for it can be pending.
-    Release(reactor::Token),
-}
-
-/// The part of a worker other threads can reach.
-pub(crate) struct WorkerShared {
-    pub(crate) inbox: Mutex<Vec<Message>>,
-    /// Set (under the inbox lock) once the worker has stopped and its inbox was emptied for
-    /// good: a message sent after that is discarded at once.
-    closed: AtomicBool,
-    /// Set when a message is pushed, so the worker can skip locking an empty inbox.
-    pending: AtomicBool,
-    /// True while the worker is in (or about to enter) a blocking `epoll_wait`.
-    pub(crate) sleeping: AtomicBool,
-    pub(crate) waker: mio::Waker,
-    /// The worker's poller, for taking a socket out of it from any thread.
-    pub(crate) registry: mio::Registry,
-}
-
-impl WorkerShared {
-    /// Empties the inbox of a worker that has stopped (its poller is closed).
-    pub(crate) fn discard_inbox(&self) {
-        let msgs = {
-            let mut inbox = self.inbox.lock().unwrap_or_else(|e| e.into_inner());
-            self.closed.store(true, SeqCst);
-            std::mem::take(&mut *inbox)
-        };
-        msgs.into_iter().for_each(discard);
-    }
-
-    pub(crate) fn send(&self, msg: Message) {
-        {
-            let mut inbox = self.inbox.lock().unwrap_or_else(|e| e.into_inner());
-            if self.closed.load(SeqCst) {
-                drop(inbox);
-                // A spawn from a thread outliving the runtime (a `spawn_blocking` job, say).
-                discard(msg);
-                return;
-            }
-            inbox.push(msg);
-        }
-        self.pending.store(true, SeqCst);
-        if self.sleeping.load(SeqCst) && self.sleeping.swap(false, SeqCst) {
-            let _ = self.waker.wake();
-        }
-    }
-}
-
-/// Handles a message to a worker that has stopped: a fiber that never started is reported to
-/// its joiner as cancelled (its body is dropped by the calling thread, not a worker).
-fn discard(msg: Message) {
-    match msg {
-        Message::Spawn(task, body) => {
-            drop(body);
-            task.mark_done();
-            task.complete(None);
-        }
-        Message::Wake(_) => {}
-        // The poller is closed, so no event can name the token any more.
-        Message::Release(token) => reactor::release(token),
-    }
-}
-
 /// A fiber's slot in its worker's slab.
 enum FiberState {
     NotStarted(Body),
-    /// Parked without a stack (see [`fiber::Step`]): this body runs, on a pooled stack, when
-    /// the fiber is woken.
+    /// Parked without a stack (see [`Step`](crate::fiber::Step)): this body runs, on a pooled
+    /// stack, when the fiber is woken.
     Waiting(Next),
     /// The coroutine, resumed in place: the slab is never mutated while a fiber runs (spawns
     /// made meanwhile are deferred), so the coroutine does not move.
@@ -129,9 +57,9 @@ struct Slot {
 /// Everything a worker thread owns. Lives on the worker thread's stack; fibers reach it through
 /// the thread-local [`with`]. No `RefCell` borrow is ever held across a fiber switch.
 pub(crate) struct Worker {
-    pub(crate) index: usize,
-    pub(crate) rt: Arc<RtShared>,
-    pub(crate) queue: RefCell<VecDeque<usize>>,
+    /// What the task layer and the public API see of this worker (index, runtime, run queue,
+    /// timers, clock), published to them by `sched::enter` for the worker's whole loop.
+    local: Local,
     fibers: RefCell<Slab<Slot>>,
     /// True while a fiber runs: the slab must not change then.
     running: Cell<bool>,
@@ -144,12 +72,7 @@ pub(crate) struct Worker {
     /// Stacks lent by [`crate::fiber::on_shared_stack`]; the last one returned is lent next,
     /// so it stays in the CPU's caches.
     shared_stacks: RefCell<Vec<DefaultStack>>,
-    pub(crate) timers: RefCell<Timers>,
-    poll: RefCell<Poll>,
-    pub(crate) registry: mio::Registry,
-    /// Cached coarse clock, refreshed once per loop iteration.
-    pub(crate) now: Cell<Instant>,
-    pub(crate) now_ticks: Cell<u64>,
+    driver: RefCell<Driver>,
 }
 
 thread_local! {
@@ -167,20 +90,6 @@ pub(crate) fn try_with<R>(f: impl FnOnce(&Worker) -> R) -> Option<R> {
     // SAFETY: WORKER is set by `run` to a Worker living on this thread's stack for the whole
     // loop and reset to null before that Worker is dropped; only this thread reads it.
     unsafe { ptr.as_ref() }.map(f)
-}
-
-/// Queues a fiber that was just unparked.
-pub(crate) fn schedule(task: &Task) {
-    if is_home(&task.rt, task.home()) {
-        with(|w| w.queue.borrow_mut().push_back(task.key()));
-    } else {
-        task.rt.workers[task.home()].send(Message::Wake(task.arc()));
-    }
-}
-
-/// Whether the calling thread is worker `home` of runtime `rt`.
-pub(crate) fn is_home(rt: &Arc<RtShared>, home: usize) -> bool {
-    try_with(|w| Arc::ptr_eq(&w.rt, rt) && w.index == home) == Some(true)
 }
 
 /// Hands a new fiber to its home worker.
@@ -209,7 +118,7 @@ impl Worker {
             state: FiberState::NotStarted(body),
         });
         task.set_key(key);
-        self.queue.borrow_mut().push_back(key);
+        self.local.queue.borrow_mut().push_back(key);
     }
 
     /// A stack to lend to a running fiber (see [`crate::fiber::on_shared_stack`]).
@@ -232,8 +141,8 @@ impl Worker {
     }
 
     fn refresh_clock(&self) {
-        self.now.set(Instant::now());
-        self.now_ticks.set(timer::ticks_now());
+        self.local.now.set(Instant::now());
+        self.local.now_ticks.set(timer::ticks_now());
     }
 
     /// Runs fiber `key` until it parks, yields or ends.
@@ -254,15 +163,15 @@ impl Worker {
                         let co = if self.cancelling.get() {
                             // Its destructors run in the fiber, where blocking calls behave
                             // as in any cancelled fiber.
-                            fiber::mark_cancelled(&slot.task);
-                            fiber::make_coroutine(stack, move || {
-                                fiber::end_unstarted(move || drop(state))
+                            sched::mark_cancelled(&slot.task);
+                            sched::make_coroutine(stack, move || {
+                                sched::end_unstarted(move || drop(state))
                             })
                         } else {
                             match state {
-                                FiberState::NotStarted(body) => fiber::make_coroutine(stack, body),
+                                FiberState::NotStarted(body) => sched::make_coroutine(stack, body),
                                 FiberState::Waiting(next) => {
-                                    fiber::make_coroutine(stack, move || next.run())
+                                    sched::make_coroutine(stack, move || next.run())
                                 }
                                 _ => unreachable!(),
                             }
@@ -276,7 +185,7 @@ impl Worker {
                         let slot = fibers.remove(key);
                         drop(fibers);
                         slot.task.mark_done();
-                        self.timers.borrow_mut().cancel(&slot.task);
+                        self.local.timers.borrow_mut().cancel(&slot.task);
                         slot.task.complete(None);
                         // The body is user code: its destructors must not unwind this loop.
                         drop_outside_fibers(slot);
@@ -294,14 +203,14 @@ impl Worker {
         // are only removed below, after the fiber stopped), so the slot — its `Arc<Task>` and
         // the coroutine stored in place — stays where these pointers point, and nothing else
         // borrows the coroutine meanwhile. A task never moves inside its Arc.
-        let resumed = unsafe { fiber::resume(&*task_ptr, &mut *co_ptr) };
+        let resumed = unsafe { sched::resume(&*task_ptr, &mut *co_ptr) };
         self.running.set(false);
         match resumed {
             Resumed::Suspended => {}
             Resumed::Finished => {
                 let slot = self.fibers.borrow_mut().remove(key);
                 slot.task.mark_done();
-                self.timers.borrow_mut().cancel(&slot.task);
+                self.local.timers.borrow_mut().cancel(&slot.task);
                 if let FiberState::Suspended(co) = slot.state {
                     self.stacks.borrow_mut().put(co.into_stack());
                 }
@@ -332,13 +241,13 @@ impl Worker {
     }
 
     fn drain_inbox(&self) {
-        let shared = &self.rt.workers[self.index];
+        let shared = &self.local.rt.workers[self.local.index];
         if !shared.pending.load(SeqCst) {
             return;
         }
         shared.pending.store(false, SeqCst);
         let msgs = std::mem::take(
-            &mut *self.rt.workers[self.index]
+            &mut *self.local.rt.workers[self.local.index]
                 .inbox
                 .lock()
                 .unwrap_or_else(|e| e.into_inner()),
@@ -346,25 +255,25 @@ impl Worker {
         for msg in msgs {
             match msg {
                 Message::Spawn(task, body) => self.insert(task, body),
-                Message::Wake(task) => self.queue.borrow_mut().push_back(task.key()),
-                Message::Release(token) => reactor::release(token),
+                Message::Wake(task) => self.local.queue.borrow_mut().push_back(task.key()),
+                Message::Release(token) => IoState::release(token),
             }
         }
     }
 
     fn inbox_empty(&self) -> bool {
-        !self.rt.workers[self.index].pending.load(SeqCst)
+        !self.local.rt.workers[self.local.index].pending.load(SeqCst)
     }
 
     /// The loop of one worker thread; returns at runtime shutdown.
     fn run_loop(&self) {
-        let shared = &self.rt.workers[self.index];
+        let shared = &self.local.rt.workers[self.local.index];
         let mut events = Events::with_capacity(1024);
         let mut ran_since_poll = 0usize;
         loop {
-            let n = self.queue.borrow().len();
+            let n = self.local.queue.borrow().len();
             for _ in 0..n {
-                let next = self.queue.borrow_mut().pop_front();
+                let next = self.local.queue.borrow_mut().pop_front();
                 match next {
                     Some(key) => self.run_fiber(key),
                     None => break,
@@ -372,43 +281,43 @@ impl Worker {
             }
             ran_since_poll += n;
             self.drain_inbox();
-            if self.rt.is_shutdown() {
+            if self.local.rt.is_shutdown() {
                 break;
             }
             // While fibers keep each other busy, look at I/O and timers only every
-            // POLL_INTERVAL fiber runs: an epoll_wait per round would dominate a yield.
-            if ran_since_poll < POLL_INTERVAL && !self.queue.borrow().is_empty() {
+            // POLL_INTERVAL fiber runs: a wait in the driver per round would dominate a yield.
+            if ran_since_poll < POLL_INTERVAL && !self.local.queue.borrow().is_empty() {
                 continue;
             }
             ran_since_poll = 0;
-            let mut timeout = if self.queue.borrow().is_empty() {
-                self.timers
-                    .borrow()
-                    .next_due()
-                    .map(|due| Duration::from_millis(due.saturating_sub(self.now_ticks.get())))
+            let mut timeout = if self.local.queue.borrow().is_empty() {
+                self.local.timers.borrow().next_due().map(|due| {
+                    Duration::from_millis(due.saturating_sub(self.local.now_ticks.get()))
+                })
             } else {
                 Some(Duration::ZERO)
             };
             if timeout != Some(Duration::ZERO) {
                 shared.sleeping.store(true, SeqCst);
-                if !self.inbox_empty() || self.rt.is_shutdown() {
+                if !self.inbox_empty() || self.local.rt.is_shutdown() {
                     timeout = Some(Duration::ZERO);
                 }
             }
-            let polled = self.poll.borrow_mut().poll(&mut events, timeout);
+            let polled = self.driver.borrow_mut().wait(&mut events, timeout);
             shared.sleeping.store(false, SeqCst);
             if let Err(e) = polled {
                 if e.kind() != std::io::ErrorKind::Interrupted {
-                    eprintln!("fibra: epoll_wait failed: {e}");
+                    eprintln!("fibra: waiting for I/O events failed: {e}");
                 }
             }
             self.refresh_clock();
             for event in events.iter() {
-                if event.token() != WAKER_TOKEN {
-                    IoState::on_event(event);
-                }
+                IoState::on_event(event, |task| sched::unpark(task));
             }
-            self.timers.borrow_mut().fire(self.now_ticks.get());
+            self.local
+                .timers
+                .borrow_mut()
+                .fire(self.local.now_ticks.get());
         }
         self.cancel_all();
     }
@@ -423,14 +332,14 @@ impl Worker {
     /// run — also when the wake-up comes from another worker — until every fiber has ended,
     /// or none ran for [`CANCEL_GRACE`].
     fn cancel_all(&self) {
-        fiber::set_cancelling(true);
+        sched::set_cancelling(true);
         self.cancelling.set(true);
-        self.queue.borrow_mut().clear();
+        self.local.queue.borrow_mut().clear();
         let keys: Vec<usize> = self.fibers.borrow().iter().map(|(k, _)| k).collect();
         for key in keys {
             self.run_fiber(key);
         }
-        let shared = &self.rt.workers[self.index];
+        let shared = &self.local.rt.workers[self.local.index];
         let mut events = Events::with_capacity(16);
         let mut last_progress = Instant::now();
         loop {
@@ -438,7 +347,7 @@ impl Worker {
             if self.fibers.borrow().is_empty() {
                 break;
             }
-            let next = self.queue.borrow_mut().pop_front();
+            let next = self.local.queue.borrow_mut().pop_front();
             if let Some(key) = next {
                 self.run_fiber(key);
                 last_progress = Instant::now();
@@ -454,7 +363,7 @@ impl Worker {
             } else {
                 Duration::ZERO
             };
-            let _ = self.poll.borrow_mut().poll(&mut events, Some(timeout));
+            let _ = self.driver.borrow_mut().wait(&mut events, Some(timeout));
             shared.sleeping.store(false, SeqCst);
         }
         // Fibers that never ended are leaked rather than dropped: dropping a suspended
@@ -465,16 +374,19 @@ impl Worker {
             slot.task.complete(None);
             match slot.state {
                 FiberState::Suspended(co) => {
-                    crate::asan::leak_fiber(&slot.task);
+                    crate::asan::leak_fiber(
+                        Arc::as_ptr(&slot.task) as usize,
+                        slot.task.stack_limit.load(Relaxed),
+                    );
                     std::mem::forget(co);
                     std::mem::forget(slot.task);
                 }
                 other => drop_outside_fibers(other),
             }
         }
-        fiber::set_cancelling(false);
-        self.timers.borrow_mut().clear();
-        self.queue.borrow_mut().clear();
+        sched::set_cancelling(false);
+        self.local.timers.borrow_mut().clear();
+        self.local.queue.borrow_mut().clear();
     }
 }
 
@@ -489,51 +401,45 @@ fn drop_outside_fibers<T>(value: T) {
 
 /// Creates the poller and the shared half of a worker (on the thread that builds the runtime,
 /// so set-up errors surface from `Builder::build`).
-pub(crate) fn new_poller() -> std::io::Result<(Poll, WorkerShared)> {
-    let poll = Poll::new()?;
-    let waker = mio::Waker::new(poll.registry(), WAKER_TOKEN)?;
-    let registry = poll.registry().try_clone()?;
+pub(crate) fn new_poller() -> std::io::Result<(Driver, WorkerShared)> {
+    let (driver, handle) = Driver::new()?;
     Ok((
-        poll,
+        driver,
         WorkerShared {
             inbox: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
             pending: AtomicBool::new(false),
             sleeping: AtomicBool::new(false),
-            waker,
-            registry,
+            driver: handle,
         },
     ))
 }
 
 /// Body of worker thread `index`.
-pub(crate) fn run(index: usize, rt: Arc<RtShared>, poll: Poll) {
-    let registry = match poll.registry().try_clone() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("fibra: worker {index} cannot clone its poll registry: {e}");
-            return;
-        }
-    };
-    let _altstack = crate::overflow::install();
+pub(crate) fn run(index: usize, rt: Arc<RtShared>, driver: Driver) {
+    let _altstack = crate::overflow::install::<Task>();
     let now = Instant::now();
     let worker = Worker {
-        index,
         stacks: RefCell::new(StackPool::new(rt.stack_size, rt.max_idle_stacks)),
         shared_stacks: RefCell::new(Vec::new()),
-        rt,
-        queue: RefCell::new(VecDeque::with_capacity(1024)),
+        local: Local {
+            index,
+            rt,
+            queue: RefCell::new(VecDeque::with_capacity(1024)),
+            timers: RefCell::new(Timers::default()),
+            now: Cell::new(now),
+            now_ticks: Cell::new(timer::ticks_now()),
+        },
         fibers: RefCell::new(Slab::with_capacity(1024)),
         running: Cell::new(false),
         cancelling: Cell::new(false),
         deferred: RefCell::new(VecDeque::new()),
-        timers: RefCell::new(Timers::default()),
-        poll: RefCell::new(poll),
-        registry,
-        now: Cell::new(now),
-        now_ticks: Cell::new(timer::ticks_now()),
+        driver: RefCell::new(driver),
     };
     WORKER.with(|w| w.set(&worker as *const Worker));
+    // SAFETY: `worker` (and its Local) lives on this stack frame, unmoved, until `leave` below.
+    unsafe { sched::enter(&worker.local) };
     worker.run_loop();
+    sched::leave();
     WORKER.with(|w| w.set(std::ptr::null()));
 }

@@ -8,15 +8,13 @@
 //! in `poll(2)`, and leaves the readiness word as it found it unless an operation proved the
 //! socket drained.
 //!
-//! Dropping the socket takes it out of its poller (`EPOLL_CTL_DEL`) before closing it: closing
-//! alone does not, if another descriptor shares the open file description (a `dup`, a
-//! `try_clone` made before [`from_std`](super::TcpStream::from_std)), and epoll would go on
-//! reporting the token of the released state.
+//! Dropping the socket takes it out of its driver (`Handle::deregister`) before closing it:
+//! closing alone does not, if another descriptor shares the open file description (a `dup`, a
+//! `try_clone` made before [`from_std`](super::TcpStream::from_std)), and the driver would go
+//! on reporting the token of the released state (see the contract in `driver`).
 
-use crate::fiber::Wait;
-use crate::reactor::{self, Dir, IoState};
-use crate::runtime::RtShared;
-use crate::worker::{self, Message};
+use crate::reactor::{Dir, Token};
+use crate::sched::{self, is_home, wait_io, with_local, IoState, Message, RtShared, Wait};
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::AtomicU64;
@@ -39,16 +37,16 @@ pub(crate) struct Evented<S: AsRawFd> {
 
 struct Registration {
     state: Arc<IoState>,
-    token: reactor::Token,
+    token: Token,
     home: usize,
     rt: Arc<RtShared>,
 }
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        if worker::is_home(&self.rt, self.home) {
+        if is_home(&self.rt, self.home) {
             // On the home worker, outside event handling: no harvested event can name it.
-            reactor::release(self.token);
+            IoState::release(self.token);
         } else {
             // The home worker releases it between two rounds of events (also while it cancels
             // its fibers at shutdown, when it handles no events at all); once it has stopped,
@@ -64,9 +62,7 @@ impl<S: AsRawFd> Drop for Evented<S> {
             let fd = self.io.as_raw_fd();
             // Fails only if the fd is not registered there (the registration race in
             // `register` deregistered the loser already), which leaves nothing to do.
-            let _ = reg.rt.workers[reg.home]
-                .registry
-                .deregister(&mut mio::unix::SourceFd(&fd));
+            let _ = reg.rt.workers[reg.home].driver.deregister(fd);
         }
     }
 }
@@ -126,20 +122,16 @@ impl<S: AsRawFd> Evented<S> {
 
     #[cold]
     fn register(&self) -> io::Result<Option<&Registration>> {
-        if !crate::fiber::in_fiber() {
+        if !sched::in_fiber() {
             return Ok(None);
         }
-        let made = worker::with(|w| -> io::Result<Registration> {
+        let made = with_local(|w| -> io::Result<Registration> {
             let state = IoState::new();
-            let token = reactor::token_of(&state);
+            let token = IoState::token_of(&state);
             let fd = self.io.as_raw_fd();
-            let res = w.registry.register(
-                &mut mio::unix::SourceFd(&fd),
-                mio::Token(token),
-                mio::Interest::READABLE | mio::Interest::WRITABLE,
-            );
+            let res = w.rt.workers[w.index].driver.register(fd, token);
             if let Err(e) = res {
-                reactor::release(token);
+                IoState::release(token);
                 return Err(e);
             }
             Ok(Registration {
@@ -153,7 +145,7 @@ impl<S: AsRawFd> Evented<S> {
             // Two fibers raced to register this socket and the other won: take ours out of
             // this worker's poller before its token is released.
             let fd = self.io.as_raw_fd();
-            worker::with(|w| w.registry.deregister(&mut mio::unix::SourceFd(&fd)))?;
+            with_local(|w| w.rt.workers[w.index].driver.deregister(fd))?;
             drop(lost);
         }
         Ok(self.reg.get())
@@ -193,8 +185,8 @@ impl<S: AsRawFd> Evented<S> {
                     deadline = crate::timer::ticks_after(t);
                 }
             }
-            let waited = crate::fiber::with_current(|task| {
-                task.map(|task| reg.state.wait(task, dir, deadline))
+            let waited = sched::with_current(|task| {
+                task.map(|task| wait_io(&reg.state, task, dir, deadline))
             });
             match waited {
                 Some(result) => result?,
@@ -256,8 +248,8 @@ impl<S: AsRawFd> Evented<S> {
                     deadline = crate::timer::ticks_after(t);
                 }
             }
-            let waited = crate::fiber::with_current(|task| {
-                task.map(|task| reg.state.wait(task, dir, deadline))
+            let waited = sched::with_current(|task| {
+                task.map(|task| wait_io(&reg.state, task, dir, deadline))
             });
             match waited {
                 Some(result) => result?,

@@ -2,8 +2,8 @@
 //! [`UnixStream`].
 //!
 //! Sockets are non-blocking underneath. Inside a fiber, an operation that would block parks
-//! the fiber until epoll reports readiness (or its timeout passes); on a plain thread the same
-//! types block the thread, so they can be used from tests and set-up code too.
+//! the fiber until the worker's driver reports readiness (or its timeout passes); on a plain
+//! thread the same types block the thread, so they can be used from tests and set-up code too.
 
 /// `Read`/`Write` for an owned stream type, delegating to the impls for `&Type` (where the
 /// work is done, so a shared `&stream` can read in one fiber and write in another).

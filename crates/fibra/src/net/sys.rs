@@ -1,12 +1,75 @@
-//! `recv(2)` and `send(2)` as plain system calls.
+//! The system calls behind the socket types: non-blocking sockets from birth (`SOCK_NONBLOCK`
+//! on `socket`, `accept4` and `socketpair`, as the kernel allows, so no extra `fcntl`), and
+//! `recv(2)`/`send(2)` as plain system calls.
 //!
 //! glibc's `recv`/`send` (what `std` calls) are pthread cancellation points: each call turns
 //! asynchronous cancellation on before the system call and off after it, about 60
 //! instructions per call that buy nothing here (fibra never cancels threads). A keep-alive
 //! request makes one of each, so the stream types call the kernel through `syscall(2)`.
 
+use socket2::{Domain, SockAddr, SockRef, Socket, Type};
 use std::io;
-use std::os::fd::RawFd;
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, RawFd};
+use std::os::unix::net::{self as unix, UnixListener, UnixStream};
+use std::path::Path;
+
+/// `accept4(SOCK_NONBLOCK | SOCK_CLOEXEC)`: the accepted socket is non-blocking already.
+fn accept_nonblocking(listener: impl AsFd) -> io::Result<(Socket, SockAddr)> {
+    SockRef::from(&listener).accept4(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC)
+}
+
+/// Accepts a TCP connection, non-blocking.
+pub(crate) fn accept_tcp(
+    listener: &std::net::TcpListener,
+) -> io::Result<(std::net::TcpStream, SocketAddr)> {
+    let (socket, addr) = accept_nonblocking(listener)?;
+    let addr = addr
+        .as_socket()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "accepted a non-IP address"))?;
+    Ok((socket.into(), addr))
+}
+
+/// Accepts a Unix-domain connection, non-blocking. An unnamed peer (the usual case) gets an
+/// unnamed address.
+pub(crate) fn accept_unix(listener: &UnixListener) -> io::Result<(UnixStream, unix::SocketAddr)> {
+    let (socket, addr) = accept_nonblocking(listener)?;
+    let addr = match addr.as_unix() {
+        Some(addr) => addr,
+        None => unix::SocketAddr::from_pathname("")?,
+    };
+    Ok((socket.into(), addr))
+}
+
+/// A non-blocking TCP socket whose connection to `addr` has started (`EINPROGRESS`); it is
+/// established once the socket is writable and has no error.
+pub(crate) fn connect_nonblocking(addr: &SocketAddr) -> io::Result<std::net::TcpStream> {
+    let socket = Socket::new(
+        Domain::for_address(*addr),
+        Type::STREAM.nonblocking(),
+        Some(socket2::Protocol::TCP),
+    )?;
+    match socket.connect(&(*addr).into()) {
+        Ok(()) => {}
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+        Err(e) => return Err(e),
+    }
+    Ok(socket.into())
+}
+
+/// A non-blocking Unix-domain listener bound to `path` (backlog as the kernel's maximum).
+pub(crate) fn bind_unix(path: &Path) -> io::Result<UnixListener> {
+    let socket = Socket::new(Domain::UNIX, Type::STREAM.nonblocking(), None)?;
+    socket.bind(&SockAddr::unix(path)?)?;
+    socket.listen(-1)?;
+    Ok(socket.into())
+}
+
+/// A connected pair of non-blocking Unix-domain streams.
+pub(crate) fn unix_pair() -> io::Result<(UnixStream, UnixStream)> {
+    let (a, b) = Socket::pair(Domain::UNIX, Type::STREAM.nonblocking(), None)?;
+    Ok((a.into(), b.into()))
+}
 
 /// `recv(fd, buf, 0)`.
 pub(crate) fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {

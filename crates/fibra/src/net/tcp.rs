@@ -57,7 +57,7 @@ impl Default for ListenOptions {
 /// });
 /// ```
 pub struct TcpListener {
-    inner: Evented<mio::net::TcpListener>,
+    inner: Evented<std::net::TcpListener>,
     nodelay: bool,
 }
 
@@ -88,7 +88,7 @@ impl TcpListener {
         socket.set_nonblocking(true)?;
         let std: std::net::TcpListener = socket.into();
         Ok(TcpListener {
-            inner: Evented::new(mio::net::TcpListener::from_std(std)),
+            inner: Evented::new(std),
             nodelay: opts.nodelay,
         })
     }
@@ -97,18 +97,18 @@ impl TcpListener {
     pub fn from_std(listener: std::net::TcpListener) -> io::Result<TcpListener> {
         listener.set_nonblocking(true)?;
         Ok(TcpListener {
-            inner: Evented::new(mio::net::TcpListener::from_std(listener)),
+            inner: Evented::new(listener),
             nodelay: false,
         })
     }
 
     /// Waits for a connection. Errors such as `EMFILE` are returned, not retried.
     pub fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
-        let (s, addr) = self.inner.op(Dir::Read, |l| l.accept(), |_| false)?;
+        let (s, addr) = self.inner.op(Dir::Read, sys::accept_tcp, |_| false)?;
         if self.nodelay {
             s.set_nodelay(true)?;
         }
-        Ok((TcpStream::from_mio(s), addr))
+        Ok((TcpStream::from_nonblocking(s), addr))
     }
 
     /// Limits how long `accept` waits (it then fails with `TimedOut`); `None` waits forever.
@@ -143,7 +143,7 @@ impl AsRawFd for TcpListener {
 /// writes through an `Arc<TcpStream>`. Timeouts are an atomic store (no system call), and a
 /// timed-out operation fails with `io::ErrorKind::TimedOut`.
 pub struct TcpStream {
-    inner: Evented<mio::net::TcpStream>,
+    inner: Evented<std::net::TcpStream>,
 }
 
 pub(crate) fn short(want: usize) -> impl Fn(&usize) -> bool {
@@ -151,7 +151,8 @@ pub(crate) fn short(want: usize) -> impl Fn(&usize) -> bool {
 }
 
 impl TcpStream {
-    pub(crate) fn from_mio(s: mio::net::TcpStream) -> TcpStream {
+    /// Wraps a stream already in non-blocking mode.
+    pub(crate) fn from_nonblocking(s: std::net::TcpStream) -> TcpStream {
         TcpStream {
             inner: Evented::new(s),
         }
@@ -177,15 +178,15 @@ impl TcpStream {
     }
 
     fn connect_inner(addr: &SocketAddr, timeout: Option<Duration>) -> io::Result<TcpStream> {
-        if !crate::fiber::in_fiber() {
+        if !crate::sched::in_fiber() {
             let s = match timeout {
                 Some(t) => std::net::TcpStream::connect_timeout(addr, t)?,
                 None => std::net::TcpStream::connect(addr)?,
             };
             s.set_nonblocking(true)?;
-            return Ok(Self::from_mio(mio::net::TcpStream::from_std(s)));
+            return Ok(Self::from_nonblocking(s));
         }
-        let stream = Self::from_mio(mio::net::TcpStream::connect(*addr)?);
+        let stream = Self::from_nonblocking(sys::connect_nonblocking(addr)?);
         stream.inner.set_timeout(Dir::Write, timeout)?;
         stream.inner.op(
             Dir::Write,
@@ -210,7 +211,7 @@ impl TcpStream {
     /// Wraps a connected `std` stream (switched to non-blocking mode).
     pub fn from_std(stream: std::net::TcpStream) -> io::Result<TcpStream> {
         stream.set_nonblocking(true)?;
-        Ok(Self::from_mio(mio::net::TcpStream::from_std(stream)))
+        Ok(Self::from_nonblocking(stream))
     }
 
     /// Reads without consuming (`MSG_PEEK`), waiting until data or EOF is there.

@@ -30,14 +30,14 @@ use std::time::Duration;
 /// let _ = std::fs::remove_file(&path);
 /// ```
 pub struct UnixListener {
-    inner: Evented<mio::net::UnixListener>,
+    inner: Evented<std::os::unix::net::UnixListener>,
 }
 
 impl UnixListener {
     /// Binds to `path`.
     pub fn bind(path: impl AsRef<Path>) -> io::Result<UnixListener> {
         Ok(UnixListener {
-            inner: Evented::new(mio::net::UnixListener::bind(path)?),
+            inner: Evented::new(sys::bind_unix(path.as_ref())?),
         })
     }
 
@@ -45,7 +45,7 @@ impl UnixListener {
     pub fn from_std(listener: std::os::unix::net::UnixListener) -> io::Result<UnixListener> {
         listener.set_nonblocking(true)?;
         Ok(UnixListener {
-            inner: Evented::new(mio::net::UnixListener::from_std(listener)),
+            inner: Evented::new(listener),
         })
     }
 
@@ -56,7 +56,7 @@ impl UnixListener {
 
     /// Waits for a connection.
     pub fn accept(&self) -> io::Result<(UnixStream, SocketAddr)> {
-        let (s, addr) = self.inner.op(Dir::Read, |l| l.accept(), |_| false)?;
+        let (s, addr) = self.inner.op(Dir::Read, sys::accept_unix, |_| false)?;
         Ok((
             UnixStream {
                 inner: Evented::new(s),
@@ -87,7 +87,7 @@ impl AsRawFd for UnixListener {
 
 /// A Unix-domain stream with blocking-style `Read`/`Write` that park only the calling fiber.
 pub struct UnixStream {
-    inner: Evented<mio::net::UnixStream>,
+    inner: Evented<std::os::unix::net::UnixStream>,
 }
 
 impl UnixStream {
@@ -96,7 +96,7 @@ impl UnixStream {
         let std = std::os::unix::net::UnixStream::connect(path)?;
         std.set_nonblocking(true)?;
         Ok(UnixStream {
-            inner: Evented::new(mio::net::UnixStream::from_std(std)),
+            inner: Evented::new(std),
         })
     }
 
@@ -104,13 +104,13 @@ impl UnixStream {
     pub fn from_std(stream: std::os::unix::net::UnixStream) -> io::Result<UnixStream> {
         stream.set_nonblocking(true)?;
         Ok(UnixStream {
-            inner: Evented::new(mio::net::UnixStream::from_std(stream)),
+            inner: Evented::new(stream),
         })
     }
 
     /// A connected pair.
     pub fn pair() -> io::Result<(UnixStream, UnixStream)> {
-        let (a, b) = mio::net::UnixStream::pair()?;
+        let (a, b) = sys::unix_pair()?;
         Ok((
             UnixStream {
                 inner: Evented::new(a),

@@ -40,7 +40,7 @@
 
 use super::lock;
 use super::wait_list::{Place, WaitList};
-use crate::fiber::{park_until, LocalWaiter, Waiter};
+use crate::sched::{park_until, LocalWaiter, Waiter};
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::marker::PhantomData;

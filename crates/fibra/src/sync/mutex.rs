@@ -14,7 +14,7 @@
 
 use super::lock;
 use super::wait_list::{Place, WaitList};
-use crate::fiber::{park_until, Waiter};
+use crate::sched::{park_until, Waiter};
 use std::ops::{Deref, DerefMut};
 use std::sync::{self, TryLockError};
 

@@ -9,7 +9,7 @@
 
 use super::lock;
 use super::wait_list::{Place, WaitList};
-use crate::fiber::{is_cancelled, park_until, Waiter};
+use crate::sched::{is_cancelled, park_until, Waiter};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 

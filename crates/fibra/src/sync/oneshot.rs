@@ -15,7 +15,7 @@
 //! by an unwound receiver only costs a spurious wake-up.
 
 use super::lock;
-use crate::fiber::{park_until, Waiter};
+use crate::sched::{park_until, Waiter};
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};

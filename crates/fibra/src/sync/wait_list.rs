@@ -21,7 +21,7 @@
 //! Ids grow with each push, so the queue stays sorted by id and a look-up is a binary search.
 
 use super::lock;
-use crate::fiber::Waiter;
+use crate::sched::Waiter;
 use std::collections::VecDeque;
 use std::sync::Mutex;
 

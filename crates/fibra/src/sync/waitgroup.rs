@@ -8,7 +8,7 @@
 
 use super::lock;
 use super::wait_list::{Place, WaitList};
-use crate::fiber::{park_until, Waiter};
+use crate::sched::{park_until, Waiter};
 use std::sync::{Arc, Mutex};
 
 /// Each clone is one member; dropping a clone says that member is done; `wait` blocks until

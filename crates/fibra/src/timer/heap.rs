@@ -3,7 +3,7 @@
 //!
 //! It is generic over [`TimerTask`], what it needs of a fiber: the fiber's two timer words and
 //! what to do when its deadline passes. The runtime's one implementation is for
-//! [`Task`](crate::fiber::Task) (in `timer.rs`); the tests use a mock.
+//! `Task` (in `sched/task.rs`); the tests use a mock.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
