@@ -47,6 +47,7 @@
 //! bodies), [`conn`] (the connection loop, usable over any [`Transport`]), [`date`] (the cached
 //! `Date` header), `server` (accept loops, graceful shutdown).
 
+pub mod acceptor;
 pub mod body;
 pub mod chunked;
 mod compose;
@@ -61,14 +62,15 @@ mod server;
 pub mod settings;
 pub mod transport;
 
+pub use acceptor::{Acceptor, TcpAcceptor, UnixAcceptor};
 pub use body::Body;
 pub use conn::serve_connection;
 pub use parse::ProtocolError;
 pub use request::Request;
 pub use response::{BodyWriter, FileRange, Response, ResponseBody, Upgraded};
-pub use server::{Server, ServerHandle, Tcp};
+pub use server::{Server, ServerHandle};
 pub use settings::{ErrorHook, ServerError, ServerErrorKind, Settings};
-pub use transport::Transport;
+pub use transport::{ShutdownHandle, Tcp, Transport, Unix};
 
 /// The README's Rust examples, compiled (and run, unless marked `no_run`) as doctests so they
 /// stay true.

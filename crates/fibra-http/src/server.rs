@@ -1,99 +1,57 @@
-//! `Server`: the builder, the per-worker accept loops and graceful shutdown.
+//! `Server`: the builder, the per-worker accept loops, the connection limit and graceful
+//! shutdown — for connections from any [`Acceptor`].
 //!
-//! Each worker gets its own listener on the same address (`SO_REUSEPORT`) and one accept
-//! fiber pinned to it; a connection's fiber is pinned to the worker that accepted it. Why not
-//! one shared listener: the kernel then balances new connections over the workers by 4-tuple
-//! hash, with no thundering herd and no cross-worker wake-up per accept, and the same setup
-//! allows a graceful restart (a new process binds alongside the old one).
+//! Each worker gets its own acceptor and one accept fiber pinned to it; a connection's fiber
+//! (a fiber made of steps running the connection loop, see [`crate::conn`]) is pinned to the
+//! worker that accepted it. For TCP ([`Server::bind`]) each worker has its own listener on the
+//! same address (`SO_REUSEPORT`). Why not one shared listener: the kernel then balances new
+//! connections over the workers by 4-tuple hash, with no thundering herd and no cross-worker
+//! wake-up per accept, and the same setup allows a graceful restart (a new process binds
+//! alongside the old one).
 
 use std::collections::HashMap;
-use std::io::{self, Read, Write};
+use std::fmt;
+use std::io;
 use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
-use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use fibra::net::{ListenOptions, TcpListener, TcpStream};
-
+use crate::acceptor::{Acceptor, TcpAcceptor};
 use crate::conn::{serve_steps, ConnCtl, Owner};
 use crate::request::Request;
 use crate::response::Response;
 use crate::settings::{ErrorHook, ServerError, ServerErrorKind, Settings};
-use crate::transport::Transport;
+use crate::transport::{ShutdownHandle, Transport};
 
 /// How often a parked accept loop looks at the shutdown flag and the connection limit.
 const ACCEPT_POLL: Duration = Duration::from_millis(200);
 /// Pause after `EMFILE`/`ENFILE`/`ENOBUFS`/`ENOMEM` in accept before trying again.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
-/// A connection known to the server: its socket (shared so shutdown can wake it) and whether
-/// it is idle between requests.
-#[derive(Debug)]
+/// A connection known to the server: the handle that shuts it down (so shutdown can wake it)
+/// and whether it is idle between requests.
 struct ConnEntry {
-    stream: TcpStream,
+    handle: Option<Arc<dyn ShutdownHandle>>,
     idle: AtomicBool,
     /// Shutdown has shut its reading side (once).
     woken: AtomicBool,
 }
 
-/// The transport of a server connection: a fibra `TcpStream` shared with the server's
-/// shutdown logic. Derefs to [`fibra::net::TcpStream`]; this is the type to
-/// [`crate::Upgraded::downcast`] to.
-#[derive(Debug)]
-pub struct Tcp(Arc<ConnEntry>);
-
-impl Deref for Tcp {
-    type Target = TcpStream;
-    fn deref(&self) -> &TcpStream {
-        &self.0.stream
+impl ConnEntry {
+    fn shutdown(&self, how: Shutdown) {
+        if let Some(h) = &self.handle {
+            let _ = h.shutdown(how);
+        }
     }
 }
 
-impl Read for Tcp {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        (&self.0.stream).read(buf)
-    }
-}
-
-impl Write for Tcp {
-    #[inline(always)]
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        (&self.0.stream).write(buf)
-    }
-    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
-        (&self.0.stream).write_vectored(bufs)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Transport for Tcp {
-    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        self.0.stream.set_read_timeout(t)
-    }
-    fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        self.0.stream.set_write_timeout(t)
-    }
-    fn peer_addr(&self) -> Option<SocketAddr> {
-        self.0.stream.peer_addr().ok()
-    }
-    fn shutdown(&self, how: Shutdown) -> io::Result<()> {
-        self.0.stream.shutdown(how)
-    }
-    #[inline(always)]
-    fn try_read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.0.stream.try_read(buf)
-    }
-    fn wait_readable(&self) -> io::Result<()> {
-        self.0.stream.readable()
-    }
-    fn set_cork(&self, on: bool) -> io::Result<()> {
-        self.0.stream.set_cork(on)
-    }
-    fn send_file(&mut self, file: &std::fs::File, offset: u64, len: u64) -> io::Result<u64> {
-        self.0.stream.sendfile(file, offset, len)
+impl fmt::Debug for ConnEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConnEntry")
+            .field("idle", &self.idle)
+            .field("woken", &self.woken)
+            .finish_non_exhaustive()
     }
 }
 
@@ -120,13 +78,30 @@ impl State {
     }
 }
 
+/// Makes the acceptor of worker `i` of `n` (on the server's runtime).
+type Listen<A> = Box<dyn FnMut(usize, usize) -> io::Result<A> + Send>;
+
 /// Builder for an HTTP/1.1 server. See the crate docs for an example.
-#[derive(Debug)]
-pub struct Server {
-    addr: io::Result<SocketAddr>,
+///
+/// [`Server::bind`] serves TCP; [`Server::with_acceptor`] serves connections from any
+/// [`Acceptor`] (e.g. a Unix-domain socket, [`crate::UnixAcceptor`]). Either way every
+/// connection runs the same loop, with the same settings and limits, idle connections holding
+/// no stack (when the transport can wait without one), and the same graceful shutdown.
+pub struct Server<A: Acceptor = TcpAcceptor> {
+    listen: io::Result<Listen<A>>,
     workers: Option<usize>,
     stack_size: Option<usize>,
     settings: Settings,
+}
+
+impl<A: Acceptor> fmt::Debug for Server<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Server")
+            .field("workers", &self.workers)
+            .field("stack_size", &self.stack_size)
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
 }
 
 macro_rules! setters {
@@ -142,13 +117,42 @@ macro_rules! setters {
 impl Server {
     /// A server that will listen on `addr` (the first address it resolves to). Use port 0 for
     /// an ephemeral port and read it back with [`ServerHandle::local_addr`].
+    ///
+    /// Each worker gets its own [`TcpAcceptor`] on the address (`SO_REUSEPORT` when there
+    /// are several workers), with `TCP_NODELAY` on its connections.
     pub fn bind(addr: impl ToSocketAddrs) -> Server {
         let addr = addr.to_socket_addrs().and_then(|mut a| {
             a.next()
                 .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no address"))
         });
+        Server::with_listen(addr.map(|addr| {
+            // Port 0: the first worker's listener picks the port, the others bind it too.
+            let mut bound = addr;
+            Box::new(move |_worker: usize, workers: usize| {
+                let acceptor = TcpAcceptor::bind(bound, workers > 1)?;
+                bound = acceptor.local_addr().ok_or_else(|| {
+                    io::Error::new(io::ErrorKind::AddrNotAvailable, "listener has no address")
+                })?;
+                Ok(acceptor)
+            }) as Listen<TcpAcceptor>
+        }))
+    }
+}
+
+impl<A: Acceptor> Server<A> {
+    /// A server that takes its connections from the acceptors `listen` makes: it is called
+    /// once per worker, with the worker's index, on the server's runtime when
+    /// [`serve`](Self::serve) starts. Return a new acceptor per worker, or clones of one
+    /// shared acceptor (as [`crate::UnixAcceptor`] allows). An error stops `serve`.
+    pub fn with_acceptor(
+        mut listen: impl FnMut(usize) -> io::Result<A> + Send + 'static,
+    ) -> Server<A> {
+        Server::with_listen(Ok(Box::new(move |worker, _| listen(worker))))
+    }
+
+    fn with_listen(listen: io::Result<Listen<A>>) -> Server<A> {
         Server {
-            addr,
+            listen,
             workers: None,
             stack_size: None,
             settings: Settings::default(),
@@ -211,7 +215,7 @@ impl Server {
     where
         H: Fn(Request) -> Response + Send + Sync + 'static,
     {
-        let addr = self.addr?;
+        let listen = self.listen?;
         let workers = self
             .workers
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
@@ -241,7 +245,7 @@ impl Server {
             .spawn(move || {
                 rt.block_on(move || {
                     run_server(
-                        addr,
+                        listen,
                         workers,
                         settings,
                         handler,
@@ -324,8 +328,8 @@ impl ServerHandle {
 }
 
 /// The root fiber: bind, start the accept loops, wait for the shutdown command, shut down.
-fn run_server<H>(
-    addr: SocketAddr,
+fn run_server<A, H>(
+    mut listen: Listen<A>,
     workers: usize,
     settings: Arc<Settings>,
     handler: Arc<H>,
@@ -333,6 +337,7 @@ fn run_server<H>(
     cmd_rx: fibra::sync::mpsc::Receiver<Duration>,
     ready_tx: std::sync::mpsc::Sender<io::Result<SocketAddr>>,
 ) where
+    A: Acceptor,
     H: Fn(Request) -> Response + Send + Sync + 'static,
 {
     struct DoneGuard(Arc<State>);
@@ -343,32 +348,28 @@ fn run_server<H>(
         }
     }
     let _done = DoneGuard(state.clone());
-    let opts = ListenOptions {
-        reuse_port: workers > 1,
-        nodelay: true,
-        ..ListenOptions::default()
-    };
-    let mut listeners = Vec::with_capacity(workers);
-    let mut bound = addr;
-    for _ in 0..workers {
-        match TcpListener::bind_with(bound, &opts).and_then(|l| Ok((l.local_addr()?, l))) {
-            Ok((a, l)) => {
-                bound = a;
-                listeners.push(l);
-            }
+    let mut acceptors = Vec::with_capacity(workers);
+    for i in 0..workers {
+        match listen(i, workers).and_then(|a| a.set_accept_timeout(Some(ACCEPT_POLL)).map(|()| a)) {
+            Ok(a) => acceptors.push(a),
             Err(e) => {
                 let _ = ready_tx.send(Err(e));
                 return;
             }
         }
     }
+    // An acceptor without an IP address (a Unix-domain socket) reports the unspecified one.
+    let bound = acceptors
+        .first()
+        .and_then(|a| a.local_addr())
+        .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
     let mut accept_loops = Vec::with_capacity(workers);
-    for (i, listener) in listeners.into_iter().enumerate() {
+    for (i, acceptor) in acceptors.into_iter().enumerate() {
         let (settings, handler, st) = (settings.clone(), handler.clone(), state.clone());
         let h = fibra::fiber::Builder::new()
             .name(format!("accept-{i}"))
             .worker(i)
-            .spawn(move || accept_loop(i, listener, settings, handler, st));
+            .spawn(move || accept_loop(i, acceptor, settings, handler, st));
         match h {
             Ok(h) => accept_loops.push(h),
             Err(e) => {
@@ -389,7 +390,7 @@ fn run_server<H>(
     let close_idle = || {
         state.each_conn(|c| {
             if c.idle.load(Ordering::Relaxed) && !c.woken.swap(true, Ordering::Relaxed) {
-                let _ = c.stream.shutdown(Shutdown::Read);
+                c.shutdown(Shutdown::Read);
             }
         })
     };
@@ -402,7 +403,7 @@ fn run_server<H>(
     }
     // Force-close what is left, and give those fibers a moment to unwind on their own.
     state.each_conn(|c| {
-        let _ = c.stream.shutdown(Shutdown::Both);
+        c.shutdown(Shutdown::Both);
     });
     let deadline = Instant::now() + Duration::from_secs(1);
     while state.active.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
@@ -448,16 +449,16 @@ impl Owner for ConnOwner {
     }
 }
 
-fn accept_loop<H>(
+fn accept_loop<A, H>(
     worker: usize,
-    listener: TcpListener,
+    acceptor: A,
     settings: Arc<Settings>,
     handler: Arc<H>,
     state: Arc<State>,
 ) where
+    A: Acceptor,
     H: Fn(Request) -> Response + Send + Sync + 'static,
 {
-    let _ = listener.set_accept_timeout(Some(ACCEPT_POLL));
     let mut last_warning: Option<Instant> = None;
     while !state.shutting_down.load(Ordering::SeqCst) {
         if state.active.load(Ordering::SeqCst) >= settings.max_connections {
@@ -465,7 +466,7 @@ fn accept_loop<H>(
             state.slot_freed.wait_timeout(ACCEPT_POLL);
             continue;
         }
-        let (stream, _peer) = match listener.accept() {
+        let io = match acceptor.accept() {
             Ok(c) => c,
             Err(e) if is_benign(&e) => continue,
             Err(e) => {
@@ -494,7 +495,7 @@ fn accept_loop<H>(
             state.slot_freed.wait_timeout(ACCEPT_POLL);
         }
         let entry = Arc::new(ConnEntry {
-            stream,
+            handle: io.shutdown_handle(),
             idle: AtomicBool::new(false),
             woken: AtomicBool::new(false),
         });
@@ -511,12 +512,7 @@ fn accept_loop<H>(
         let (settings, handler) = (settings.clone(), handler.clone());
         let spawned = fibra::fiber::Builder::new()
             .worker(worker)
-            .spawn_steps(move || {
-                let io = Tcp(entry.clone());
-                serve_steps(io, settings, handler, ConnOwner { entry, guard }, |io| {
-                    io.0.stream.when_readable()
-                })
-            });
+            .spawn_steps(move || serve_steps(io, settings, handler, ConnOwner { entry, guard }));
         if let Err(e) = spawned {
             log::warn!("cannot spawn a connection fiber: {e}");
             fibra::time::sleep(ACCEPT_BACKOFF);

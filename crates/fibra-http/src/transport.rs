@@ -1,13 +1,19 @@
 //! The byte stream a connection runs over: `Read + Write` plus the few socket controls the
-//! connection loop needs. Plain TCP implements everything; a TLS stream (rustls
+//! connection loop needs. [`Tcp`] and [`Unix`] (the server's fibra sockets) implement
+//! everything, the stackless idle wait and the shutdown handle included; a TLS stream (rustls
 //! `StreamOwned`) can implement it by forwarding the timeouts and keeping the default
 //! `send_file` (read + write, since the bytes must be encrypted anyway).
 
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr};
+use std::ops::Deref;
 use std::os::unix::fs::FileExt;
+use std::sync::Arc;
 use std::time::Duration;
+
+use fibra::fiber::Wait;
+use fibra::net::{TcpStream, UnixStream};
 
 /// A connection's transport. See the module docs.
 pub trait Transport: Read + Write + 'static {
@@ -39,6 +45,21 @@ pub trait Transport: Read + Write + 'static {
     fn wait_readable(&self) -> io::Result<()> {
         Ok(())
     }
+    /// [`wait_readable`](Transport::wait_readable) without a stack: the wait a fiber made of
+    /// steps returns as its next step (see [`fibra::fiber::Step`]), honouring the read timeout
+    /// (`TimedOut`). With one, an idle connection of the server holds no stack (the connection
+    /// loop's idle stage); `None` (the default): it waits on its fiber's stack.
+    fn when_readable(&self) -> Option<Wait> {
+        None
+    }
+    /// A handle through which another fiber can shut this connection down while it waits:
+    /// graceful shutdown shuts the reading side of idle connections (their wait ends and the
+    /// next read finds the end of the stream), and both sides of those still open after the
+    /// grace period. Default: `None` — such a connection ends at its idle timeout, or when the
+    /// server's runtime stops.
+    fn shutdown_handle(&self) -> Option<Arc<dyn ShutdownHandle>> {
+        None
+    }
     /// Shuts down one or both directions (used for lingering close).
     fn shutdown(&self, how: Shutdown) -> io::Result<()>;
     /// Holds back partial frames until uncorked (TCP_CORK), so a response head and the file
@@ -62,6 +83,129 @@ pub trait Transport: Read + Write + 'static {
         }
         Ok(sent)
     }
+}
+
+/// Shuts a connection down from another fiber or thread (see
+/// [`Transport::shutdown_handle`]). Implemented by fibra's sockets, which are shared by
+/// reference.
+pub trait ShutdownHandle: Send + Sync {
+    /// Shuts down one or both directions.
+    fn shutdown(&self, how: Shutdown) -> io::Result<()>;
+}
+
+impl ShutdownHandle for TcpStream {
+    fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        TcpStream::shutdown(self, how)
+    }
+}
+
+impl ShutdownHandle for UnixStream {
+    fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        UnixStream::shutdown(self, how)
+    }
+}
+
+/// The operations of a socket shared by reference (`&TcpStream: Read + Write`), so [`Tcp`]
+/// and [`Unix`] implement [`Transport`] once.
+macro_rules! socket_transport {
+    ($(#[$doc:meta])* $name:ident($stream:ty), peer: $peer:expr, extra: {$($extra:tt)*}) => {
+        $(#[$doc])*
+        #[derive(Debug)]
+        pub struct $name(Arc<$stream>);
+
+        impl $name {
+            /// Wraps an accepted stream.
+            pub fn new(stream: $stream) -> Self {
+                $name(Arc::new(stream))
+            }
+        }
+
+        impl Deref for $name {
+            type Target = $stream;
+            fn deref(&self) -> &$stream {
+                &self.0
+            }
+        }
+
+        impl Read for $name {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                (&*self.0).read(buf)
+            }
+        }
+
+        impl Write for $name {
+            // Forced inline, down to the system call: see the comment on `Shared`'s methods
+            // in the connection loop.
+            #[inline(always)]
+            fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+                (&*self.0).write(buf)
+            }
+            fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+                (&*self.0).write_vectored(bufs)
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+
+        impl Transport for $name {
+            fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+                self.0.set_read_timeout(t)
+            }
+            fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+                self.0.set_write_timeout(t)
+            }
+            fn peer_addr(&self) -> Option<SocketAddr> {
+                let peer: fn(&$stream) -> Option<SocketAddr> = $peer;
+                peer(&self.0)
+            }
+            fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+                self.0.shutdown(how)
+            }
+            // Forced inline, down to the system call: see the comment on `Shared`'s methods
+            // in the connection loop.
+            #[inline(always)]
+            fn try_read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                self.0.try_read(buf)
+            }
+            fn wait_readable(&self) -> io::Result<()> {
+                self.0.readable()
+            }
+            fn when_readable(&self) -> Option<Wait> {
+                Some(self.0.when_readable())
+            }
+            fn shutdown_handle(&self) -> Option<Arc<dyn ShutdownHandle>> {
+                Some(self.0.clone())
+            }
+            $($extra)*
+        }
+    };
+}
+
+socket_transport! {
+    /// The transport of a server connection over TCP: a fibra `TcpStream`, shared with the
+    /// server's shutdown logic. Derefs to [`fibra::net::TcpStream`]; this is the type to
+    /// [`crate::Upgraded::downcast`] to.
+    Tcp(TcpStream),
+    peer: |s| s.peer_addr().ok(),
+    extra: {
+        fn set_cork(&self, on: bool) -> io::Result<()> {
+            self.0.set_cork(on)
+        }
+        fn send_file(&mut self, file: &File, offset: u64, len: u64) -> io::Result<u64> {
+            self.0.sendfile(file, offset, len)
+        }
+    }
+}
+
+socket_transport! {
+    /// The transport of a server connection over a Unix-domain socket: a fibra `UnixStream`,
+    /// shared with the server's shutdown logic. Derefs to [`fibra::net::UnixStream`]; this is
+    /// the type to [`crate::Upgraded::downcast`] to. It has no IP peer: requests see
+    /// `peer_addr() == None`.
+    Unix(UnixStream),
+    peer: |_| None,
+    extra: {}
 }
 
 /// Blocking std sockets: handy for tests and for running the connection loop on OS threads.

@@ -13,6 +13,7 @@
 use std::cell::RefCell;
 use std::io::{self, Write};
 use std::net::{Shutdown, SocketAddr};
+use std::ops::Deref;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,6 +35,10 @@ use crate::response::{
 };
 use crate::settings::Settings;
 use crate::transport::{is_timeout, Transport};
+
+mod idle;
+
+use idle::Idle;
 
 /// In-memory bodies up to this size are copied into the write buffer (one write with the
 /// head); bigger ones are written from where they are.
@@ -67,17 +72,13 @@ where
     T: Transport,
     H: Fn(Request) -> Response + ?Sized,
 {
-    let idle = AtomicBool::new(false);
-    let down = AtomicBool::new(false);
-    serve_with(
-        io,
-        settings,
-        handler,
-        &ConnCtl {
-            idle: &idle,
-            shutting_down: &down,
-        },
-    );
+    let owner = Detached {
+        idle: AtomicBool::new(false),
+        down: AtomicBool::new(false),
+    };
+    // Waits on the caller's stack: there is no fiber made of steps to return a wait to.
+    let parked = Connection::new(io, settings, handler, owner).serve(false);
+    debug_assert!(parked.is_none());
 }
 
 enum BodyState {
@@ -518,40 +519,6 @@ fn report_caught(settings: &Settings, peer: Option<SocketAddr>, p: Box<dyn std::
     settings.report_panic(peer, message);
 }
 
-/// The loop behind [`serve_connection`], with the server's lifecycle flags.
-pub(crate) fn serve_with<T, H>(io: T, settings: &Settings, handler: &H, ctl: &ConnCtl<'_>)
-where
-    T: Transport,
-    H: Fn(Request) -> Response + ?Sized,
-{
-    let shared = open(io, settings);
-    let src: Rc<RefCell<dyn BodySource>> = shared.clone();
-    let conn = Conn {
-        shared: &shared,
-        src: &src,
-        settings,
-        handler,
-        ctl,
-    };
-    loop {
-        // 1. Read what has arrived, answer every complete request and send the responses, on
-        // the worker's shared stack: reading, parsing and responding write a few kilobytes of
-        // stack per request, which on this fiber's own (cold) stack would all be cache misses.
-        if !fibra::fiber::on_shared_stack(|| conn.serve_ready()) {
-            return;
-        }
-        // 2. Wait for more input here, so an idle connection holds no shared stack. Only this
-        // loop's frame and the wait's touch the own stack per request.
-        let mut sh = shared.borrow_mut();
-        let Some(io) = &sh.io else { return };
-        match io.wait_readable() {
-            Ok(()) => {}
-            Err(e) if is_timeout(&e) => return conn.read_timed_out(&mut sh),
-            Err(_) => return,
-        }
-    }
-}
-
 /// A new connection's state, with the read timeout of its first head set.
 fn open<T: Transport>(io: T, settings: &Settings) -> Rc<RefCell<Shared<T>>> {
     let start = Instant::now();
@@ -585,58 +552,59 @@ fn open<T: Transport>(io: T, settings: &Settings) -> Rc<RefCell<Shared<T>>> {
     shared
 }
 
-/// What a connection served in steps needs from its server: the lifecycle flags.
-pub(crate) trait Owner: 'static {
+/// What a connection needs from whoever runs it: the lifecycle flags (see [`ConnCtl`]).
+pub(crate) trait Owner {
     fn ctl(&self) -> ConnCtl<'_>;
 }
 
-/// A connection served as a fiber made of steps (see [`fibra::fiber::Step`]).
-struct Stepped<T, H, O> {
+/// The owner of a connection served by [`serve_connection`]: flags nobody else looks at.
+struct Detached {
+    idle: AtomicBool,
+    down: AtomicBool,
+}
+
+impl Owner for Detached {
+    fn ctl(&self) -> ConnCtl<'_> {
+        ConnCtl {
+            idle: &self.idle,
+            shutting_down: &self.down,
+        }
+    }
+}
+
+/// One connection: its state, and what it needs to answer requests. `S` and `G` hold the
+/// settings and the handler (borrowed for [`serve_connection`], shared `Arc`s for the
+/// server's fibers made of steps).
+struct Connection<T, S, G, O> {
     shared: Rc<RefCell<Shared<T>>>,
     src: Rc<RefCell<dyn BodySource>>,
-    settings: Arc<Settings>,
-    handler: Arc<H>,
+    settings: S,
+    handler: G,
     owner: O,
-    /// The transport's stackless wait for input.
-    when_readable: fn(&T) -> Wait,
 }
 
-/// Serves a connection like [`serve_with`], as the first step of a fiber made of steps:
-/// between requests the connection waits for input without a stack (`when_readable`), and
-/// each burst of requests runs on the stack the worker used last, which is still cached — with
-/// thousands of connections taking turns, a stack per connection would be a cold one.
-pub(crate) fn serve_steps<T, H, O>(
-    io: T,
-    settings: Arc<Settings>,
-    handler: Arc<H>,
-    owner: O,
-    when_readable: fn(&T) -> Wait,
-) -> Step
+impl<T, S, G, O> Connection<T, S, G, O>
 where
     T: Transport,
-    H: Fn(Request) -> Response + 'static,
+    S: Deref<Target = Settings>,
+    G: Deref,
+    G::Target: Fn(Request) -> Response,
     O: Owner,
 {
-    let shared = open(io, &settings);
-    let src: Rc<RefCell<dyn BodySource>> = shared.clone();
-    step(Box::new(Stepped {
-        shared,
-        src,
-        settings,
-        handler,
-        owner,
-        when_readable,
-    }))
-}
+    fn new(io: T, settings: S, handler: G, owner: O) -> Self {
+        let shared = open(io, &settings);
+        let src: Rc<RefCell<dyn BodySource>> = shared.clone();
+        Connection {
+            shared,
+            src,
+            settings,
+            handler,
+            owner,
+        }
+    }
 
-impl<T, H, O> Stepped<T, H, O>
-where
-    T: Transport,
-    H: Fn(Request) -> Response + 'static,
-    O: Owner,
-{
     /// Runs `f` with the connection as the request loop sees it.
-    fn with_conn<R>(&self, f: impl FnOnce(&Conn<'_, T, H>) -> R) -> R {
+    fn with_conn<R>(&self, f: impl FnOnce(&Conn<'_, T, G::Target>) -> R) -> R {
         let ctl = self.owner.ctl();
         f(&Conn {
             shared: &self.shared,
@@ -646,44 +614,98 @@ where
             ctl: &ctl,
         })
     }
-}
 
-/// Answers what has arrived, then waits for more (the next step) or ends.
-fn step<T, H, O>(c: Box<Stepped<T, H, O>>) -> Step
-where
-    T: Transport,
-    H: Fn(Request) -> Response + 'static,
-    O: Owner,
-{
-    if !c.with_conn(|conn| conn.serve_ready()) {
-        return Step::done();
-    }
-    let wait = {
-        let sh = c.shared.borrow();
-        let Some(io) = &sh.io else {
-            return Step::done();
-        };
-        (c.when_readable)(io)
-    };
-    // The connection's box is the rest of the fiber: waiting allocates nothing.
-    wait.resume_with(c)
-}
-
-impl<T, H, O> Resume for Stepped<T, H, O>
-where
-    T: Transport,
-    H: Fn(Request) -> Response + 'static,
-    O: Owner,
-{
-    fn resume(self: Box<Self>, ready: io::Result<()>) -> Step {
-        match ready {
-            Ok(()) => step(self),
-            Err(e) => {
-                if is_timeout(&e) {
-                    self.with_conn(|conn| conn.read_timed_out(&mut self.shared.borrow_mut()));
+    /// The keep-alive loop, the one every connection runs: answer what has arrived (a burst,
+    /// [`Conn::serve_ready`]), then wait for more input (the idle stage, [`idle::wait`]), and
+    /// again.
+    ///
+    /// With `stackless`, the connection runs as a fiber made of steps: each burst runs on the
+    /// stack the worker used last (still cached; with thousands of connections taking turns, a
+    /// stack per connection would be a cold one), and when the transport has a stackless wait
+    /// ([`Transport::when_readable`]) the loop returns it, for the caller to make the fiber's
+    /// next step: the idle connection then holds no stack. Without (or when the transport has
+    /// no such wait) the connection waits on the stack it runs on, and each burst runs on the
+    /// worker's shared stack ([`fibra::fiber::on_shared_stack`]): reading, parsing and
+    /// responding write a few kilobytes of stack per request, which on the fiber's own (cold)
+    /// stack would all be cache misses; only this loop's frame and the wait's touch the own
+    /// stack per request.
+    ///
+    /// Returns `None` once the connection has ended.
+    fn serve(&self, stackless: bool) -> Option<Wait> {
+        loop {
+            let alive = if stackless {
+                self.with_conn(|conn| conn.serve_ready())
+            } else {
+                fibra::fiber::on_shared_stack(|| self.with_conn(|conn| conn.serve_ready()))
+            };
+            if !alive {
+                return None;
+            }
+            let mut sh = self.shared.borrow_mut();
+            let Some(io) = &sh.io else { return None };
+            match idle::wait(io, stackless) {
+                Idle::Ready => {}
+                Idle::Park(wait) => return Some(wait),
+                Idle::TimedOut => {
+                    self.with_conn(|conn| conn.read_timed_out(&mut sh));
+                    return None;
                 }
+                Idle::Closed => return None,
+            }
+        }
+    }
+}
+
+/// Serves a connection as the first step of a fiber made of steps (the server's way): the
+/// loop of [`Connection::serve`], idle connections holding no stack when the transport can
+/// wait without one.
+pub(crate) fn serve_steps<T, H, O>(
+    io: T,
+    settings: Arc<Settings>,
+    handler: Arc<H>,
+    owner: O,
+) -> Step
+where
+    T: Transport,
+    H: Fn(Request) -> Response + 'static,
+    O: Owner + 'static,
+{
+    step(Box::new(Connection::new(io, settings, handler, owner)))
+}
+
+/// Runs the loop until the connection ends or parks without a stack.
+fn step<T, S, G, O>(c: Box<Connection<T, S, G, O>>) -> Step
+where
+    T: Transport,
+    S: Deref<Target = Settings> + 'static,
+    G: Deref + 'static,
+    G::Target: Fn(Request) -> Response,
+    O: Owner + 'static,
+{
+    match c.serve(true) {
+        // The connection's box is the rest of the fiber: waiting allocates nothing.
+        Some(wait) => wait.resume_with(c),
+        None => Step::done(),
+    }
+}
+
+impl<T, S, G, O> Resume for Connection<T, S, G, O>
+where
+    T: Transport,
+    S: Deref<Target = Settings> + 'static,
+    G: Deref + 'static,
+    G::Target: Fn(Request) -> Response,
+    O: Owner + 'static,
+{
+    /// The end of a stackless wait: back into the loop, or the idle stage's timeout.
+    fn resume(self: Box<Self>, ready: io::Result<()>) -> Step {
+        match idle::woken(ready) {
+            Idle::Ready => step(self),
+            Idle::TimedOut => {
+                self.with_conn(|conn| conn.read_timed_out(&mut self.shared.borrow_mut()));
                 Step::done()
             }
+            Idle::Park(_) | Idle::Closed => Step::done(),
         }
     }
 }
