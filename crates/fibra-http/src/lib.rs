@@ -48,6 +48,7 @@
 //! `Date` header), `server` (accept loops, graceful shutdown).
 
 pub mod acceptor;
+pub mod access_log;
 pub mod body;
 pub mod chunked;
 mod compose;

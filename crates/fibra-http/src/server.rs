@@ -18,6 +18,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::acceptor::{Acceptor, TcpAcceptor};
+use crate::access_log::AccessLogSink;
 use crate::conn::{serve_steps, ConnCtl, Owner};
 use crate::request::Request;
 use crate::response::Response;
@@ -181,6 +182,13 @@ impl<A: Acceptor> Server<A> {
     /// logging them. See [`Settings::on_error`] and [`ServerError`].
     pub fn on_error(mut self, f: impl Fn(&ServerError) + Send + Sync + 'static) -> Self {
         self.settings.on_error = Some(ErrorHook::new(f));
+        self
+    }
+
+    /// Sends one entry per answered request to `sink` (e.g. a
+    /// [`crate::files::AccessLog`]). See [`Settings::access_log_sink`].
+    pub fn access_log_sink(mut self, sink: impl AccessLogSink) -> Self {
+        self.settings.access_log_sink = Some(Arc::new(sink));
         self
     }
 

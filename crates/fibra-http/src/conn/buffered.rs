@@ -44,6 +44,9 @@ pub(super) struct Shared<T> {
     pub(super) max_body: u64,
     pub(super) max_trailer: usize,
     pub(super) peer: Option<SocketAddr>,
+    /// The body bytes of the last response, when not its body's length (a streamed body, a
+    /// file shorter than its range): for the access log.
+    pub(super) body_sent: Option<u64>,
 }
 
 pub(super) fn not_connected() -> io::Error {
@@ -155,6 +158,7 @@ pub(super) fn open<T: Transport>(io: T, settings: &Settings) -> Rc<RefCell<Share
         max_trailer: settings.max_head_bytes,
         read_timeout: None,
         peer,
+        body_sent: None,
     }));
     // The first read waits for at most the head deadline (later ones: see `arm_read`).
     shared

@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use http::{Method, StatusCode, Version};
 
@@ -17,9 +17,10 @@ use super::buffered::{read_sizes, HotBuffers, Shared};
 use super::decode::{BodyError, BodyState};
 use super::encode::{bad_101, error_response, put_error, write_response};
 use super::ConnCtl;
+use crate::access_log::{AccessLogSink, LogEntry, LogFacade};
 use crate::body::{Body, BodySource};
 use crate::chunked::ChunkedDecoder;
-use crate::parse::{parse_head_cached, BodyKind, Head, HeadCache, ProtocolError};
+use crate::parse::{parse_head_cached, BodyKind, Head, HeadCache, ProtocolError, RequestHead};
 use crate::request::Request;
 use crate::response::{Kind, Response, UpgradeFn, Upgraded};
 use crate::settings::Settings;
@@ -243,12 +244,64 @@ where
         sh.linger();
     }
 
-    /// Writes the access-log line of a request (`Settings::access_log`).
+    /// Makes the access-log entry of a request whose response was just written (or
+    /// buffered), with the body bytes sent, and hands it to the sinks
+    /// (`Settings::access_log_sink`, `Settings::access_log`).
     // Cold and out of line: logging is off by default; the request path stays compact.
     #[cold]
     #[inline(never)]
-    fn log_access(&self, line: &str, status: StatusCode) {
-        log::info!(target: "fibra_http::access", "{} \"{line}\" {}", self.peer().map(|p| p.to_string()).unwrap_or_default(), status.as_u16());
+    fn log_access(&self, req: &RequestHead, resp: &Response, is_head: bool) {
+        let status = resp.status();
+        let (peer, body_sent) = {
+            let mut sh = self.shared.borrow_mut();
+            (sh.peer, sh.body_sent.take())
+        };
+        let bodiless = is_head
+            || status.is_informational()
+            || status == StatusCode::NO_CONTENT
+            || status == StatusCode::NOT_MODIFIED;
+        let bytes = match body_sent {
+            _ if bodiless => 0,
+            Some(n) => n,
+            None => resp.body().len().unwrap_or(0),
+        };
+        let uri = &req.uri;
+        let absolute;
+        let target = if uri.scheme().is_some() || uri.authority().is_some() {
+            absolute = uri.to_string();
+            absolute.as_str()
+        } else {
+            uri.path_and_query().map_or(uri.path(), |pq| pq.as_str())
+        };
+        let version = match req.version {
+            Version::HTTP_09 => "HTTP/0.9",
+            Version::HTTP_10 => "HTTP/1.0",
+            Version::HTTP_2 => "HTTP/2.0",
+            Version::HTTP_3 => "HTTP/3.0",
+            _ => "HTTP/1.1",
+        };
+        let header = |name| {
+            req.headers
+                .get(name)
+                .map(|v: &http::HeaderValue| v.as_bytes())
+        };
+        let entry = LogEntry {
+            peer,
+            method: req.method.as_str(),
+            target,
+            version,
+            status: status.as_u16(),
+            bytes,
+            referer: header(http::header::REFERER),
+            user_agent: header(http::header::USER_AGENT),
+            time: SystemTime::now(),
+        };
+        if let Some(sink) = &self.settings.access_log_sink {
+            sink.log(&entry);
+        }
+        if self.settings.access_log {
+            LogFacade.log(&entry);
+        }
     }
 
     /// After a 101: hands the raw connection (and what was read past the request) to `f`.
@@ -294,9 +347,13 @@ where
         // 2. Run the handler.
         let is_head = head.method == Method::HEAD;
         let http11 = head.version == Version::HTTP_11;
-        let log_line = settings
-            .access_log
-            .then(|| format!("{} {} {:?}", head.method, head.uri, head.version));
+        // The request as received, for the access log (only when one is on; a reference
+        // count: the head is shared with the request).
+        let logged = (settings.access_log || settings.access_log_sink.is_some()).then(|| {
+            shared.borrow_mut().body_sent = None;
+            head.request.clone()
+        });
+        let logged = logged.as_ref();
         // (Shutdown is looked at after the handler ran.)
         let mut close = !head.keep_alive || !settings.keep_alive;
         let seq = {
@@ -327,14 +384,14 @@ where
         let sent = catch_unwind(AssertUnwindSafe(|| {
             let resp = handler(req);
             returned = true;
-            self.send(resp, is_head, http11, &mut close)
+            self.send(resp, is_head, http11, &mut close, logged)
         }));
         let sent = match sent {
             Ok(sent) => sent,
             Err(p) if !returned => {
                 close = true;
                 let resp = self.handler_panicked(p);
-                self.send_cold(resp, is_head, http11, &mut close)
+                self.send_cold(resp, is_head, http11, &mut close, logged)
             }
             // Writing a response panicked (a bug): what was composed may be partial.
             Err(p) => {
@@ -342,12 +399,9 @@ where
                 return false;
             }
         };
-        let Some((status, upgrade)) = sent else {
+        let Some((_status, upgrade)) = sent else {
             return false;
         };
-        if let Some(line) = log_line {
-            self.log_access(&line, status);
-        }
         if let Some(f) = upgrade {
             self.run_upgrade(f);
             return false;
@@ -365,7 +419,7 @@ where
 
     /// Decides the connection's fate once the handler returned, then writes its response.
     /// Returns the status and the upgrade callback of a 101, or `None` if the connection ends
-    /// (the request body failed, or writing did).
+    /// (the request body failed, or writing did). Makes the access-log entry if `logged`.
     // Forced inline into `respond`, for the reason given there (no copy of the response).
     #[inline(always)]
     fn send(
@@ -374,6 +428,7 @@ where
         is_head: bool,
         http11: bool,
         close: &mut bool,
+        logged: Option<&Rc<RequestHead>>,
     ) -> Option<(StatusCode, Option<UpgradeFn>)> {
         let Conn {
             shared,
@@ -406,7 +461,12 @@ where
             bad_101(&mut resp);
         }
         match write_response(shared, &mut resp, is_head, http11, settings, close) {
-            Ok(upgrade) => Some((status, upgrade)),
+            Ok(upgrade) => {
+                if let Some(req) = logged {
+                    self.log_access(req, &resp, is_head);
+                }
+                Some((status, upgrade))
+            }
             Err(_) => None,
         }
     }
@@ -420,7 +480,8 @@ where
         is_head: bool,
         http11: bool,
         close: &mut bool,
+        logged: Option<&Rc<RequestHead>>,
     ) -> Option<(StatusCode, Option<UpgradeFn>)> {
-        self.send(resp, is_head, http11, close)
+        self.send(resp, is_head, http11, close, logged)
     }
 }

@@ -71,6 +71,9 @@ impl<T: Transport> Shared<T> {
                 }
             }
             self.wbuf.truncate(start + got);
+            if got != len {
+                self.body_sent = Some(got as u64);
+            }
             return Ok(got == len);
         }
         let io = self.io.as_mut().ok_or_else(not_connected)?;
@@ -79,7 +82,11 @@ impl<T: Transport> Shared<T> {
         self.wbuf.clear();
         let res = res.and_then(|()| io.send_file(r.file(), r.offset(), r.len()));
         let _ = io.set_cork(false);
-        Ok(res? == r.len())
+        let sent = res?;
+        if sent != r.len() {
+            self.body_sent = Some(sent);
+        }
+        Ok(sent == r.len())
     }
 }
 
@@ -148,8 +155,11 @@ fn write_stream<T: Transport>(
         sink: cell as &RefCell<dyn StreamSink>,
         chunked,
         remaining: len,
+        written: 0,
     };
-    match catch_unwind(AssertUnwindSafe(|| f(&mut w))) {
+    let outcome = catch_unwind(AssertUnwindSafe(|| f(&mut w)));
+    cell.borrow_mut().body_sent = Some(w.written);
+    match outcome {
         Ok(Ok(())) if w.remaining.unwrap_or(0) == 0 => {
             if chunked {
                 cell.borrow_mut().wbuf.extend_from_slice(b"0\r\n\r\n");
