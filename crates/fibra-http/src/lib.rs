@@ -42,10 +42,26 @@
 //! [`ResponseBody::with_content_type`]).
 //!
 //! Protocol handling follows RFC 9112 strictly (see [`parse`] and [`chunked`]); every knob is
-//! in [`Settings`]. Modules: [`parse`] (request heads), [`chunked`] (chunked bodies),
-//! [`request`] (the handler's request), [`body`] (request bodies), [`response`] (response
-//! bodies), [`conn`] (the connection loop, usable over any [`Transport`]), [`date`] (the cached
-//! `Date` header), `server` (accept loops, graceful shutdown).
+//! in [`Settings`].
+//!
+//! Entry points:
+//!
+//! - [`Server::bind`]: the TCP server (a listener per worker, `SO_REUSEPORT`, `TCP_NODELAY`);
+//! - [`Server::with_acceptor`]: the same server over any [`Acceptor`] — e.g. a Unix-domain
+//!   socket, [`UnixAcceptor`] — with the same limits, timeouts, stackless idle connections and
+//!   graceful shutdown for every transport;
+//! - [`serve_connection`]: the connection loop on one [`Transport`] of yours (e.g. TLS), from a
+//!   fiber or a plain thread.
+//!
+//! Modules: [`acceptor`] (where connections come from: [`TcpAcceptor`], [`UnixAcceptor`]),
+//! [`transport`] (what the loop needs of a byte stream; [`Tcp`] and [`Unix`]), [`conn`] (the
+//! connection loop: one keep-alive loop whose idle stage waits without a stack when the
+//! transport can — buffered I/O, decoding, encoding, dispatch, idle stage and lingering close
+//! in one file each), [`access_log`] (the entries the loop makes for an [`AccessLogSink`]),
+//! [`parse`] (request heads), [`chunked`] (chunked bodies), [`request`] (the handler's
+//! request), [`body`] (request bodies), [`response`] (response bodies), [`date`] (the cached
+//! `Date` header), [`files`] (static files), `server` (accept loops, the connection limit,
+//! graceful shutdown).
 
 pub mod acceptor;
 pub mod access_log;
@@ -64,6 +80,7 @@ pub mod settings;
 pub mod transport;
 
 pub use acceptor::{Acceptor, TcpAcceptor, UnixAcceptor};
+pub use access_log::AccessLogSink;
 pub use body::Body;
 pub use conn::serve_connection;
 pub use parse::ProtocolError;

@@ -300,7 +300,9 @@ pub struct ServerHandle {
 }
 
 impl ServerHandle {
-    /// The address the server listens on (with the real port when bound to port 0).
+    /// The address the server listens on (with the real port when bound to port 0); the
+    /// unspecified address `0.0.0.0:0` for an acceptor without an IP address (a Unix-domain
+    /// socket).
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
     }

@@ -26,8 +26,9 @@ pub trait Transport: Read + Write + 'static {
     fn peer_addr(&self) -> Option<SocketAddr>;
     /// Reads what has already arrived, without waiting: `WouldBlock` when nothing has.
     ///
-    /// The connection loop waits for input on the connection's own stack
-    /// ([`wait_readable`](Transport::wait_readable)) and reads, parses and responds on a stack
+    /// The connection loop waits for input in its idle stage (without a stack,
+    /// [`when_readable`](Transport::when_readable), or on the connection's own,
+    /// [`wait_readable`](Transport::wait_readable)) and reads, parses and responds on a stack
     /// the worker lends, so an idle connection holds no more than its own stack. Default:
     /// a plain `read`, which may wait (up to the read timeout, reported as `TimedOut`) — right
     /// for a blocking transport, only without that split.
