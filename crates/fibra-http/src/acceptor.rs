@@ -108,7 +108,8 @@ pub struct UnixAcceptor {
 }
 
 impl UnixAcceptor {
-    /// Binds a socket at `path` (which must not exist yet).
+    /// Binds a socket at `path` (which must not exist yet; the file stays after the server
+    /// stops, for the caller to remove).
     pub fn bind(path: impl AsRef<Path>) -> io::Result<UnixAcceptor> {
         let std = std::os::unix::net::UnixListener::bind(path)?;
         Ok(UnixAcceptor::from_listener(UnixListener::from_std(std)?))

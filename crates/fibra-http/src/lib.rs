@@ -51,7 +51,8 @@
 //!   socket, [`UnixAcceptor`] — with the same limits, timeouts, stackless idle connections and
 //!   graceful shutdown for every transport;
 //! - [`serve_connection`]: the connection loop on one [`Transport`] of yours (e.g. TLS), from a
-//!   fiber or a plain thread.
+//!   fiber or a plain thread; [`serve_connection_steps`]: the same as a fiber made of steps,
+//!   idle without a stack, for an accept loop of your own.
 //!
 //! Modules: [`acceptor`] (where connections come from: [`TcpAcceptor`], [`UnixAcceptor`]),
 //! [`transport`] (what the loop needs of a byte stream; [`Tcp`] and [`Unix`]), [`conn`] (the
@@ -82,7 +83,7 @@ pub mod transport;
 pub use acceptor::{Acceptor, TcpAcceptor, UnixAcceptor};
 pub use access_log::AccessLogSink;
 pub use body::Body;
-pub use conn::serve_connection;
+pub use conn::{serve_connection, serve_connection_steps};
 pub use parse::ProtocolError;
 pub use request::Request;
 pub use response::{BodyWriter, FileRange, Response, ResponseBody, Upgraded};

@@ -186,9 +186,51 @@ where
     }
 }
 
-/// Serves a connection as the first step of a fiber made of steps (the server's way): the
-/// loop of [`Connection::serve`], idle connections holding no stack when the transport can
-/// wait without one.
+/// [`serve_connection`] as the first step of a fiber made of steps
+/// ([`fibra::fiber::Builder::spawn_steps`]), the way [`crate::Server`] runs its connections:
+/// between requests the connection waits without a stack when the transport can
+/// ([`Transport::when_readable`]), and each burst of requests runs on the stack the worker used
+/// last. For an accept loop of your own:
+///
+/// ```
+/// use std::io::{Read, Write};
+/// use std::sync::Arc;
+/// use fibra::fiber::Builder;
+/// use fibra_http::{serve_connection_steps, Request, Response, Settings, Tcp};
+///
+/// fibra::run(|| {
+///     let listener = fibra::net::TcpListener::bind("127.0.0.1:0").unwrap();
+///     let addr = listener.local_addr().unwrap();
+///     let settings = Arc::new(Settings::default());
+///     let handler = Arc::new(|_req: Request| Response::new("hi".into()));
+///     fibra::spawn(move || {
+///         let (stream, _) = listener.accept().unwrap();
+///         let io = Tcp::new(stream);
+///         Builder::new()
+///             .spawn_steps(move || serve_connection_steps(io, settings, handler))
+///             .unwrap();
+///     });
+///     let mut client = fibra::net::TcpStream::connect(addr).unwrap();
+///     client.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+///     let mut reply = String::new();
+///     client.read_to_string(&mut reply).unwrap();
+///     assert!(reply.ends_with("\r\n\r\nhi"));
+/// });
+/// ```
+pub fn serve_connection_steps<T, H>(io: T, settings: Arc<Settings>, handler: Arc<H>) -> Step
+where
+    T: Transport,
+    H: Fn(Request) -> Response + 'static,
+{
+    let owner = Detached {
+        idle: AtomicBool::new(false),
+        down: AtomicBool::new(false),
+    };
+    serve_steps(io, settings, handler, owner)
+}
+
+/// Serves a connection as the first step of a fiber made of steps, with the lifecycle flags
+/// of `owner` (the server's): the loop of [`Connection::serve`].
 pub(crate) fn serve_steps<T, H, O>(
     io: T,
     settings: Arc<Settings>,
