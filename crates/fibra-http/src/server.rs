@@ -368,6 +368,9 @@ fn run_server<A, H>(
             }
         }
     }
+    // What made the acceptors may hold one too (clones of a shared one): drop it, so the
+    // accept loops are the last holders and stopping them closes the listeners.
+    drop(listen);
     // An acceptor without an IP address (a Unix-domain socket) reports the unspecified one.
     let bound = acceptors
         .first()

@@ -399,7 +399,7 @@ where
                 return false;
             }
         };
-        let Some((_status, upgrade)) = sent else {
+        let Some(upgrade) = sent else {
             return false;
         };
         if let Some(f) = upgrade {
@@ -418,7 +418,7 @@ where
     }
 
     /// Decides the connection's fate once the handler returned, then writes its response.
-    /// Returns the status and the upgrade callback of a 101, or `None` if the connection ends
+    /// Returns the upgrade callback of a 101, or `None` if the connection ends
     /// (the request body failed, or writing did). Makes the access-log entry if `logged`.
     // Forced inline into `respond`, for the reason given there (no copy of the response).
     #[inline(always)]
@@ -429,7 +429,7 @@ where
         http11: bool,
         close: &mut bool,
         logged: Option<&Rc<RequestHead>>,
-    ) -> Option<(StatusCode, Option<UpgradeFn>)> {
+    ) -> Option<Option<UpgradeFn>> {
         let Conn {
             shared,
             settings,
@@ -465,7 +465,7 @@ where
                 if let Some(req) = logged {
                     self.log_access(req, &resp, is_head);
                 }
-                Some((status, upgrade))
+                Some(upgrade)
             }
             Err(_) => None,
         }
@@ -481,7 +481,7 @@ where
         http11: bool,
         close: &mut bool,
         logged: Option<&Rc<RequestHead>>,
-    ) -> Option<(StatusCode, Option<UpgradeFn>)> {
+    ) -> Option<Option<UpgradeFn>> {
         self.send(resp, is_head, http11, close, logged)
     }
 }
