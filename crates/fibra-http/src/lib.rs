@@ -89,7 +89,7 @@ pub use request::Request;
 pub use response::{BodyWriter, FileRange, Response, ResponseBody, Upgraded};
 pub use server::{Server, ServerHandle};
 pub use settings::{ErrorHook, ServerError, ServerErrorKind, Settings};
-pub use transport::{ShutdownHandle, Tcp, Transport, Unix};
+pub use transport::{ConnState, ShutdownHandle, Tcp, Transport, Unix};
 
 /// The README's Rust examples, compiled (and run, unless marked `no_run`) as doctests so they
 /// stay true.

@@ -23,37 +23,54 @@ use crate::conn::{serve_steps, ConnCtl, Owner};
 use crate::request::Request;
 use crate::response::Response;
 use crate::settings::{ErrorHook, ServerError, ServerErrorKind, Settings};
-use crate::transport::{ShutdownHandle, Transport};
+use crate::transport::{ConnState, ShutdownHandle, Transport};
 
 /// How often a parked accept loop looks at the shutdown flag and the connection limit.
 const ACCEPT_POLL: Duration = Duration::from_millis(200);
 /// Pause after `EMFILE`/`ENFILE`/`ENOBUFS`/`ENOMEM` in accept before trying again.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
-/// A connection known to the server: the handle that shuts it down (so shutdown can wake it)
-/// and whether it is idle between requests.
-struct ConnEntry {
+/// A connection known to the server: the handle that shuts it down (so shutdown can wake it),
+/// with the server's bookkeeping of it ([`ConnState`]: whether it is idle between requests).
+/// The bookkeeping lives in the handle's own allocation when the handle has room for it
+/// ([`Tcp`](crate::Tcp)'s and [`Unix`](crate::Unix)'s have), else in a [`Tracked`].
+type ConnEntry = Arc<dyn ShutdownHandle>;
+
+/// The entry of a connection whose shutdown handle keeps no [`ConnState`], or that has no
+/// handle (shutdown then cannot wake it).
+struct Tracked {
     handle: Option<Arc<dyn ShutdownHandle>>,
-    idle: AtomicBool,
-    /// Shutdown has shut its reading side (once).
-    woken: AtomicBool,
+    state: ConnState,
 }
 
-impl ConnEntry {
-    fn shutdown(&self, how: Shutdown) {
-        if let Some(h) = &self.handle {
-            let _ = h.shutdown(how);
+impl ShutdownHandle for Tracked {
+    fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        match &self.handle {
+            Some(h) => h.shutdown(how),
+            None => Ok(()),
         }
     }
+    fn conn_state(&self) -> Option<&ConnState> {
+        Some(&self.state)
+    }
 }
 
-impl fmt::Debug for ConnEntry {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ConnEntry")
-            .field("idle", &self.idle)
-            .field("woken", &self.woken)
-            .finish_non_exhaustive()
+/// The entry for a new connection with shutdown handle `handle`.
+fn conn_entry(handle: Option<Arc<dyn ShutdownHandle>>) -> ConnEntry {
+    match handle {
+        Some(h) if h.conn_state().is_some() => h,
+        handle => Arc::new(Tracked {
+            handle,
+            state: ConnState::default(),
+        }),
     }
+}
+
+/// The bookkeeping of a connection's entry (`conn_entry` made sure it has some).
+fn state_of(entry: &dyn ShutdownHandle) -> &ConnState {
+    entry
+        .conn_state()
+        .expect("a connection entry keeps a ConnState")
 }
 
 /// State shared by the accept loops, the connections and the handle.
@@ -62,7 +79,7 @@ struct State {
     shutting_down: AtomicBool,
     active: AtomicUsize,
     next_id: AtomicU64,
-    conns: Mutex<HashMap<u64, Arc<ConnEntry>>>,
+    conns: Mutex<HashMap<u64, ConnEntry>>,
     /// Woken when a connection ends (a slot under `max_connections` frees up).
     slot_freed: fibra::sync::Notify,
     /// Set when the server thread has finished.
@@ -71,10 +88,10 @@ struct State {
 }
 
 impl State {
-    fn each_conn(&self, f: impl Fn(&ConnEntry)) {
+    fn each_conn(&self, f: impl Fn(&dyn ShutdownHandle, &ConnState)) {
         let conns = self.conns.lock().unwrap_or_else(|e| e.into_inner());
         for c in conns.values() {
-            f(c);
+            f(&**c, state_of(&**c));
         }
     }
 }
@@ -401,9 +418,9 @@ fn run_server<A, H>(
     state.shutting_down.store(true, Ordering::SeqCst);
     state.slot_freed.notify_all();
     let close_idle = || {
-        state.each_conn(|c| {
-            if c.idle.load(Ordering::Relaxed) && !c.woken.swap(true, Ordering::Relaxed) {
-                c.shutdown(Shutdown::Read);
+        state.each_conn(|c, st| {
+            if st.idle.load(Ordering::Relaxed) && !st.woken.swap(true, Ordering::Relaxed) {
+                let _ = c.shutdown(Shutdown::Read);
             }
         })
     };
@@ -415,8 +432,8 @@ fn run_server<A, H>(
         close_idle();
     }
     // Force-close what is left, and give those fibers a moment to unwind on their own.
-    state.each_conn(|c| {
-        c.shutdown(Shutdown::Both);
+    state.each_conn(|c, _| {
+        let _ = c.shutdown(Shutdown::Both);
     });
     let deadline = Instant::now() + Duration::from_secs(1);
     while state.active.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
@@ -449,14 +466,14 @@ impl Drop for ConnGuard {
 /// What a connection's steps keep of the server: its entry (the idle flag) and the guard that
 /// unregisters it.
 struct ConnOwner {
-    entry: Arc<ConnEntry>,
+    entry: ConnEntry,
     guard: ConnGuard,
 }
 
 impl Owner for ConnOwner {
     fn ctl(&self) -> ConnCtl<'_> {
         ConnCtl {
-            idle: &self.entry.idle,
+            idle: &state_of(&*self.entry).idle,
             shutting_down: &self.guard.state.shutting_down,
         }
     }
@@ -507,11 +524,7 @@ fn accept_loop<A, H>(
             }
             state.slot_freed.wait_timeout(ACCEPT_POLL);
         }
-        let entry = Arc::new(ConnEntry {
-            handle: io.shutdown_handle(),
-            idle: AtomicBool::new(false),
-            woken: AtomicBool::new(false),
-        });
+        let entry = conn_entry(io.shutdown_handle());
         let id = state.next_id.fetch_add(1, Ordering::Relaxed);
         state
             .conns

@@ -9,6 +9,7 @@ use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr};
 use std::ops::Deref;
 use std::os::unix::fs::FileExt;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -92,6 +93,39 @@ pub trait Transport: Read + Write + 'static {
 pub trait ShutdownHandle: Send + Sync {
     /// Shuts down one or both directions.
     fn shutdown(&self, how: Shutdown) -> io::Result<()>;
+    /// Room for the server's bookkeeping of the connection in the handle's own allocation
+    /// (the same [`ConnState`] on every call), which saves the server an allocation per
+    /// connection; [`Tcp`]'s and [`Unix`]'s handles have it. Default: `None`.
+    fn conn_state(&self) -> Option<&ConnState> {
+        None
+    }
+}
+
+impl std::fmt::Debug for dyn ShutdownHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShutdownHandle")
+            .field("conn_state", &self.conn_state())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The server's bookkeeping of one connection, for graceful shutdown: whether it is idle
+/// between requests, and whether shutdown has woken it. Opaque; see
+/// [`ShutdownHandle::conn_state`].
+#[derive(Debug, Default)]
+pub struct ConnState {
+    /// Set while the connection waits for the next request with nothing buffered.
+    pub(crate) idle: AtomicBool,
+    /// Shutdown has shut its reading side (once).
+    pub(crate) woken: AtomicBool,
+}
+
+/// A socket shared by its connection and the server's shutdown logic, with the server's
+/// bookkeeping of the connection in the same allocation.
+#[derive(Debug)]
+struct SharedSocket<S> {
+    stream: S,
+    state: ConnState,
 }
 
 impl ShutdownHandle for TcpStream {
@@ -112,25 +146,37 @@ macro_rules! socket_transport {
     ($(#[$doc:meta])* $name:ident($stream:ty), peer: $peer:expr, extra: {$($extra:tt)*}) => {
         $(#[$doc])*
         #[derive(Debug)]
-        pub struct $name(Arc<$stream>);
+        pub struct $name(Arc<SharedSocket<$stream>>);
 
         impl $name {
             /// Wraps an accepted stream.
             pub fn new(stream: $stream) -> Self {
-                $name(Arc::new(stream))
+                $name(Arc::new(SharedSocket {
+                    stream,
+                    state: ConnState::default(),
+                }))
             }
         }
 
         impl Deref for $name {
             type Target = $stream;
             fn deref(&self) -> &$stream {
-                &self.0
+                &self.0.stream
+            }
+        }
+
+        impl ShutdownHandle for SharedSocket<$stream> {
+            fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+                self.stream.shutdown(how)
+            }
+            fn conn_state(&self) -> Option<&ConnState> {
+                Some(&self.state)
             }
         }
 
         impl Read for $name {
             fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-                (&*self.0).read(buf)
+                (&self.0.stream).read(buf)
             }
         }
 
@@ -139,10 +185,10 @@ macro_rules! socket_transport {
             // in the connection loop.
             #[inline(always)]
             fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-                (&*self.0).write(buf)
+                (&self.0.stream).write(buf)
             }
             fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
-                (&*self.0).write_vectored(bufs)
+                (&self.0.stream).write_vectored(bufs)
             }
             fn flush(&mut self) -> io::Result<()> {
                 Ok(())
@@ -151,29 +197,29 @@ macro_rules! socket_transport {
 
         impl Transport for $name {
             fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-                self.0.set_read_timeout(t)
+                self.0.stream.set_read_timeout(t)
             }
             fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-                self.0.set_write_timeout(t)
+                self.0.stream.set_write_timeout(t)
             }
             fn peer_addr(&self) -> Option<SocketAddr> {
                 let peer: fn(&$stream) -> Option<SocketAddr> = $peer;
-                peer(&self.0)
+                peer(&self.0.stream)
             }
             fn shutdown(&self, how: Shutdown) -> io::Result<()> {
-                self.0.shutdown(how)
+                self.0.stream.shutdown(how)
             }
             // Forced inline, down to the system call: see the comment on `Shared`'s methods
             // in the connection loop.
             #[inline(always)]
             fn try_read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-                self.0.try_read(buf)
+                self.0.stream.try_read(buf)
             }
             fn wait_readable(&self) -> io::Result<()> {
-                self.0.readable()
+                self.0.stream.readable()
             }
             fn when_readable(&self) -> Option<Wait> {
-                Some(self.0.when_readable())
+                Some(self.0.stream.when_readable())
             }
             fn shutdown_handle(&self) -> Option<Arc<dyn ShutdownHandle>> {
                 Some(self.0.clone())
@@ -191,10 +237,10 @@ socket_transport! {
     peer: |s| s.peer_addr().ok(),
     extra: {
         fn set_cork(&self, on: bool) -> io::Result<()> {
-            self.0.set_cork(on)
+            self.0.stream.set_cork(on)
         }
         fn send_file(&mut self, file: &File, offset: u64, len: u64) -> io::Result<u64> {
-            self.0.sendfile(file, offset, len)
+            self.0.stream.sendfile(file, offset, len)
         }
     }
 }

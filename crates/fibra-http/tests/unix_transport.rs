@@ -170,8 +170,17 @@ fn keep_alive_requests_over_a_unix_socket() {
 }
 
 /// A Unix transport without a stackless wait: the connection loop's idle stage then waits on
-/// the connection fiber's stack. Everything else is forwarded.
+/// the connection fiber's stack. Everything else is forwarded, the shutdown handle through
+/// `Forward`, which keeps no `ConnState` (so the server keeps its own).
 struct OnStack(Unix);
+
+struct Forward(Arc<dyn ShutdownHandle>);
+
+impl ShutdownHandle for Forward {
+    fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        self.0.shutdown(how)
+    }
+}
 
 impl Read for OnStack {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
@@ -208,7 +217,8 @@ impl Transport for OnStack {
         Transport::shutdown(&self.0, how)
     }
     fn shutdown_handle(&self) -> Option<Arc<dyn ShutdownHandle>> {
-        self.0.shutdown_handle()
+        let handle: Arc<dyn ShutdownHandle> = Arc::new(Forward(self.0.shutdown_handle()?));
+        Some(handle)
     }
 }
 
