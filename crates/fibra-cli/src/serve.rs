@@ -45,18 +45,23 @@ pub fn run(args: ServeArgs) -> std::io::Result<()> {
     config.cache_control = args.cache_control;
     config.allow_hidden = args.allow_hidden;
     config.follow_symlinks = args.follow_symlinks;
-    let mut files = FileServer::new(config)?;
-    if let Some(spec) = &args.access_log {
-        files = files.with_access_log(AccessLog::open(spec)?);
-    }
-    let files = Arc::new(files);
-    let f2 = files.clone();
-    args.server.serve_until_signal(
+    let files = Arc::new(FileServer::new(config)?);
+    // The connection loop writes the access log: it knows the bytes actually sent.
+    let access_log = match &args.access_log {
+        Some(spec) => Some(AccessLog::open(spec)?),
+        None => None,
+    };
+    let log = access_log.clone();
+    args.server.serve_until_signal_with(
         "fibra serve",
         &format!("fibra serve: serving {} on", dir.display()),
-        move |req: Request| f2.handle(&req),
+        move |server| match log {
+            Some(log) => server.access_log_sink(log),
+            None => server,
+        },
+        move |req: Request| files.handle(&req),
     )?;
-    if let Some(log) = files.access_log() {
+    if let Some(log) = access_log {
         log.flush()?;
     }
     Ok(())

@@ -43,6 +43,21 @@ impl ServerFlags {
     where
         H: Fn(Request) -> Response + Send + Sync + 'static,
     {
+        self.serve_until_signal_with(name, banner, |s| s, handler)
+    }
+
+    /// [`serve_until_signal`](Self::serve_until_signal), with `configure` applied to the
+    /// server after these flags (e.g. to attach an access log).
+    pub fn serve_until_signal_with<H>(
+        &self,
+        name: &str,
+        banner: &str,
+        configure: impl FnOnce(Server) -> Server,
+        handler: H,
+    ) -> std::io::Result<()>
+    where
+        H: Fn(Request) -> Response + Send + Sync + 'static,
+    {
         signals::block_shutdown_signals()?;
         let mut server = Server::bind((self.addr.as_str(), self.port));
         if let Some(w) = self.workers {
@@ -55,7 +70,7 @@ impl ServerFlags {
             server = server.idle_timeout(secs(t)?);
         }
         let grace = secs(self.grace)?;
-        let handle = server.serve(handler)?;
+        let handle = configure(server).serve(handler)?;
         println!("{banner} http://{}/", handle.local_addr());
         let sig = signals::wait_for_shutdown_signal();
         eprintln!("{name}: {sig}, shutting down (grace {grace:?})");

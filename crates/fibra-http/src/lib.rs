@@ -42,13 +42,31 @@
 //! [`ResponseBody::with_content_type`]).
 //!
 //! Protocol handling follows RFC 9112 strictly (errors are [`ProtocolError`]s); every knob is
-//! in [`Settings`]. Modules: `parse` (request heads) and `chunked` (chunked bodies), public
-//! only with the `fuzzing` feature, [`request`] (the handler's request), [`body`] (request
-//! bodies), [`response`] (response bodies), [`conn`] (the connection loop, usable over any
-//! [`Transport`]), `date` (the cached `Date` header), `server` (accept loops, graceful
-//! shutdown), and [`client`] (the client side: an incremental response parser, for load
-//! generators and proxies).
+//! in [`Settings`].
+//!
+//! Entry points:
+//!
+//! - [`Server::bind`]: the TCP server (a listener per worker, `SO_REUSEPORT`, `TCP_NODELAY`);
+//! - [`Server::with_acceptor`]: the same server over any [`Acceptor`] — e.g. a Unix-domain
+//!   socket, [`UnixAcceptor`] — with the same limits, timeouts, stackless idle connections and
+//!   graceful shutdown for every transport;
+//! - [`serve_connection`]: the connection loop on one [`Transport`] of yours (e.g. TLS), from a
+//!   fiber or a plain thread; [`serve_connection_steps`]: the same as a fiber made of steps,
+//!   idle without a stack, for an accept loop of your own.
+//!
+//! Modules: [`acceptor`] (where connections come from: [`TcpAcceptor`], [`UnixAcceptor`]),
+//! [`transport`] (what the loop needs of a byte stream; [`Tcp`] and [`Unix`]), [`conn`] (the
+//! connection loop: one keep-alive loop whose idle stage waits without a stack when the
+//! transport can — buffered I/O, decoding, encoding, dispatch, idle stage and lingering close
+//! in one file each), [`access_log`] (the entries the loop makes for an [`AccessLogSink`]),
+//! [`request`] (the handler's request), [`body`] (request bodies), [`response`] (response
+//! bodies), [`files`] (static files), [`client`] (the client side: an incremental response
+//! parser, for load generators and proxies), `server` (accept loops, the connection limit,
+//! graceful shutdown). Internal: `parse` (request heads) and `chunked` (chunked bodies), public
+//! only with the `fuzzing` feature, and `date` (the cached `Date` header).
 
+pub mod acceptor;
+pub mod access_log;
 pub mod body;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
@@ -76,14 +94,16 @@ mod server;
 pub mod settings;
 pub mod transport;
 
+pub use acceptor::{Acceptor, TcpAcceptor, UnixAcceptor};
+pub use access_log::AccessLogSink;
 pub use body::Body;
-pub use conn::serve_connection;
+pub use conn::{serve_connection, serve_connection_steps};
 pub use parse::ProtocolError;
 pub use request::Request;
 pub use response::{BodyWriter, FileRange, Response, ResponseBody, Upgraded};
-pub use server::{Server, ServerHandle, Tcp};
+pub use server::{Server, ServerHandle};
 pub use settings::{ErrorHook, ServerError, ServerErrorKind, Settings};
-pub use transport::Transport;
+pub use transport::{ConnState, ShutdownHandle, Tcp, Transport, Unix};
 
 /// The README's Rust examples, compiled (and run, unless marked `no_run`) as doctests so they
 /// stay true.

@@ -501,6 +501,8 @@ pub struct BodyWriter<'a> {
     pub(crate) chunked: bool,
     /// Bytes still allowed when the length was declared.
     pub(crate) remaining: Option<u64>,
+    /// Bytes written so far (for the access log).
+    pub(crate) written: u64,
 }
 
 impl fmt::Debug for BodyWriter<'_> {
@@ -527,6 +529,7 @@ impl Write for BodyWriter<'_> {
             *rem -= data.len() as u64;
         }
         self.sink.borrow_mut().sink_write(data, self.chunked)?;
+        self.written += data.len() as u64;
         Ok(data.len())
     }
     fn flush(&mut self) -> io::Result<()> {

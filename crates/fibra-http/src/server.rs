@@ -1,100 +1,76 @@
-//! `Server`: the builder, the per-worker accept loops and graceful shutdown.
+//! `Server`: the builder, the per-worker accept loops, the connection limit and graceful
+//! shutdown — for connections from any [`Acceptor`].
 //!
-//! Each worker gets its own listener on the same address (`SO_REUSEPORT`) and one accept
-//! fiber pinned to it; a connection's fiber is pinned to the worker that accepted it. Why not
-//! one shared listener: the kernel then balances new connections over the workers by 4-tuple
-//! hash, with no thundering herd and no cross-worker wake-up per accept, and the same setup
-//! allows a graceful restart (a new process binds alongside the old one).
+//! Each worker gets its own acceptor and one accept fiber pinned to it; a connection's fiber
+//! (a fiber made of steps running the connection loop, see [`crate::conn`]) is pinned to the
+//! worker that accepted it. For TCP ([`Server::bind`]) each worker has its own listener on the
+//! same address (`SO_REUSEPORT`). Why not one shared listener: the kernel then balances new
+//! connections over the workers by 4-tuple hash, with no thundering herd and no cross-worker
+//! wake-up per accept, and the same setup allows a graceful restart (a new process binds
+//! alongside the old one).
 
 use std::collections::HashMap;
-use std::io::{self, Read, Write};
+use std::fmt;
+use std::io;
 use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
-use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use fibra::net::{ListenOptions, TcpListener, TcpStream};
-
+use crate::acceptor::{Acceptor, TcpAcceptor};
+use crate::access_log::AccessLogSink;
 use crate::conn::{serve_steps, ConnCtl, Owner};
 use crate::request::Request;
 use crate::response::Response;
 use crate::settings::{ErrorHook, ServerError, ServerErrorKind, Settings};
-use crate::transport::Transport;
+use crate::transport::{ConnState, ShutdownHandle, Transport};
 
 /// How often a parked accept loop looks at the shutdown flag and the connection limit.
 const ACCEPT_POLL: Duration = Duration::from_millis(200);
 /// Pause after `EMFILE`/`ENFILE`/`ENOBUFS`/`ENOMEM` in accept before trying again.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
-/// A connection known to the server: its socket (shared so shutdown can wake it) and whether
-/// it is idle between requests.
-#[derive(Debug)]
-struct ConnEntry {
-    stream: TcpStream,
-    idle: AtomicBool,
-    /// Shutdown has shut its reading side (once).
-    woken: AtomicBool,
+/// A connection known to the server: the handle that shuts it down (so shutdown can wake it),
+/// with the server's bookkeeping of it ([`ConnState`]: whether it is idle between requests).
+/// The bookkeeping lives in the handle's own allocation when the handle has room for it
+/// ([`Tcp`](crate::Tcp)'s and [`Unix`](crate::Unix)'s have), else in a [`Tracked`].
+type ConnEntry = Arc<dyn ShutdownHandle>;
+
+/// The entry of a connection whose shutdown handle keeps no [`ConnState`], or that has no
+/// handle (shutdown then cannot wake it).
+struct Tracked {
+    handle: Option<Arc<dyn ShutdownHandle>>,
+    state: ConnState,
 }
 
-/// The transport of a server connection: a fibra `TcpStream` shared with the server's
-/// shutdown logic. Derefs to [`fibra::net::TcpStream`]; this is the type to
-/// [`crate::Upgraded::downcast`] to.
-#[derive(Debug)]
-pub struct Tcp(Arc<ConnEntry>);
-
-impl Deref for Tcp {
-    type Target = TcpStream;
-    fn deref(&self) -> &TcpStream {
-        &self.0.stream
-    }
-}
-
-impl Read for Tcp {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        (&self.0.stream).read(buf)
-    }
-}
-
-impl Write for Tcp {
-    #[inline(always)]
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        (&self.0.stream).write(buf)
-    }
-    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
-        (&self.0.stream).write_vectored(bufs)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Transport for Tcp {
-    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        self.0.stream.set_read_timeout(t)
-    }
-    fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        self.0.stream.set_write_timeout(t)
-    }
-    fn peer_addr(&self) -> Option<SocketAddr> {
-        self.0.stream.peer_addr().ok()
-    }
+impl ShutdownHandle for Tracked {
     fn shutdown(&self, how: Shutdown) -> io::Result<()> {
-        self.0.stream.shutdown(how)
+        match &self.handle {
+            Some(h) => h.shutdown(how),
+            None => Ok(()),
+        }
     }
-    #[inline(always)]
-    fn try_read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.0.stream.try_read(buf)
+    fn conn_state(&self) -> Option<&ConnState> {
+        Some(&self.state)
     }
-    fn wait_readable(&self) -> io::Result<()> {
-        self.0.stream.readable()
+}
+
+/// The entry for a new connection with shutdown handle `handle`.
+fn conn_entry(handle: Option<Arc<dyn ShutdownHandle>>) -> ConnEntry {
+    match handle {
+        Some(h) if h.conn_state().is_some() => h,
+        handle => Arc::new(Tracked {
+            handle,
+            state: ConnState::default(),
+        }),
     }
-    fn set_cork(&self, on: bool) -> io::Result<()> {
-        self.0.stream.set_cork(on)
-    }
-    fn send_file(&mut self, file: &std::fs::File, offset: u64, len: u64) -> io::Result<u64> {
-        self.0.stream.sendfile(file, offset, len)
-    }
+}
+
+/// The bookkeeping of a connection's entry (`conn_entry` made sure it has some).
+fn state_of(entry: &dyn ShutdownHandle) -> &ConnState {
+    entry
+        .conn_state()
+        .expect("a connection entry keeps a ConnState")
 }
 
 /// State shared by the accept loops, the connections and the handle.
@@ -103,7 +79,7 @@ struct State {
     shutting_down: AtomicBool,
     active: AtomicUsize,
     next_id: AtomicU64,
-    conns: Mutex<HashMap<u64, Arc<ConnEntry>>>,
+    conns: Mutex<HashMap<u64, ConnEntry>>,
     /// Woken when a connection ends (a slot under `max_connections` frees up).
     slot_freed: fibra::sync::Notify,
     /// Set when the server thread has finished.
@@ -112,21 +88,38 @@ struct State {
 }
 
 impl State {
-    fn each_conn(&self, f: impl Fn(&ConnEntry)) {
+    fn each_conn(&self, f: impl Fn(&dyn ShutdownHandle, &ConnState)) {
         let conns = self.conns.lock().unwrap_or_else(|e| e.into_inner());
         for c in conns.values() {
-            f(c);
+            f(&**c, state_of(&**c));
         }
     }
 }
 
+/// Makes the acceptor of worker `i` of `n` (on the server's runtime).
+type Listen<A> = Box<dyn FnMut(usize, usize) -> io::Result<A> + Send>;
+
 /// Builder for an HTTP/1.1 server. See the crate docs for an example.
-#[derive(Debug)]
-pub struct Server {
-    addr: io::Result<SocketAddr>,
+///
+/// [`Server::bind`] serves TCP; [`Server::with_acceptor`] serves connections from any
+/// [`Acceptor`] (e.g. a Unix-domain socket, [`crate::UnixAcceptor`]). Either way every
+/// connection runs the same loop, with the same settings and limits, idle connections holding
+/// no stack (when the transport can wait without one), and the same graceful shutdown.
+pub struct Server<A: Acceptor = TcpAcceptor> {
+    listen: io::Result<Listen<A>>,
     workers: Option<usize>,
     stack_size: Option<usize>,
     settings: Settings,
+}
+
+impl<A: Acceptor> fmt::Debug for Server<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Server")
+            .field("workers", &self.workers)
+            .field("stack_size", &self.stack_size)
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
 }
 
 macro_rules! setters {
@@ -142,13 +135,42 @@ macro_rules! setters {
 impl Server {
     /// A server that will listen on `addr` (the first address it resolves to). Use port 0 for
     /// an ephemeral port and read it back with [`ServerHandle::local_addr`].
+    ///
+    /// Each worker gets its own [`TcpAcceptor`] on the address (`SO_REUSEPORT` when there
+    /// are several workers), with `TCP_NODELAY` on its connections.
     pub fn bind(addr: impl ToSocketAddrs) -> Server {
         let addr = addr.to_socket_addrs().and_then(|mut a| {
             a.next()
                 .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no address"))
         });
+        Server::with_listen(addr.map(|addr| {
+            // Port 0: the first worker's listener picks the port, the others bind it too.
+            let mut bound = addr;
+            Box::new(move |_worker: usize, workers: usize| {
+                let acceptor = TcpAcceptor::bind(bound, workers > 1)?;
+                bound = acceptor.local_addr().ok_or_else(|| {
+                    io::Error::new(io::ErrorKind::AddrNotAvailable, "listener has no address")
+                })?;
+                Ok(acceptor)
+            }) as Listen<TcpAcceptor>
+        }))
+    }
+}
+
+impl<A: Acceptor> Server<A> {
+    /// A server that takes its connections from the acceptors `listen` makes: it is called
+    /// once per worker, with the worker's index, on the server's runtime when
+    /// [`serve`](Self::serve) starts. Return a new acceptor per worker, or clones of one
+    /// shared acceptor (as [`crate::UnixAcceptor`] allows). An error stops `serve`.
+    pub fn with_acceptor(
+        mut listen: impl FnMut(usize) -> io::Result<A> + Send + 'static,
+    ) -> Server<A> {
+        Server::with_listen(Ok(Box::new(move |worker, _| listen(worker))))
+    }
+
+    fn with_listen(listen: io::Result<Listen<A>>) -> Server<A> {
         Server {
-            addr,
+            listen,
             workers: None,
             stack_size: None,
             settings: Settings::default(),
@@ -177,6 +199,13 @@ impl Server {
     /// logging them. See [`Settings::on_error`] and [`ServerError`].
     pub fn on_error(mut self, f: impl Fn(&ServerError) + Send + Sync + 'static) -> Self {
         self.settings.on_error = Some(ErrorHook::new(f));
+        self
+    }
+
+    /// Sends one entry per answered request to `sink` (e.g. a
+    /// [`crate::files::AccessLog`]). See [`Settings::access_log_sink`].
+    pub fn access_log_sink(mut self, sink: impl AccessLogSink) -> Self {
+        self.settings.access_log_sink = Some(Arc::new(sink));
         self
     }
 
@@ -211,7 +240,7 @@ impl Server {
     where
         H: Fn(Request) -> Response + Send + Sync + 'static,
     {
-        let addr = self.addr?;
+        let listen = self.listen?;
         let workers = self
             .workers
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
@@ -241,7 +270,7 @@ impl Server {
             .spawn(move || {
                 rt.block_on(move || {
                     run_server(
-                        addr,
+                        listen,
                         workers,
                         settings,
                         handler,
@@ -288,7 +317,9 @@ pub struct ServerHandle {
 }
 
 impl ServerHandle {
-    /// The address the server listens on (with the real port when bound to port 0).
+    /// The address the server listens on (with the real port when bound to port 0); the
+    /// unspecified address `0.0.0.0:0` for an acceptor without an IP address (a Unix-domain
+    /// socket).
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
     }
@@ -324,8 +355,8 @@ impl ServerHandle {
 }
 
 /// The root fiber: bind, start the accept loops, wait for the shutdown command, shut down.
-fn run_server<H>(
-    addr: SocketAddr,
+fn run_server<A, H>(
+    mut listen: Listen<A>,
     workers: usize,
     settings: Arc<Settings>,
     handler: Arc<H>,
@@ -333,6 +364,7 @@ fn run_server<H>(
     cmd_rx: fibra::sync::mpsc::Receiver<Duration>,
     ready_tx: std::sync::mpsc::Sender<io::Result<SocketAddr>>,
 ) where
+    A: Acceptor,
     H: Fn(Request) -> Response + Send + Sync + 'static,
 {
     struct DoneGuard(Arc<State>);
@@ -343,32 +375,31 @@ fn run_server<H>(
         }
     }
     let _done = DoneGuard(state.clone());
-    let opts = ListenOptions {
-        reuse_port: workers > 1,
-        nodelay: true,
-        ..ListenOptions::default()
-    };
-    let mut listeners = Vec::with_capacity(workers);
-    let mut bound = addr;
-    for _ in 0..workers {
-        match TcpListener::bind_with(bound, &opts).and_then(|l| Ok((l.local_addr()?, l))) {
-            Ok((a, l)) => {
-                bound = a;
-                listeners.push(l);
-            }
+    let mut acceptors = Vec::with_capacity(workers);
+    for i in 0..workers {
+        match listen(i, workers).and_then(|a| a.set_accept_timeout(Some(ACCEPT_POLL)).map(|()| a)) {
+            Ok(a) => acceptors.push(a),
             Err(e) => {
                 let _ = ready_tx.send(Err(e));
                 return;
             }
         }
     }
+    // What made the acceptors may hold one too (clones of a shared one): drop it, so the
+    // accept loops are the last holders and stopping them closes the listeners.
+    drop(listen);
+    // An acceptor without an IP address (a Unix-domain socket) reports the unspecified one.
+    let bound = acceptors
+        .first()
+        .and_then(|a| a.local_addr())
+        .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
     let mut accept_loops = Vec::with_capacity(workers);
-    for (i, listener) in listeners.into_iter().enumerate() {
+    for (i, acceptor) in acceptors.into_iter().enumerate() {
         let (settings, handler, st) = (settings.clone(), handler.clone(), state.clone());
         let h = fibra::fiber::Builder::new()
             .name(format!("accept-{i}"))
             .worker(i)
-            .spawn(move || accept_loop(i, listener, settings, handler, st));
+            .spawn(move || accept_loop(i, acceptor, settings, handler, st));
         match h {
             Ok(h) => accept_loops.push(h),
             Err(e) => {
@@ -387,9 +418,9 @@ fn run_server<H>(
     state.shutting_down.store(true, Ordering::SeqCst);
     state.slot_freed.notify_all();
     let close_idle = || {
-        state.each_conn(|c| {
-            if c.idle.load(Ordering::Relaxed) && !c.woken.swap(true, Ordering::Relaxed) {
-                let _ = c.stream.shutdown(Shutdown::Read);
+        state.each_conn(|c, st| {
+            if st.idle.load(Ordering::Relaxed) && !st.woken.swap(true, Ordering::Relaxed) {
+                let _ = c.shutdown(Shutdown::Read);
             }
         })
     };
@@ -401,8 +432,8 @@ fn run_server<H>(
         close_idle();
     }
     // Force-close what is left, and give those fibers a moment to unwind on their own.
-    state.each_conn(|c| {
-        let _ = c.stream.shutdown(Shutdown::Both);
+    state.each_conn(|c, _| {
+        let _ = c.shutdown(Shutdown::Both);
     });
     let deadline = Instant::now() + Duration::from_secs(1);
     while state.active.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
@@ -435,29 +466,29 @@ impl Drop for ConnGuard {
 /// What a connection's steps keep of the server: its entry (the idle flag) and the guard that
 /// unregisters it.
 struct ConnOwner {
-    entry: Arc<ConnEntry>,
+    entry: ConnEntry,
     guard: ConnGuard,
 }
 
 impl Owner for ConnOwner {
     fn ctl(&self) -> ConnCtl<'_> {
         ConnCtl {
-            idle: &self.entry.idle,
+            idle: &state_of(&*self.entry).idle,
             shutting_down: &self.guard.state.shutting_down,
         }
     }
 }
 
-fn accept_loop<H>(
+fn accept_loop<A, H>(
     worker: usize,
-    listener: TcpListener,
+    acceptor: A,
     settings: Arc<Settings>,
     handler: Arc<H>,
     state: Arc<State>,
 ) where
+    A: Acceptor,
     H: Fn(Request) -> Response + Send + Sync + 'static,
 {
-    let _ = listener.set_accept_timeout(Some(ACCEPT_POLL));
     let mut last_warning: Option<Instant> = None;
     while !state.shutting_down.load(Ordering::SeqCst) {
         if state.active.load(Ordering::SeqCst) >= settings.max_connections {
@@ -465,7 +496,7 @@ fn accept_loop<H>(
             state.slot_freed.wait_timeout(ACCEPT_POLL);
             continue;
         }
-        let (stream, _peer) = match listener.accept() {
+        let io = match acceptor.accept() {
             Ok(c) => c,
             Err(e) if is_benign(&e) => continue,
             Err(e) => {
@@ -493,11 +524,7 @@ fn accept_loop<H>(
             }
             state.slot_freed.wait_timeout(ACCEPT_POLL);
         }
-        let entry = Arc::new(ConnEntry {
-            stream,
-            idle: AtomicBool::new(false),
-            woken: AtomicBool::new(false),
-        });
+        let entry = conn_entry(io.shutdown_handle());
         let id = state.next_id.fetch_add(1, Ordering::Relaxed);
         state
             .conns
@@ -511,12 +538,7 @@ fn accept_loop<H>(
         let (settings, handler) = (settings.clone(), handler.clone());
         let spawned = fibra::fiber::Builder::new()
             .worker(worker)
-            .spawn_steps(move || {
-                let io = Tcp(entry.clone());
-                serve_steps(io, settings, handler, ConnOwner { entry, guard }, |io| {
-                    io.0.stream.when_readable()
-                })
-            });
+            .spawn_steps(move || serve_steps(io, settings, handler, ConnOwner { entry, guard }));
         if let Err(e) = spawned {
             log::warn!("cannot spawn a connection fiber: {e}");
             fibra::time::sleep(ACCEPT_BACKOFF);

@@ -10,6 +10,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::access_log::AccessLogSink;
 use crate::parse::ProtocolError;
 
 /// Server settings. Build with [`Settings::default()`] and change the fields you need, or use
@@ -60,8 +61,13 @@ pub struct Settings {
     /// only for a head that does not fit. Default: 4 KiB.
     pub read_buffer_bytes: usize,
     /// Log one line per request through the `log` facade (target `fibra_http::access`, level
-    /// info). Default: false.
+    /// info; see [`LogFacade`](crate::access_log::LogFacade)). Default: false.
     pub access_log: bool,
+    /// Where the connection loop sends one entry per answered request, with the body bytes
+    /// it actually sent (see [`crate::access_log`]); e.g. the combined-format
+    /// [`AccessLog`](crate::files::AccessLog). Independent of `access_log`. `None` costs the
+    /// loop nothing. Default: `None`.
+    pub access_log_sink: Option<Arc<dyn AccessLogSink>>,
     /// Called for every handler panic, rejected request and failed `accept` (see
     /// [`ServerError`]), in the fiber where it happened. `None` logs them through the `log`
     /// facade instead: panics at level error, rejected requests at debug, accept failures at
@@ -86,6 +92,7 @@ impl Default for Settings {
             server_header: None,
             read_buffer_bytes: 4 * 1024,
             access_log: false,
+            access_log_sink: None,
             on_error: None,
         }
     }

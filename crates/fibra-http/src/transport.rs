@@ -1,13 +1,20 @@
 //! The byte stream a connection runs over: `Read + Write` plus the few socket controls the
-//! connection loop needs. Plain TCP implements everything; a TLS stream (rustls
+//! connection loop needs. [`Tcp`] and [`Unix`] (the server's fibra sockets) implement
+//! everything, the stackless idle wait and the shutdown handle included; a TLS stream (rustls
 //! `StreamOwned`) can implement it by forwarding the timeouts and keeping the default
 //! `send_file` (read + write, since the bytes must be encrypted anyway).
 
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr};
+use std::ops::Deref;
 use std::os::unix::fs::FileExt;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Duration;
+
+use fibra::fiber::Wait;
+use fibra::net::{TcpStream, UnixStream};
 
 /// A connection's transport. See the module docs.
 pub trait Transport: Read + Write + 'static {
@@ -20,8 +27,9 @@ pub trait Transport: Read + Write + 'static {
     fn peer_addr(&self) -> Option<SocketAddr>;
     /// Reads what has already arrived, without waiting: `WouldBlock` when nothing has.
     ///
-    /// The connection loop waits for input on the connection's own stack
-    /// ([`wait_readable`](Transport::wait_readable)) and reads, parses and responds on a stack
+    /// The connection loop waits for input in its idle stage (without a stack,
+    /// [`when_readable`](Transport::when_readable), or on the connection's own,
+    /// [`wait_readable`](Transport::wait_readable)) and reads, parses and responds on a stack
     /// the worker lends, so an idle connection holds no more than its own stack. Default:
     /// a plain `read`, which may wait (up to the read timeout, reported as `TimedOut`) — right
     /// for a blocking transport, only without that split.
@@ -38,6 +46,21 @@ pub trait Transport: Read + Write + 'static {
     /// timeout (then `TimedOut` or `WouldBlock`). Default: returns at once.
     fn wait_readable(&self) -> io::Result<()> {
         Ok(())
+    }
+    /// [`wait_readable`](Transport::wait_readable) without a stack: the wait a fiber made of
+    /// steps returns as its next step (see [`fibra::fiber::Step`]), honouring the read timeout
+    /// (`TimedOut`). With one, an idle connection of the server holds no stack (the connection
+    /// loop's idle stage); `None` (the default): it waits on its fiber's stack.
+    fn when_readable(&self) -> Option<Wait> {
+        None
+    }
+    /// A handle through which another fiber can shut this connection down while it waits:
+    /// graceful shutdown shuts the reading side of idle connections (their wait ends and the
+    /// next read finds the end of the stream), and both sides of those still open after the
+    /// grace period. Default: `None` — such a connection ends at its idle timeout, or when the
+    /// server's runtime stops.
+    fn shutdown_handle(&self) -> Option<Arc<dyn ShutdownHandle>> {
+        None
     }
     /// Shuts down one or both directions (used for lingering close).
     fn shutdown(&self, how: Shutdown) -> io::Result<()>;
@@ -62,6 +85,174 @@ pub trait Transport: Read + Write + 'static {
         }
         Ok(sent)
     }
+}
+
+/// Shuts a connection down from another fiber or thread (see
+/// [`Transport::shutdown_handle`]). Implemented by fibra's sockets, which are shared by
+/// reference.
+pub trait ShutdownHandle: Send + Sync {
+    /// Shuts down one or both directions.
+    fn shutdown(&self, how: Shutdown) -> io::Result<()>;
+    /// Room for the server's bookkeeping of the connection in the handle's own allocation
+    /// (the same [`ConnState`] on every call), which saves the server an allocation per
+    /// connection; [`Tcp`]'s and [`Unix`]'s handles have it. Default: `None`.
+    fn conn_state(&self) -> Option<&ConnState> {
+        None
+    }
+}
+
+impl std::fmt::Debug for dyn ShutdownHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShutdownHandle")
+            .field("conn_state", &self.conn_state())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The server's bookkeeping of one connection, for graceful shutdown: whether it is idle
+/// between requests, and whether shutdown has woken it. Opaque; see
+/// [`ShutdownHandle::conn_state`].
+#[derive(Debug, Default)]
+pub struct ConnState {
+    /// Set while the connection waits for the next request with nothing buffered.
+    pub(crate) idle: AtomicBool,
+    /// Shutdown has shut its reading side (once).
+    pub(crate) woken: AtomicBool,
+}
+
+/// A socket shared by its connection and the server's shutdown logic, with the server's
+/// bookkeeping of the connection in the same allocation.
+#[derive(Debug)]
+struct SharedSocket<S> {
+    stream: S,
+    state: ConnState,
+}
+
+impl ShutdownHandle for TcpStream {
+    fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        TcpStream::shutdown(self, how)
+    }
+}
+
+impl ShutdownHandle for UnixStream {
+    fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        UnixStream::shutdown(self, how)
+    }
+}
+
+/// The operations of a socket shared by reference (`&TcpStream: Read + Write`), so [`Tcp`]
+/// and [`Unix`] implement [`Transport`] once.
+macro_rules! socket_transport {
+    ($(#[$doc:meta])* $name:ident($stream:ty), peer: $peer:expr, extra: {$($extra:tt)*}) => {
+        $(#[$doc])*
+        #[derive(Debug)]
+        pub struct $name(Arc<SharedSocket<$stream>>);
+
+        impl $name {
+            /// Wraps an accepted stream.
+            pub fn new(stream: $stream) -> Self {
+                $name(Arc::new(SharedSocket {
+                    stream,
+                    state: ConnState::default(),
+                }))
+            }
+        }
+
+        impl Deref for $name {
+            type Target = $stream;
+            fn deref(&self) -> &$stream {
+                &self.0.stream
+            }
+        }
+
+        impl ShutdownHandle for SharedSocket<$stream> {
+            fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+                self.stream.shutdown(how)
+            }
+            fn conn_state(&self) -> Option<&ConnState> {
+                Some(&self.state)
+            }
+        }
+
+        impl Read for $name {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                (&self.0.stream).read(buf)
+            }
+        }
+
+        impl Write for $name {
+            // Forced inline, down to the system call: see the comment on `Shared`'s methods
+            // in the connection loop.
+            #[inline(always)]
+            fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+                (&self.0.stream).write(buf)
+            }
+            fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+                (&self.0.stream).write_vectored(bufs)
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+
+        impl Transport for $name {
+            fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+                self.0.stream.set_read_timeout(t)
+            }
+            fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+                self.0.stream.set_write_timeout(t)
+            }
+            fn peer_addr(&self) -> Option<SocketAddr> {
+                let peer: fn(&$stream) -> Option<SocketAddr> = $peer;
+                peer(&self.0.stream)
+            }
+            fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+                self.0.stream.shutdown(how)
+            }
+            // Forced inline, down to the system call: see the comment on `Shared`'s methods
+            // in the connection loop.
+            #[inline(always)]
+            fn try_read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                self.0.stream.try_read(buf)
+            }
+            fn wait_readable(&self) -> io::Result<()> {
+                self.0.stream.readable()
+            }
+            fn when_readable(&self) -> Option<Wait> {
+                Some(self.0.stream.when_readable())
+            }
+            fn shutdown_handle(&self) -> Option<Arc<dyn ShutdownHandle>> {
+                Some(self.0.clone())
+            }
+            $($extra)*
+        }
+    };
+}
+
+socket_transport! {
+    /// The transport of a server connection over TCP: a fibra `TcpStream`, shared with the
+    /// server's shutdown logic. Derefs to [`fibra::net::TcpStream`]; this is the type to
+    /// [`crate::Upgraded::downcast`] to.
+    Tcp(TcpStream),
+    peer: |s| s.peer_addr().ok(),
+    extra: {
+        fn set_cork(&self, on: bool) -> io::Result<()> {
+            self.0.stream.set_cork(on)
+        }
+        fn send_file(&mut self, file: &File, offset: u64, len: u64) -> io::Result<u64> {
+            self.0.stream.sendfile(file, offset, len)
+        }
+    }
+}
+
+socket_transport! {
+    /// The transport of a server connection over a Unix-domain socket: a fibra `UnixStream`,
+    /// shared with the server's shutdown logic. Derefs to [`fibra::net::UnixStream`]; this is
+    /// the type to [`crate::Upgraded::downcast`] to. It has no IP peer: requests see
+    /// `peer_addr() == None`.
+    Unix(UnixStream),
+    peer: |_| None,
+    extra: {}
 }
 
 /// Blocking std sockets: handy for tests and for running the connection loop on OS threads.

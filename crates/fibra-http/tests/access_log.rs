@@ -1,5 +1,7 @@
 //! `Settings::access_log`: one line per request through the `log` facade (target
 //! `fibra_http::access`, level info), captured here by a tiny test logger; nothing when off.
+//! And `Server::access_log_sink`: the entries the connection loop makes, with the body bytes
+//! it actually sent.
 
 mod util;
 
@@ -111,4 +113,88 @@ fn off_by_default() {
     assert_eq!(count_responses(&out), 3, "{out}");
     srv.shutdown(Duration::from_secs(1));
     assert!(lines_from(me, 0).is_empty());
+}
+
+/// What a sink got: (peer, method, target, version, status, bytes).
+type Got = Vec<(
+    Option<std::net::SocketAddr>,
+    String,
+    String,
+    String,
+    u16,
+    u64,
+)>;
+
+#[derive(Clone, Default)]
+struct Collect(std::sync::Arc<Mutex<Got>>);
+
+impl fibra_http::access_log::AccessLogSink for Collect {
+    fn log(&self, e: &fibra_http::access_log::LogEntry<'_>) {
+        self.0.lock().unwrap().push((
+            e.peer,
+            e.method.to_string(),
+            e.target.to_string(),
+            e.version.to_string(),
+            e.status,
+            e.bytes,
+        ));
+    }
+}
+
+#[test]
+fn a_sink_gets_the_body_bytes_the_loop_sent() {
+    let sink = Collect::default();
+    let handle = fibra_http::Server::bind("127.0.0.1:0")
+        .workers(1)
+        .access_log_sink(sink.clone())
+        .serve(|req: Request| match req.uri().path() {
+            "/stream" => Response::new(fibra_http::ResponseBody::stream(|w| {
+                w.write_all(b"hello ")?;
+                w.write_all(b"world")
+            })),
+            "/none" => {
+                let mut r = Response::new(().into());
+                *r.status_mut() = http::StatusCode::NO_CONTENT;
+                r
+            }
+            // Promises 10 bytes, sends 4: the connection closes after them.
+            "/short" => Response::new(fibra_http::ResponseBody::stream_sized(10, |w| {
+                w.write_all(b"four")
+            })),
+            _ => Response::new("yes".into()),
+        })
+        .unwrap();
+    let mut s = connect(handle.local_addr());
+    let me = s.local_addr().unwrap();
+    s.write_all(
+        b"GET /stream HTTP/1.1\r\nHost: x\r\n\r\n\
+HEAD /a HTTP/1.1\r\nHost: x\r\n\r\n\
+GET /none HTTP/1.1\r\nHost: x\r\n\r\n\
+GET /a?b=c HTTP/1.0\r\nConnection: keep-alive\r\n\r\n\
+GET /short HTTP/1.1\r\nHost: x\r\n\r\n",
+    )
+    .unwrap();
+    let _ = read_to_close(&mut s);
+    handle.shutdown(Duration::from_secs(5));
+    let got = sink.0.lock().unwrap().clone();
+    let row = |m: &str, t: &str, v: &str, status, bytes| {
+        (
+            Some(me),
+            m.to_string(),
+            t.to_string(),
+            v.to_string(),
+            status,
+            bytes,
+        )
+    };
+    assert_eq!(
+        got,
+        [
+            row("GET", "/stream", "HTTP/1.1", 200, 11),
+            row("HEAD", "/a", "HTTP/1.1", 200, 0),
+            row("GET", "/none", "HTTP/1.1", 204, 0),
+            row("GET", "/a?b=c", "HTTP/1.0", 200, 3),
+            row("GET", "/short", "HTTP/1.1", 200, 4),
+        ]
+    );
 }

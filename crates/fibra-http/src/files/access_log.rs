@@ -1,4 +1,5 @@
-//! Access log in the combined log format, buffered: lines collect in memory and reach the file
+//! Access log in the combined log format, buffered — an [`AccessLogSink`] for the connection
+//! loop (`Server::access_log_sink`, `Settings::access_log_sink`): lines collect in memory and reach the file
 //! (or stdout) when 32 KiB have gathered, once a second from a small flusher thread, on
 //! `flush()`, and when the last handle is dropped — never one syscall per request.
 //!
@@ -9,36 +10,15 @@
 
 use std::fs::OpenOptions;
 use std::io::{self, Write};
-use std::net::IpAddr;
 use std::path::Path;
 use std::sync::{Arc, Mutex, Weak};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
+
+use crate::access_log::AccessLogSink;
+pub use crate::access_log::LogEntry;
 
 const FLUSH_BYTES: usize = 32 * 1024;
 const FLUSH_INTERVAL: Duration = Duration::from_secs(1);
-
-/// One request's worth of log fields.
-#[derive(Debug, Clone, Copy)]
-pub struct LogEntry<'a> {
-    /// Client address (`-` when unknown, e.g. a Unix socket).
-    pub peer: Option<IpAddr>,
-    /// Request method.
-    pub method: &'a str,
-    /// Request target as received.
-    pub target: &'a str,
-    /// `HTTP/1.1`, `HTTP/1.0`.
-    pub version: &'a str,
-    /// Response status code.
-    pub status: u16,
-    /// Body bytes sent (`-` when zero, as Apache does).
-    pub bytes: u64,
-    /// `Referer` header.
-    pub referer: Option<&'a [u8]>,
-    /// `User-Agent` header.
-    pub user_agent: Option<&'a [u8]>,
-    /// When the request was answered.
-    pub time: SystemTime,
-}
 
 struct Inner {
     out: Box<dyn Write + Send>,
@@ -127,8 +107,8 @@ impl AccessLog {
         }
         let b = &mut inner.buf;
         match e.peer {
-            Some(ip) => {
-                let _ = write!(b, "{ip}");
+            Some(peer) => {
+                let _ = write!(b, "{}", peer.ip());
             }
             None => b.push(b'-'),
         }
@@ -168,6 +148,12 @@ impl AccessLog {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .write_out()
+    }
+}
+
+impl AccessLogSink for AccessLog {
+    fn log(&self, entry: &LogEntry<'_>) {
+        AccessLog::log(self, entry);
     }
 }
 
@@ -251,7 +237,7 @@ mod tests {
         let sink = Shared::default();
         let log = AccessLog::to_writer(Box::new(sink.clone()));
         let entry = LogEntry {
-            peer: Some("127.0.0.1".parse().unwrap()),
+            peer: Some("127.0.0.1:50312".parse().unwrap()),
             method: "GET",
             target: "/a\"b",
             version: "HTTP/1.1",

@@ -1,5 +1,6 @@
 //! Glue between [`FileServer`] and the fibra-http server: `handle(&Request) -> Response`, the
-//! `FileReply -> Response` conversion (file bodies become `sendfile` ranges), and access logging.
+//! `FileReply -> Response` conversion (file bodies become `sendfile` ranges). Access logging is
+//! the connection loop's job (see [`crate::access_log`]).
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -19,24 +20,16 @@
 //! # let _ = handler;
 //! ```
 
-use std::time::SystemTime;
-
-use http::Version;
-
-use super::access_log::{AccessLog, LogEntry};
 use super::server::{FileBody, FileReply, FileServer};
 use crate::{FileRange, Request, Response, ResponseBody};
 
 impl FileServer {
     /// Answers one request (any path: those outside the prefix get 404; use
-    /// [`FileServer::matches`] to route). Logs it when an access log is attached.
+    /// [`FileServer::matches`] to route).
     pub fn handle(&self, req: &Request) -> Response {
         let uri = req.uri();
-        let reply = self.reply(req.method(), uri.path(), uri.query(), req.headers());
-        if let Some(log) = self.access_log() {
-            log_request(log, req, &reply);
-        }
-        reply.into_response()
+        self.reply(req.method(), uri.path(), uri.query(), req.headers())
+            .into_response()
     }
 }
 
@@ -56,27 +49,4 @@ impl FileReply {
         *resp.headers_mut() = self.headers;
         resp
     }
-}
-
-fn log_request(log: &AccessLog, req: &Request, reply: &FileReply) {
-    let uri = req.uri();
-    let target = uri.path_and_query().map_or(uri.path(), |pq| pq.as_str());
-    let version = match req.version() {
-        Version::HTTP_10 => "HTTP/1.0",
-        Version::HTTP_11 => "HTTP/1.1",
-        _ => "HTTP",
-    };
-    let is_head = req.method() == http::Method::HEAD;
-    let h = |name: http::header::HeaderName| req.headers().get(name).map(|v| v.as_bytes());
-    log.log(&LogEntry {
-        peer: req.peer_addr().map(|a| a.ip()),
-        method: req.method().as_str(),
-        target,
-        version,
-        status: reply.status.as_u16(),
-        bytes: if is_head { 0 } else { reply.body.len() },
-        referer: h(http::header::REFERER),
-        user_agent: h(http::header::USER_AGENT),
-        time: SystemTime::now(),
-    });
 }

@@ -1,8 +1,9 @@
 //! Static files: the job Mighty does on Warp, as a library module.
 //!
 //! [`FileServer`] serves one directory tree (optionally mounted under a URL prefix next to an
-//! application's own handlers); [`AccessLog`] writes a buffered combined-format log. The
-//! `fibra serve` subcommand is a thin CLI over these two.
+//! application's own handlers); [`AccessLog`] writes a buffered combined-format log of what
+//! the connection loop sent (an [`AccessLogSink`](crate::access_log::AccessLogSink) for
+//! `Server::access_log_sink`). The `fibra serve` subcommand is a thin CLI over these two.
 //!
 //! Wiring (what `fibra serve` does):
 //!
@@ -13,10 +14,10 @@
 //! let mut config = FileServerConfig::new(".");
 //! config.listing = true;
 //! config.cache_control = Some("public, max-age=60".into());
-//! let files = FileServer::new(config)?.with_access_log(AccessLog::open("-")?);
-//! let files = Arc::new(files);
+//! let files = Arc::new(FileServer::new(config)?);
 //! fibra_http::Server::bind("127.0.0.1:8080")
 //!     .workers(1)
+//!     .access_log_sink(AccessLog::open("-")?)
 //!     .run(move |req: fibra_http::Request| files.handle(&req))?;
 //! # Ok::<(), std::io::Error>(())
 //! ```

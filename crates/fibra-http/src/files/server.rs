@@ -11,7 +11,6 @@ use std::time::Duration;
 use http::header::{self, HeaderName, HeaderValue};
 use http::{HeaderMap, Method, StatusCode};
 
-use super::access_log::AccessLog;
 use super::cache::{CacheStats, FileCache};
 use super::conditional::{evaluate, Conditionals, Precondition};
 use super::listing;
@@ -191,7 +190,6 @@ pub struct FileServer {
     listing: bool,
     allow_hidden: bool,
     cache_control: Option<HeaderValue>,
-    access_log: Option<AccessLog>,
 }
 
 impl FileServer {
@@ -218,19 +216,7 @@ impl FileServer {
             listing: config.listing,
             allow_hidden: config.allow_hidden,
             cache_control,
-            access_log: None,
         })
-    }
-
-    /// Logs every request answered by [`FileServer::handle`] to `log` (combined format).
-    pub fn with_access_log(mut self, log: AccessLog) -> FileServer {
-        self.access_log = Some(log);
-        self
-    }
-
-    /// The attached access log, if any.
-    pub fn access_log(&self) -> Option<&AccessLog> {
-        self.access_log.as_ref()
     }
 
     /// The canonical root directory being served.

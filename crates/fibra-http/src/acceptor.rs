@@ -1,0 +1,137 @@
+//! Where a server's connections come from: the [`Acceptor`] trait, and its TCP and
+//! Unix-domain implementations.
+//!
+//! A server asks for one acceptor per worker (see [`crate::Server::with_acceptor`]) and runs
+//! one accept fiber on each; a connection's fiber stays on the worker that accepted it. TCP
+//! binds a listener per worker on the same address (`SO_REUSEPORT`), so the kernel balances
+//! connections over the workers; a Unix-domain socket cannot be bound twice, so its workers
+//! share one listener ([`UnixAcceptor`] clones share it).
+
+use std::io;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use fibra::net::{ListenOptions, TcpListener, UnixListener};
+
+use crate::transport::{Tcp, Transport, Unix};
+
+/// A source of connections for [`crate::Server`].
+///
+/// The server calls [`accept`](Acceptor::accept) in a loop on a fiber of its runtime, and
+/// between calls looks at its shutdown flag and the connection limit: an acceptor must not
+/// wait forever, but give up after the timeout the server sets with
+/// [`set_accept_timeout`](Acceptor::set_accept_timeout) (with `TimedOut` or `WouldBlock`).
+pub trait Acceptor: Send + 'static {
+    /// The transport of an accepted connection. Give it a
+    /// [`when_readable`](Transport::when_readable) and a
+    /// [`shutdown_handle`](Transport::shutdown_handle), as [`Tcp`] and [`Unix`] have, for idle
+    /// connections that hold no stack and that graceful shutdown can close.
+    type Io: Transport + Send;
+
+    /// Waits for the next connection. Errors other than the timeout (`TimedOut`,
+    /// `WouldBlock`), `ConnectionAborted` and `Interrupted` are reported through
+    /// [`crate::Settings::on_error`], then the server pauses a little and calls again.
+    fn accept(&self) -> io::Result<Self::Io>;
+
+    /// Bounds every following [`accept`](Acceptor::accept) (the server sets a fraction of a
+    /// second, to look at its shutdown flag meanwhile).
+    fn set_accept_timeout(&self, timeout: Option<Duration>) -> io::Result<()>;
+
+    /// The address it listens on, if it has an IP one (reported by
+    /// [`crate::ServerHandle::local_addr`]). Default: `None`.
+    fn local_addr(&self) -> Option<SocketAddr> {
+        None
+    }
+}
+
+/// A TCP listener with `TCP_NODELAY` on accepted connections: what [`crate::Server::bind`]
+/// runs, one per worker.
+#[derive(Debug)]
+pub struct TcpAcceptor {
+    listener: TcpListener,
+}
+
+impl TcpAcceptor {
+    /// Binds `addr` with `SO_REUSEPORT` if `reuse_port` (so every worker can bind the same
+    /// address; the first binding's real port is then used by the rest).
+    pub fn bind(addr: SocketAddr, reuse_port: bool) -> io::Result<TcpAcceptor> {
+        let opts = ListenOptions {
+            reuse_port,
+            nodelay: true,
+            ..ListenOptions::default()
+        };
+        Ok(TcpAcceptor {
+            listener: TcpListener::bind_with(addr, &opts)?,
+        })
+    }
+
+    /// Takes over a bound fibra listener.
+    pub fn from_listener(listener: TcpListener) -> TcpAcceptor {
+        TcpAcceptor { listener }
+    }
+}
+
+impl Acceptor for TcpAcceptor {
+    type Io = Tcp;
+
+    fn accept(&self) -> io::Result<Tcp> {
+        let (stream, _peer) = self.listener.accept()?;
+        Ok(Tcp::new(stream))
+    }
+
+    fn set_accept_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        self.listener.set_accept_timeout(timeout)
+    }
+
+    fn local_addr(&self) -> Option<SocketAddr> {
+        self.listener.local_addr().ok()
+    }
+}
+
+/// A Unix-domain listening socket. Clones share the listener, so one bound socket can feed
+/// every worker:
+///
+/// ```no_run
+/// use fibra_http::{Request, Response, Server, UnixAcceptor};
+///
+/// let unix = UnixAcceptor::bind("/run/app.sock")?;
+/// let server = Server::with_acceptor(move |_worker| Ok(unix.clone()))
+///     .serve(|_req: Request| Response::new("hello".into()))?;
+/// # server.shutdown(std::time::Duration::from_secs(1));
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct UnixAcceptor {
+    listener: Arc<UnixListener>,
+}
+
+impl UnixAcceptor {
+    /// Binds a socket at `path` (which must not exist yet; the file stays after the server
+    /// stops, for the caller to remove).
+    pub fn bind(path: impl AsRef<Path>) -> io::Result<UnixAcceptor> {
+        let std = std::os::unix::net::UnixListener::bind(path)?;
+        Ok(UnixAcceptor::from_listener(UnixListener::from_std(std)?))
+    }
+
+    /// Takes over a bound fibra listener.
+    pub fn from_listener(listener: UnixListener) -> UnixAcceptor {
+        UnixAcceptor {
+            listener: Arc::new(listener),
+        }
+    }
+}
+
+impl Acceptor for UnixAcceptor {
+    type Io = Unix;
+
+    fn accept(&self) -> io::Result<Unix> {
+        let (stream, _peer) = self.listener.accept()?;
+        Ok(Unix::new(stream))
+    }
+
+    fn set_accept_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        self.listener.set_accept_timeout(timeout)
+    }
+}

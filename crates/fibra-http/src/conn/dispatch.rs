@@ -1,0 +1,487 @@
+//! The dispatch loop: answer every complete request that has arrived (`serve_ready`,
+//! `serve_buffered`), run the handler and send its response (`respond`, `send`), and set the
+//! read timeout for what comes next (`arm_read`). One burst of it runs between two waits of
+//! the idle stage.
+
+use std::cell::RefCell;
+use std::io;
+use std::net::SocketAddr;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::time::{Instant, SystemTime};
+
+use http::{Method, StatusCode, Version};
+
+use super::buffered::{read_sizes, HotBuffers, Shared};
+use super::decode::{BodyError, BodyState};
+use super::encode::{bad_101, error_response, put_error, write_response};
+use super::ConnCtl;
+use crate::access_log::{AccessLogSink, LogEntry, LogFacade};
+use crate::body::{Body, BodySource};
+use crate::chunked::ChunkedDecoder;
+use crate::parse::{parse_head_cached, BodyKind, Head, HeadCache, ProtocolError, RequestHead};
+use crate::request::Request;
+use crate::response::{Kind, Response, UpgradeFn, Upgraded};
+use crate::settings::Settings;
+use crate::transport::{is_timeout, Transport};
+
+thread_local! {
+    /// The previous request's parse on this thread (one per worker), reused for identical
+    /// targets and fields. Per worker rather than per connection: keep-alive clients of one
+    /// site repeat their Host, paths and fields across connections too, and a cache that
+    /// every connection shares stays in the CPU caches, where one per connection would be
+    /// cold memory by the time its next request comes.
+    static HEAD_CACHE: RefCell<HeadCache> = RefCell::new(HeadCache::default());
+}
+
+/// Reports a panic caught from a handler, an upgrade or a streaming body (`on_error`).
+///
+/// A fiber being cancelled (its runtime dropped) unwinds with `fibra::Cancelled`: that must
+/// not be mistaken for a handler panic, so it is re-raised instead.
+pub(super) fn report_caught(
+    settings: &Settings,
+    peer: Option<SocketAddr>,
+    p: Box<dyn std::any::Any + Send>,
+) {
+    if p.is::<fibra::Cancelled>() {
+        std::panic::resume_unwind(p);
+    }
+    let message = p
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| p.downcast_ref::<String>().map(|s| s.as_str()))
+        .unwrap_or("(non-string panic)");
+    settings.report_panic(peer, message);
+}
+
+/// What answering a connection's requests needs besides the requests themselves. Kept to one
+/// cache line: the shared stack reads it from the connection's own stack.
+#[repr(align(64))]
+pub(super) struct Conn<'a, T, H: ?Sized> {
+    pub(super) shared: &'a Rc<RefCell<Shared<T>>>,
+    /// The same state, as the source a request's `Body` reads from.
+    pub(super) src: &'a Rc<RefCell<dyn BodySource>>,
+    pub(super) settings: &'a Settings,
+    pub(super) handler: &'a H,
+    pub(super) ctl: &'a ConnCtl<'a>,
+}
+
+impl<T, H> Conn<'_, T, H>
+where
+    T: Transport,
+    H: Fn(Request) -> Response + ?Sized,
+{
+    fn peer(&self) -> Option<SocketAddr> {
+        self.shared.borrow().peer
+    }
+
+    fn server(&self) -> Option<&str> {
+        self.settings.server_header.as_deref()
+    }
+
+    /// Reads what has arrived (without waiting), answers every complete request and sends the
+    /// responses; repeats while reads bring more. Returns false when the connection must end,
+    /// true when it has to wait for input (with the read timeout set for that wait).
+    pub(super) fn serve_ready(&self) -> bool {
+        let shared = self.shared;
+        let _hot = HotBuffers::lend(shared, self.settings);
+        loop {
+            let drained = {
+                let mut sh = shared.borrow_mut();
+                if !sh.make_room(read_sizes(self.settings).1) {
+                    let e = ProtocolError::new(
+                        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                        "request head too large",
+                    );
+                    self.settings.report_rejected(sh.peer, e);
+                    put_error(&mut sh.wbuf, &e, self.server(), false);
+                    sh.linger();
+                    return false;
+                }
+                let room = sh.rbuf.len() - sh.rend;
+                match sh.try_read_in() {
+                    Ok(0) => return false,
+                    Ok(n) => {
+                        self.ctl.idle.store(false, Ordering::Relaxed);
+                        n < room
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
+                    // A transport whose `try_read` waits (see `Transport::try_read`).
+                    Err(e) if is_timeout(&e) => {
+                        self.read_timed_out(&mut sh);
+                        return false;
+                    }
+                    Err(_) => return false,
+                }
+            };
+            if !self.serve_buffered() || !self.arm_read() {
+                return false;
+            }
+            // A short read took everything there was: wait rather than try again.
+            if drained {
+                return true;
+            }
+        }
+    }
+
+    /// Waiting for input timed out: answers 408 if part of a head has arrived; an idle (or
+    /// silent new) connection just ends.
+    // Cold: a timeout ends a connection, at most once.
+    #[cold]
+    pub(super) fn read_timed_out(&self, sh: &mut Shared<T>) {
+        if sh.rpos < sh.rend {
+            let e = ProtocolError::new(StatusCode::REQUEST_TIMEOUT, "request head timeout");
+            self.settings.report_rejected(sh.peer, e);
+            put_error(&mut sh.wbuf, &e, self.server(), false);
+            sh.linger();
+        }
+    }
+
+    /// After answering what was complete: sends the responses and sets the read timeout for
+    /// what comes next (idle between requests, else what is left of the head deadline).
+    /// False when the connection must end instead (shutdown while idle, head deadline
+    /// passed: 408).
+    fn arm_read(&self) -> bool {
+        let Conn { settings, ctl, .. } = *self;
+        let mut sh = self.shared.borrow_mut();
+        if sh.flush().is_err() {
+            return false;
+        }
+        let partial = sh.rpos < sh.rend;
+        if !partial && !sh.first {
+            ctl.idle.store(true, Ordering::Relaxed);
+            if ctl.shutting_down.load(Ordering::Relaxed) {
+                return false;
+            }
+            sh.set_read_timeout(settings.idle_timeout);
+        } else {
+            let now = Instant::now();
+            let deadline = *sh
+                .head_deadline
+                .get_or_insert(now + settings.header_timeout);
+            if now >= deadline {
+                self.read_timed_out(&mut sh);
+                return false;
+            }
+            sh.set_read_timeout(deadline - now);
+        }
+        true
+    }
+
+    /// Answers the complete requests at the front of the read buffer. Returns false when the
+    /// connection must end, true when it needs more input.
+    fn serve_buffered(&self) -> bool {
+        let Conn {
+            shared, settings, ..
+        } = *self;
+        loop {
+            let head = {
+                let mut sh = shared.borrow_mut();
+                if sh.rpos >= sh.rend {
+                    return true;
+                }
+                let cache: *const RefCell<HeadCache> = HEAD_CACHE.with(|c| c as *const _);
+                // SAFETY: `with` returned, so this thread's value is alive; it lives until the
+                // thread's thread-locals are destroyed, which cannot happen during this call on
+                // this thread, and the reference is only used for the parse below. (Parsed
+                // outside `with`, the head is not copied out of the closure's result.)
+                let cache = unsafe { &*cache };
+                let parsed = parse_head_cached(
+                    &sh.rbuf[sh.rpos..sh.rend],
+                    settings,
+                    &mut cache.borrow_mut(),
+                );
+                match parsed {
+                    Ok(Some((head, n))) => {
+                        sh.rpos += n;
+                        sh.head_deadline = None;
+                        sh.first = false;
+                        head
+                    }
+                    Ok(None) => return true,
+                    Err(e) => {
+                        settings.report_rejected(sh.peer, e);
+                        put_error(&mut sh.wbuf, &e, self.server(), false);
+                        sh.linger();
+                        return false;
+                    }
+                }
+            };
+            if !self.respond(head) {
+                return false;
+            }
+        }
+    }
+
+    /// The handler panicked: reports it and answers 500 (rare paths of [`Conn::respond`] are out
+    /// of line so the code a request runs stays together).
+    #[cold]
+    #[inline(never)]
+    fn handler_panicked(&self, p: Box<dyn std::any::Any + Send>) -> Response {
+        report_caught(self.settings, self.peer(), p);
+        error_response(StatusCode::INTERNAL_SERVER_ERROR, "internal server error")
+    }
+
+    /// Reading the request body failed while the handler ran: answers the error (the handler's
+    /// response is dropped) and ends the connection.
+    // Cold and out of line: a rare path of `respond` (see `handler_panicked`).
+    #[cold]
+    #[inline(never)]
+    fn body_failed(&self, sh: &mut Shared<T>, e: BodyError, is_head: bool) {
+        let e = match e {
+            BodyError::Protocol(e) => e,
+            BodyError::Timeout => {
+                ProtocolError::new(StatusCode::REQUEST_TIMEOUT, "request body timeout")
+            }
+            BodyError::Io => {
+                let _ = sh.flush();
+                return;
+            }
+        };
+        self.settings.report_rejected(sh.peer, e);
+        put_error(&mut sh.wbuf, &e, self.server(), is_head);
+        sh.linger();
+    }
+
+    /// Makes the access-log entry of a request whose response was just written (or
+    /// buffered), with the body bytes sent, and hands it to the sinks
+    /// (`Settings::access_log_sink`, `Settings::access_log`).
+    // Cold and out of line: logging is off by default; the request path stays compact.
+    #[cold]
+    #[inline(never)]
+    fn log_access(&self, req: &RequestHead, resp: &Response, is_head: bool) {
+        let status = resp.status();
+        let (peer, body_sent) = {
+            let mut sh = self.shared.borrow_mut();
+            (sh.peer, sh.body_sent.take())
+        };
+        let bodiless = is_head
+            || status.is_informational()
+            || status == StatusCode::NO_CONTENT
+            || status == StatusCode::NOT_MODIFIED;
+        let bytes = match body_sent {
+            _ if bodiless => 0,
+            Some(n) => n,
+            None => resp.body().len().unwrap_or(0),
+        };
+        let uri = &req.uri;
+        let absolute;
+        let target = if uri.scheme().is_some() || uri.authority().is_some() {
+            absolute = uri.to_string();
+            absolute.as_str()
+        } else {
+            uri.path_and_query().map_or(uri.path(), |pq| pq.as_str())
+        };
+        let version = match req.version {
+            Version::HTTP_09 => "HTTP/0.9",
+            Version::HTTP_10 => "HTTP/1.0",
+            Version::HTTP_2 => "HTTP/2.0",
+            Version::HTTP_3 => "HTTP/3.0",
+            _ => "HTTP/1.1",
+        };
+        let header = |name| {
+            req.headers
+                .get(name)
+                .map(|v: &http::HeaderValue| v.as_bytes())
+        };
+        let entry = LogEntry {
+            peer,
+            method: req.method.as_str(),
+            target,
+            version,
+            status: status.as_u16(),
+            bytes,
+            referer: header(http::header::REFERER),
+            user_agent: header(http::header::USER_AGENT),
+            time: SystemTime::now(),
+        };
+        if let Some(sink) = &self.settings.access_log_sink {
+            sink.log(&entry);
+        }
+        if self.settings.access_log {
+            LogFacade.log(&entry);
+        }
+    }
+
+    /// After a 101: hands the raw connection (and what was read past the request) to `f`.
+    // Cold and out of line: an upgrade ends the loop, at most once per connection.
+    #[cold]
+    #[inline(never)]
+    fn run_upgrade(&self, f: UpgradeFn) {
+        let mut sh = self.shared.borrow_mut();
+        if sh.flush().is_err() {
+            return;
+        }
+        let Some(io) = sh.io.take() else { return };
+        let buffered = sh.rbuf[sh.rpos..sh.rend].to_vec();
+        let _ = io.set_read_timeout(None);
+        drop(sh);
+        let up = Upgraded {
+            io: Box::new(io),
+            buffered,
+            pos: 0,
+        };
+        if let Err(p) = catch_unwind(AssertUnwindSafe(|| f(up))) {
+            report_caught(self.settings, self.peer(), p);
+        }
+    }
+
+    /// Runs the handler for one parsed request and writes (or buffers) its response. Returns
+    /// whether the connection goes on to the next request.
+    ///
+    /// Inlined into the read loop, so the parsed head reaches it without being copied into a
+    /// call's argument. A value built field by field and then copied whole is read back with
+    /// wider loads than the stores that wrote it, and such a load waits until those stores
+    /// have reached the cache (store-to-load forwarding fails): these copies of the head and
+    /// of the response were the most expensive instructions of a pipelined request.
+    #[inline(always)]
+    fn respond(&self, head: Head) -> bool {
+        let Conn {
+            shared,
+            src,
+            settings,
+            handler,
+            ..
+        } = *self;
+        // 2. Run the handler.
+        let is_head = head.method == Method::HEAD;
+        let http11 = head.version == Version::HTTP_11;
+        // The request as received, for the access log (only when one is on; a reference
+        // count: the head is shared with the request).
+        let logged = (settings.access_log || settings.access_log_sink.is_some()).then(|| {
+            shared.borrow_mut().body_sent = None;
+            head.request.clone()
+        });
+        let logged = logged.as_ref();
+        // (Shutdown is looked at after the handler ran.)
+        let mut close = !head.keep_alive || !settings.keep_alive;
+        let seq = {
+            let mut sh = shared.borrow_mut();
+            sh.seq += 1;
+            match head.body {
+                // The previous request's body is done (read or drained) unless it ended the
+                // connection: most requests have none, and the state stays as it is.
+                BodyKind::Empty => {
+                    if !matches!(sh.body, BodyState::Done) {
+                        sh.body = BodyState::Done;
+                    }
+                }
+                BodyKind::Length(n) => sh.body = BodyState::Length(n),
+                BodyKind::Chunked => {
+                    sh.body = BodyState::Chunked(ChunkedDecoder::new(sh.max_body, sh.max_trailer))
+                }
+            }
+            sh.continue_pending = head.expect_continue;
+            sh.body_error = None;
+            sh.seq
+        };
+        let req = Request::from_head(head.request, Body::from_conn(src.clone(), seq));
+        // The response is written inside the same `catch_unwind` as the handler runs in: a
+        // response that crossed it would be copied out of its return slot, then again into
+        // `write_response`, and those copies of a just-built value stall on store forwarding.
+        let mut returned = false;
+        let sent = catch_unwind(AssertUnwindSafe(|| {
+            let resp = handler(req);
+            returned = true;
+            self.send(resp, is_head, http11, &mut close, logged)
+        }));
+        let sent = match sent {
+            Ok(sent) => sent,
+            Err(p) if !returned => {
+                close = true;
+                let resp = self.handler_panicked(p);
+                self.send_cold(resp, is_head, http11, &mut close, logged)
+            }
+            // Writing a response panicked (a bug): what was composed may be partial.
+            Err(p) => {
+                report_caught(settings, self.peer(), p);
+                return false;
+            }
+        };
+        let Some(upgrade) = sent else {
+            return false;
+        };
+        if let Some(f) = upgrade {
+            self.run_upgrade(f);
+            return false;
+        }
+        let mut sh = shared.borrow_mut();
+        if !close && !matches!(sh.body, BodyState::Done) && !sh.drain(settings.max_drain_bytes) {
+            close = true;
+        }
+        if close {
+            sh.linger();
+            return false;
+        }
+        true
+    }
+
+    /// Decides the connection's fate once the handler returned, then writes its response.
+    /// Returns the upgrade callback of a 101, or `None` if the connection ends
+    /// (the request body failed, or writing did). Makes the access-log entry if `logged`.
+    // Forced inline into `respond`, for the reason given there (no copy of the response).
+    #[inline(always)]
+    fn send(
+        &self,
+        mut resp: Response,
+        is_head: bool,
+        http11: bool,
+        close: &mut bool,
+        logged: Option<&Rc<RequestHead>>,
+    ) -> Option<Option<UpgradeFn>> {
+        let Conn {
+            shared,
+            settings,
+            ctl,
+            ..
+        } = *self;
+        {
+            let mut sh = shared.borrow_mut();
+            if let Some(e) = sh.body_error.take() {
+                self.body_failed(&mut sh, e, is_head);
+                return None;
+            }
+            if !*close && !matches!(sh.body, BodyState::Done) {
+                let buffered = (sh.rend - sh.rpos) as u64;
+                *close = sh.continue_pending
+                    || matches!(sh.body, BodyState::Length(n) if n.saturating_sub(buffered) > settings.max_drain_bytes);
+            }
+        }
+        // Shutdown may have begun while the handler ran. (A `Connection: close` of the
+        // handler's is found while composing the head: `write_response`.)
+        if ctl.shutting_down.load(Ordering::SeqCst) {
+            *close = true;
+        }
+        let status = resp.status();
+        if status == StatusCode::SWITCHING_PROTOCOLS
+            && !matches!(resp.body().kind, Kind::Upgrade(_))
+        {
+            *close = true;
+            bad_101(&mut resp);
+        }
+        match write_response(shared, &mut resp, is_head, http11, settings, close) {
+            Ok(upgrade) => {
+                if let Some(req) = logged {
+                    self.log_access(req, &resp, is_head);
+                }
+                Some(upgrade)
+            }
+            Err(_) => None,
+        }
+    }
+
+    /// [`Conn::send`] for the rare responses made by the server itself (out of line).
+    #[cold]
+    #[inline(never)]
+    fn send_cold(
+        &self,
+        resp: Response,
+        is_head: bool,
+        http11: bool,
+        close: &mut bool,
+        logged: Option<&Rc<RequestHead>>,
+    ) -> Option<Option<UpgradeFn>> {
+        self.send(resp, is_head, http11, close, logged)
+    }
+}

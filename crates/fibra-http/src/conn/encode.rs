@@ -1,0 +1,281 @@
+//! Encoding responses: the head ([`crate::compose`]) and the body — in-memory bytes
+//! (`put_bytes`), file ranges (`put_file`, `sendfile` for large ones), streaming writers
+//! (`write_stream`, the [`StreamSink`] a `BodyWriter` writes to) — and the server's own error
+//! responses (`put_error`).
+
+use std::cell::RefCell;
+use std::io::{self, Write};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use http::StatusCode;
+
+use super::buffered::{not_connected, Shared};
+use super::dispatch::report_caught;
+use crate::compose::{compose, put_head, ConnHeader, Framing, HeadOut};
+use crate::lazy::NO_HEADERS;
+use crate::parse::ProtocolError;
+use crate::response::{
+    BodyWriter, Kind, Response, ResponseBody, StreamSink, UpgradeFn, FLUSH_BYTES,
+};
+use crate::settings::Settings;
+use crate::transport::Transport;
+
+/// In-memory bodies up to this size are copied into the write buffer (one write with the
+/// head); bigger ones are written from where they are.
+const INLINE_BODY_BYTES: usize = 64 * 1024;
+/// Files up to this size are read into the write buffer instead of `sendfile`: one `pread`
+/// and one `write` beat `write` + `sendfile` + two cork toggles.
+pub(crate) const INLINE_FILE_BYTES: u64 = 16 * 1024;
+
+impl<T: Transport> Shared<T> {
+    /// Appends an in-memory body to the output.
+    pub(super) fn put_bytes(&mut self, b: &[u8]) -> io::Result<()> {
+        if b.len() <= INLINE_BODY_BYTES {
+            self.wbuf.extend_from_slice(b);
+            Ok(())
+        } else {
+            self.put_large(b)
+        }
+    }
+
+    /// A body too large to copy: the buffered output goes first, then the body is written.
+    // Out of line: rare, and keeps `put_bytes` small where it is inlined.
+    #[inline(never)]
+    pub(super) fn put_large(&mut self, b: &[u8]) -> io::Result<()> {
+        self.flush()?;
+        self.io()?.write_all(b)
+    }
+
+    /// Sends a file range; returns false if the file was shorter than promised.
+    // Out of line: keeps the file path (and its cork toggles) out of `write_response`.
+    #[inline(never)]
+    pub(super) fn put_file(&mut self, r: &crate::FileRange) -> io::Result<bool> {
+        use std::os::unix::fs::FileExt;
+        if r.len() <= INLINE_FILE_BYTES {
+            let start = self.wbuf.len();
+            let len = r.len() as usize;
+            self.wbuf.resize(start + len, 0);
+            let mut got = 0;
+            while got < len {
+                match r
+                    .file()
+                    .read_at(&mut self.wbuf[start + got..], r.offset() + got as u64)
+                {
+                    Ok(0) => break,
+                    Ok(n) => got += n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        self.wbuf.truncate(start);
+                        return Err(e);
+                    }
+                }
+            }
+            self.wbuf.truncate(start + got);
+            if got != len {
+                self.body_sent = Some(got as u64);
+            }
+            return Ok(got == len);
+        }
+        let io = self.io.as_mut().ok_or_else(not_connected)?;
+        let _ = io.set_cork(true);
+        let res = io.write_all(&self.wbuf);
+        self.wbuf.clear();
+        let res = res.and_then(|()| io.send_file(r.file(), r.offset(), r.len()));
+        let _ = io.set_cork(false);
+        let sent = res?;
+        if sent != r.len() {
+            self.body_sent = Some(sent);
+        }
+        Ok(sent == r.len())
+    }
+}
+
+impl<T: Transport> StreamSink for Shared<T> {
+    fn sink_write(&mut self, data: &[u8], chunked: bool) -> io::Result<()> {
+        if self.wbuf.len() + data.len() + 32 > FLUSH_BYTES {
+            self.flush()?;
+        }
+        if chunked {
+            let _ = write!(self.wbuf, "{:x}\r\n", data.len());
+        }
+        if data.len() > FLUSH_BYTES {
+            self.flush()?;
+            self.io()?.write_all(data)?;
+        } else {
+            self.wbuf.extend_from_slice(data);
+        }
+        if chunked {
+            self.wbuf.extend_from_slice(b"\r\n");
+        }
+        Ok(())
+    }
+    fn sink_flush(&mut self) -> io::Result<()> {
+        self.flush()?;
+        self.io()?.flush()
+    }
+}
+
+/// Appends the error response for `e` (always `Connection: close`: the connection ends). A
+/// `HEAD` request's answer keeps the headers, `Content-Length` included, and leaves out the
+/// text.
+// Cold and out of line: only rejected requests get here.
+#[cold]
+#[inline(never)]
+pub(super) fn put_error(out: &mut Vec<u8>, e: &ProtocolError, server: Option<&str>, is_head: bool) {
+    let reason = e.reason().as_bytes();
+    compose(
+        out,
+        &HeadOut {
+            status: e.status(),
+            headers: &http::HeaderMap::new(),
+            content_type: Some(&http::HeaderValue::from_static("text/plain")),
+            server,
+            framing: Framing::Length(reason.len() as u64 + 1),
+            conn: ConnHeader::Close,
+        },
+    );
+    if !is_head {
+        out.extend_from_slice(reason);
+        out.push(b'\n');
+    }
+}
+
+/// Runs a streaming body's writer (out of line: most responses are in memory).
+#[cold]
+#[inline(never)]
+fn write_stream<T: Transport>(
+    cell: &RefCell<Shared<T>>,
+    len: Option<u64>,
+    f: crate::response::StreamFn,
+    chunked: bool,
+    settings: &Settings,
+    close: &mut bool,
+) {
+    let mut w = BodyWriter {
+        sink: cell as &RefCell<dyn StreamSink>,
+        chunked,
+        remaining: len,
+        written: 0,
+    };
+    let outcome = catch_unwind(AssertUnwindSafe(|| f(&mut w)));
+    cell.borrow_mut().body_sent = Some(w.written);
+    match outcome {
+        Ok(Ok(())) if w.remaining.unwrap_or(0) == 0 => {
+            if chunked {
+                cell.borrow_mut().wbuf.extend_from_slice(b"0\r\n\r\n");
+            }
+        }
+        Ok(Ok(())) => *close = true,
+        Ok(Err(e)) => {
+            log::debug!("streaming body failed: {e}");
+            *close = true;
+        }
+        Err(p) => {
+            let peer = cell.borrow().peer;
+            report_caught(settings, peer, p);
+            *close = true;
+        }
+    }
+}
+
+/// A 101 without an upgrade body is the handler's mistake: answer 500 instead.
+// Cold and out of line: a handler bug, kept off the send path.
+#[cold]
+#[inline(never)]
+pub(super) fn bad_101(resp: &mut Response) {
+    *resp.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+    *resp.body_mut() = "101 without an upgrade body\n".into();
+}
+
+pub(super) fn error_response(status: StatusCode, text: &'static str) -> Response {
+    let body =
+        ResponseBody::from(text).with_content_type(http::HeaderValue::from_static("text/plain"));
+    let mut r = Response::new(body);
+    *r.status_mut() = status;
+    r
+}
+
+/// Composes the head and sends or buffers the body. Returns the upgrade callback of a 101.
+// Forced inline into `Conn::send`: the response is read in place, never copied (see
+// `Conn::respond` on store forwarding).
+#[inline(always)]
+pub(super) fn write_response<T: Transport>(
+    cell: &RefCell<Shared<T>>,
+    resp: &mut Response,
+    is_head: bool,
+    http11: bool,
+    settings: &Settings,
+    close: &mut bool,
+) -> io::Result<Option<UpgradeFn>> {
+    let server = settings.server_header.as_deref();
+    // The response is read in place (by reference): a copy of a value just built field by
+    // field stalls on store forwarding. Only a stream's or an upgrade's callback is moved out.
+    let status = resp.status;
+    let no_framing = status.is_informational()
+        || status == StatusCode::NO_CONTENT
+        || status == StatusCode::NOT_MODIFIED;
+    let framing = match resp.body.len() {
+        _ if no_framing => Framing::None,
+        Some(n) => Framing::Length(n),
+        None if http11 => Framing::Chunked,
+        None => {
+            *close = true;
+            Framing::None
+        }
+    };
+    let upgrade = status == StatusCode::SWITCHING_PROTOCOLS;
+    let conn = if upgrade {
+        ConnHeader::Handler
+    } else if *close {
+        ConnHeader::Close
+    } else if !http11 {
+        ConnHeader::KeepAlive
+    } else {
+        ConnHeader::Omit
+    };
+    let mut sh = cell.borrow_mut();
+    let head = HeadOut {
+        status,
+        headers: resp.headers.get_or(&NO_HEADERS),
+        content_type: resp.body.content_type.as_ref(),
+        server,
+        framing,
+        conn,
+    };
+    if put_head(&mut sh.wbuf, &head) {
+        *close = true;
+    }
+    if let Kind::Upgrade(_) = resp.body.kind {
+        let Kind::Upgrade(f) = std::mem::replace(&mut resp.body.kind, Kind::Empty) else {
+            unreachable!()
+        };
+        return Ok(upgrade.then_some(f));
+    }
+    if is_head || no_framing {
+        return Ok(None);
+    }
+    match &resp.body.kind {
+        Kind::Empty | Kind::Upgrade(_) => {}
+        Kind::Static(b) => sh.put_bytes(b)?,
+        Kind::Vec(v) => sh.put_bytes(v)?,
+        Kind::Bytes(b) => sh.put_bytes(b)?,
+        Kind::File(r) => {
+            if !sh.put_file(r)? {
+                *close = true;
+            }
+        }
+        Kind::Stream { .. } => {
+            let Kind::Stream { len, f } = std::mem::replace(&mut resp.body.kind, Kind::Empty)
+            else {
+                unreachable!()
+            };
+            drop(sh);
+            write_stream(cell, len, f, framing == Framing::Chunked, settings, close);
+            sh = cell.borrow_mut();
+        }
+    }
+    if sh.wbuf.len() > FLUSH_BYTES {
+        sh.flush()?;
+    }
+    Ok(None)
+}

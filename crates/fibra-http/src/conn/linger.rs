@@ -1,0 +1,44 @@
+//! Lingering close: how a connection that answered its last response closes without
+//! resetting it (RFC 9112 §9.6).
+
+use std::net::Shutdown;
+use std::time::{Duration, Instant};
+
+use super::buffered::Shared;
+use crate::transport::Transport;
+
+/// Lingering close: how long and how much to read after `shutdown(Write)` so the client
+/// sees our last response instead of a reset.
+const LINGER_TIME: Duration = Duration::from_secs(2);
+const LINGER_BYTES: usize = 1 << 20;
+
+impl<T: Transport> Shared<T> {
+    /// Closes gracefully: push what is pending, stop sending, and read (bounded) what the
+    /// client still sends so closing does not reset the connection under our last response.
+    // Cold and out of line: runs once, at the end of a connection.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn linger(&mut self) {
+        let _ = self.flush();
+        let Some(io) = self.io.as_mut() else { return };
+        if io.shutdown(Shutdown::Write).is_err() {
+            return;
+        }
+        if self.rbuf.is_empty() {
+            self.rbuf.resize(512, 0);
+        }
+        let deadline = Instant::now() + LINGER_TIME;
+        let mut total = 0;
+        for _ in 0..256 {
+            let now = Instant::now();
+            if now >= deadline || total > LINGER_BYTES {
+                break;
+            }
+            let _ = io.set_read_timeout(Some(deadline - now));
+            match io.read(&mut self.rbuf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => total += n,
+            }
+        }
+    }
+}

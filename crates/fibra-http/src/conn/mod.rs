@@ -1,0 +1,283 @@
+//! The connection loop: read heads, run the handler, write responses — one fiber per
+//! connection, readable top to bottom (Go's `conn.serve`).
+//!
+//! One read buffer and one write buffer per connection, allocated once. All requests already
+//! in the read buffer are answered before the socket is read again, and their responses leave
+//! in one `write` (pipelining). The write buffer is flushed only before the connection would
+//! block on a read, before a large body, or at close.
+//!
+//! One keep-alive loop (`Connection::serve`) for every transport: a burst answers what has
+//! arrived, then the idle stage waits for more. The server runs each connection as a fiber
+//! made of steps (`serve_steps`), whose idle connections wait without a stack when the
+//! transport can ([`Transport::when_readable`]); [`serve_connection`] runs the same loop on the
+//! caller's stack, for any transport.
+//!
+//! The parts, along hyper's h1 lines:
+//!
+//! - `buffered`: the state a connection shares with its request bodies (buffers, transport),
+//!   flushing, reading what has arrived, lending the worker's hot buffers;
+//! - `decode`: request body framing and reading (`BodyState`, the `BodySource` of a `Body`),
+//!   draining unread bodies;
+//! - `encode`: response heads and bodies (bytes, files, streams) and the server's own errors;
+//! - `dispatch`: one burst — parse, run the handler, send, re-arm the read timeout;
+//! - `idle`: the idle stage, stackless or on the stack;
+//! - `linger`: lingering close.
+
+use std::cell::RefCell;
+use std::io;
+use std::ops::Deref;
+use std::rc::Rc;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use fibra::fiber::{Resume, Step, Wait};
+
+use crate::body::BodySource;
+use crate::request::Request;
+use crate::response::Response;
+use crate::settings::Settings;
+use crate::transport::Transport;
+
+mod buffered;
+mod decode;
+mod dispatch;
+mod encode;
+mod idle;
+mod linger;
+#[cfg(test)]
+mod tests;
+
+use buffered::{open, Shared};
+use dispatch::Conn;
+pub(crate) use encode::INLINE_FILE_BYTES;
+use idle::Idle;
+
+/// Connection lifecycle flags shared with the server for graceful shutdown.
+#[derive(Debug)]
+pub(crate) struct ConnCtl<'a> {
+    /// Set while the connection waits for the next request with nothing buffered. Written
+    /// with relaxed stores (two per request): the server's shutdown looks at it again every few
+    /// milliseconds instead of relying on a fence on this side.
+    pub idle: &'a AtomicBool,
+    /// Set by the server when shutting down: finish the current request with
+    /// `Connection: close`, and do not wait for another.
+    pub shutting_down: &'a AtomicBool,
+}
+
+/// Serves HTTP/1.1 on one connection until it closes, running `handler` for each request.
+///
+/// This is the loop `Server` runs in each connection's fiber; call it yourself to serve over
+/// another transport (e.g. TLS), from a fiber or a plain thread.
+pub fn serve_connection<T, H>(io: T, settings: &Settings, handler: &H)
+where
+    T: Transport,
+    H: Fn(Request) -> Response + ?Sized,
+{
+    let owner = Detached {
+        idle: AtomicBool::new(false),
+        down: AtomicBool::new(false),
+    };
+    // Waits on the caller's stack: there is no fiber made of steps to return a wait to.
+    let parked = Connection::new(io, settings, handler, owner).serve(false);
+    debug_assert!(parked.is_none());
+}
+
+/// What a connection needs from whoever runs it: the lifecycle flags (see [`ConnCtl`]).
+pub(crate) trait Owner {
+    fn ctl(&self) -> ConnCtl<'_>;
+}
+
+/// The owner of a connection served by [`serve_connection`]: flags nobody else looks at.
+struct Detached {
+    idle: AtomicBool,
+    down: AtomicBool,
+}
+
+impl Owner for Detached {
+    fn ctl(&self) -> ConnCtl<'_> {
+        ConnCtl {
+            idle: &self.idle,
+            shutting_down: &self.down,
+        }
+    }
+}
+
+/// One connection: its state, and what it needs to answer requests. `S` and `G` hold the
+/// settings and the handler (borrowed for [`serve_connection`], shared `Arc`s for the
+/// server's fibers made of steps).
+struct Connection<T, S, G, O> {
+    shared: Rc<RefCell<Shared<T>>>,
+    src: Rc<RefCell<dyn BodySource>>,
+    settings: S,
+    handler: G,
+    owner: O,
+}
+
+impl<T, S, G, O> Connection<T, S, G, O>
+where
+    T: Transport,
+    S: Deref<Target = Settings>,
+    G: Deref,
+    G::Target: Fn(Request) -> Response,
+    O: Owner,
+{
+    fn new(io: T, settings: S, handler: G, owner: O) -> Self {
+        let shared = open(io, &settings);
+        let src: Rc<RefCell<dyn BodySource>> = shared.clone();
+        Connection {
+            shared,
+            src,
+            settings,
+            handler,
+            owner,
+        }
+    }
+
+    /// Runs `f` with the connection as the request loop sees it.
+    fn with_conn<R>(&self, f: impl FnOnce(&Conn<'_, T, G::Target>) -> R) -> R {
+        let ctl = self.owner.ctl();
+        f(&Conn {
+            shared: &self.shared,
+            src: &self.src,
+            settings: &self.settings,
+            handler: &*self.handler,
+            ctl: &ctl,
+        })
+    }
+
+    /// The keep-alive loop, the one every connection runs: answer what has arrived (a burst,
+    /// [`Conn::serve_ready`]), then wait for more input (the idle stage, [`idle::wait`]), and
+    /// again.
+    ///
+    /// With `stackless`, the connection runs as a fiber made of steps: each burst runs on the
+    /// stack the worker used last (still cached; with thousands of connections taking turns, a
+    /// stack per connection would be a cold one), and when the transport has a stackless wait
+    /// ([`Transport::when_readable`]) the loop returns it, for the caller to make the fiber's
+    /// next step: the idle connection then holds no stack. Without (or when the transport has
+    /// no such wait) the connection waits on the stack it runs on, and each burst runs on the
+    /// worker's shared stack ([`fibra::fiber::on_shared_stack`]): reading, parsing and
+    /// responding write a few kilobytes of stack per request, which on the fiber's own (cold)
+    /// stack would all be cache misses; only this loop's frame and the wait's touch the own
+    /// stack per request.
+    ///
+    /// Returns `None` once the connection has ended.
+    fn serve(&self, stackless: bool) -> Option<Wait> {
+        loop {
+            let alive = if stackless {
+                self.with_conn(|conn| conn.serve_ready())
+            } else {
+                fibra::fiber::on_shared_stack(|| self.with_conn(|conn| conn.serve_ready()))
+            };
+            if !alive {
+                return None;
+            }
+            let mut sh = self.shared.borrow_mut();
+            let Some(io) = &sh.io else { return None };
+            match idle::wait(io, stackless) {
+                Idle::Ready => {}
+                Idle::Park(wait) => return Some(wait),
+                Idle::TimedOut => {
+                    self.with_conn(|conn| conn.read_timed_out(&mut sh));
+                    return None;
+                }
+                Idle::Closed => return None,
+            }
+        }
+    }
+}
+
+/// [`serve_connection`] as the first step of a fiber made of steps
+/// ([`fibra::fiber::Builder::spawn_steps`]), the way [`crate::Server`] runs its connections:
+/// between requests the connection waits without a stack when the transport can
+/// ([`Transport::when_readable`]), and each burst of requests runs on the stack the worker used
+/// last. For an accept loop of your own:
+///
+/// ```
+/// use std::io::{Read, Write};
+/// use std::sync::Arc;
+/// use fibra::fiber::Builder;
+/// use fibra_http::{serve_connection_steps, Request, Response, Settings, Tcp};
+///
+/// fibra::run(|| {
+///     let listener = fibra::net::TcpListener::bind("127.0.0.1:0").unwrap();
+///     let addr = listener.local_addr().unwrap();
+///     let settings = Arc::new(Settings::default());
+///     let handler = Arc::new(|_req: Request| Response::new("hi".into()));
+///     fibra::spawn(move || {
+///         let (stream, _) = listener.accept().unwrap();
+///         let io = Tcp::new(stream);
+///         Builder::new()
+///             .spawn_steps(move || serve_connection_steps(io, settings, handler))
+///             .unwrap();
+///     });
+///     let mut client = fibra::net::TcpStream::connect(addr).unwrap();
+///     client.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+///     let mut reply = String::new();
+///     client.read_to_string(&mut reply).unwrap();
+///     assert!(reply.ends_with("\r\n\r\nhi"));
+/// });
+/// ```
+pub fn serve_connection_steps<T, H>(io: T, settings: Arc<Settings>, handler: Arc<H>) -> Step
+where
+    T: Transport,
+    H: Fn(Request) -> Response + 'static,
+{
+    let owner = Detached {
+        idle: AtomicBool::new(false),
+        down: AtomicBool::new(false),
+    };
+    serve_steps(io, settings, handler, owner)
+}
+
+/// Serves a connection as the first step of a fiber made of steps, with the lifecycle flags
+/// of `owner` (the server's): the loop of [`Connection::serve`].
+pub(crate) fn serve_steps<T, H, O>(
+    io: T,
+    settings: Arc<Settings>,
+    handler: Arc<H>,
+    owner: O,
+) -> Step
+where
+    T: Transport,
+    H: Fn(Request) -> Response + 'static,
+    O: Owner + 'static,
+{
+    step(Box::new(Connection::new(io, settings, handler, owner)))
+}
+
+/// Runs the loop until the connection ends or parks without a stack.
+fn step<T, S, G, O>(c: Box<Connection<T, S, G, O>>) -> Step
+where
+    T: Transport,
+    S: Deref<Target = Settings> + 'static,
+    G: Deref + 'static,
+    G::Target: Fn(Request) -> Response,
+    O: Owner + 'static,
+{
+    match c.serve(true) {
+        // The connection's box is the rest of the fiber: waiting allocates nothing.
+        Some(wait) => wait.resume_with(c),
+        None => Step::done(),
+    }
+}
+
+impl<T, S, G, O> Resume for Connection<T, S, G, O>
+where
+    T: Transport,
+    S: Deref<Target = Settings> + 'static,
+    G: Deref + 'static,
+    G::Target: Fn(Request) -> Response,
+    O: Owner + 'static,
+{
+    /// The end of a stackless wait: back into the loop, or the idle stage's timeout.
+    fn resume(self: Box<Self>, ready: io::Result<()>) -> Step {
+        match idle::woken(ready) {
+            Idle::Ready => step(self),
+            Idle::TimedOut => {
+                self.with_conn(|conn| conn.read_timed_out(&mut self.shared.borrow_mut()));
+                Step::done()
+            }
+            Idle::Park(_) | Idle::Closed => Step::done(),
+        }
+    }
+}
