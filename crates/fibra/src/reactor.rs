@@ -11,7 +11,7 @@
 
 mod waiters;
 
-use crate::driver::{Event, Ready};
+use crate::driver::Event;
 use std::io;
 use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::{AcqRel, Acquire};
@@ -50,6 +50,15 @@ const READ_CLOSED: usize = 4;
 /// Writing is over (error or shut down): writes stay ready and report it.
 const WRITE_CLOSED: usize = 8;
 const TICK: usize = 16;
+
+// The driver reports readiness in these bits, so an event applies with one `or`.
+const _: () = {
+    use crate::driver::Ready;
+    assert!(Ready::READABLE.bits() == READABLE);
+    assert!(Ready::WRITABLE.bits() == WRITABLE);
+    assert!(Ready::READ_CLOSED.bits() == READ_CLOSED | READABLE);
+    assert!(Ready::WRITE_CLOSED.bits() == WRITE_CLOSED | WRITABLE);
+};
 
 /// The poller's reference to an [`IoState`]: `Arc::into_raw` of it, used as the driver's
 /// token.
@@ -145,20 +154,8 @@ impl<W: Identity> IoState<W> {
         // socket was closed and all events harvested before the close have been handled — on
         // this same thread, which is now handling this event.
         let state = unsafe { &*ptr };
-        let mut bits = 0;
-        let ready = event.ready;
-        if ready.contains(Ready::READABLE) {
-            bits |= READABLE;
-        }
-        if ready.contains(Ready::READ_CLOSED) || ready.contains(Ready::ERROR) {
-            bits |= READABLE | READ_CLOSED;
-        }
-        if ready.contains(Ready::WRITABLE) {
-            bits |= WRITABLE;
-        }
-        if ready.contains(Ready::WRITE_CLOSED) || ready.contains(Ready::ERROR) {
-            bits |= WRITABLE | WRITE_CLOSED;
-        }
+        // The driver's flags are this state's bits (checked below `WRITE_CLOSED`).
+        let bits = event.ready.bits();
         let mut cur = state.readiness.load(Acquire);
         loop {
             let next = (cur.wrapping_add(TICK)) | bits;

@@ -20,34 +20,35 @@ use fibra::fiber::Wait;
 
 use crate::transport::{is_timeout, Transport};
 
-/// Where the idle stage leaves a connection.
-#[derive(Debug)]
+/// Where the idle stage leaves a connection that waited on its stack, or whose stackless wait
+/// ended. (A fieldless enum: returning and matching it costs a register, where an enum that
+/// also carried the stackless [`Wait`] cost a keep-alive request ~30 instructions to build,
+/// re-tag and drop — measured with `bench/cachesim.sh`.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Idle {
     /// Input may have arrived (or the end of the stream, or an error a read will report).
     Ready,
-    /// The connection waits without a stack: the caller returns this wait as the fiber's next
-    /// step, and [`woken`] tells it the outcome.
-    Park(Wait),
     /// Nothing arrived within the read timeout.
     TimedOut,
     /// The wait failed: the connection is over.
     Closed,
 }
 
-/// Waits for input on `io`: without a stack if `stackless` and the transport can, else on the
-/// caller's stack.
+/// The stackless wait for input on `io`, if the transport has one: the caller returns it as
+/// the fiber's next step, and [`woken`] tells it the outcome.
+#[inline(always)] // one call per keep-alive request; returns the wait in place
+pub(crate) fn park<T: Transport>(io: &T) -> Option<Wait> {
+    io.when_readable()
+}
+
+/// Waits for input on `io` on the caller's stack.
 #[inline]
-pub(crate) fn wait<T: Transport>(io: &T, stackless: bool) -> Idle {
-    if stackless {
-        if let Some(wait) = io.when_readable() {
-            return Idle::Park(wait);
-        }
-    }
+pub(crate) fn wait<T: Transport>(io: &T) -> Idle {
     woken(io.wait_readable())
 }
 
 /// The outcome of a wait, stackless or not.
-#[inline]
+#[inline(always)] // one call per keep-alive request; folds into the caller's match
 pub(crate) fn woken(ready: io::Result<()>) -> Idle {
     match ready {
         Ok(()) => Idle::Ready,

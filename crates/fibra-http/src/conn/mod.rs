@@ -173,9 +173,13 @@ where
             }
             let mut sh = self.shared.borrow_mut();
             let Some(io) = &sh.io else { return None };
-            match idle::wait(io, stackless) {
+            if stackless {
+                if let Some(wait) = idle::park(io) {
+                    return Some(wait);
+                }
+            }
+            match idle::wait(io) {
                 Idle::Ready => {}
-                Idle::Park(wait) => return Some(wait),
                 Idle::TimedOut => {
                     self.with_conn(|conn| conn.read_timed_out(&mut sh));
                     return None;
@@ -277,7 +281,7 @@ where
                 self.with_conn(|conn| conn.read_timed_out(&mut self.shared.borrow_mut()));
                 Step::done()
             }
-            Idle::Park(_) | Idle::Closed => Step::done(),
+            Idle::Closed => Step::done(),
         }
     }
 }

@@ -86,14 +86,13 @@ impl Events {
             if e.is_writable() {
                 ready |= Ready::WRITABLE;
             }
-            if e.is_read_closed() {
+            // An error ends both directions.
+            let error = e.is_error();
+            if e.is_read_closed() || error {
                 ready |= Ready::READ_CLOSED;
             }
-            if e.is_write_closed() {
+            if e.is_write_closed() || error {
                 ready |= Ready::WRITE_CLOSED;
-            }
-            if e.is_error() {
-                ready |= Ready::ERROR;
             }
             Some(Event { token, ready })
         })

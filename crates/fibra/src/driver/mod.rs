@@ -22,8 +22,9 @@
 //!   (data arrived, buffer space freed, the peer closed, an error); it is not repeated while
 //!   the descriptor stays ready. The caller keeps the readiness between events (the reactor's
 //!   `IoState`) and clears it only when an operation returns `WouldBlock` or proves the
-//!   descriptor drained. [`Ready`] carries `READ_CLOSED`/`WRITE_CLOSED`/`ERROR` for a closed
-//!   peer or a failed socket; after those no further edge may come.
+//!   descriptor drained. [`Ready`] carries `READ_CLOSED`/`WRITE_CLOSED` for a closed peer or
+//!   a failed socket (an error sets both), each together with the direction's ready flag;
+//!   after those no further edge may come.
 //! - **Spurious events are allowed**; lost edges are not: an edge that happens while the
 //!   descriptor is registered is reported by a later `wait`.
 //! - **Tokens belong to the caller.** A token is an opaque `usize` (the reactor uses
@@ -55,7 +56,9 @@ pub(crate) type Token = usize;
 /// The token a backend keeps for its own waker; never a registered descriptor's.
 pub(crate) const WAKE_TOKEN: Token = usize::MAX;
 
-/// What one event says became ready.
+/// What one event says became ready. The flags are the bits the reactor keeps per socket, so
+/// applying an event is one `or` (a backend folds its own flags into them once, as it reads
+/// the event).
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub(crate) struct Ready(u8);
 
@@ -64,17 +67,17 @@ impl Ready {
     pub(crate) const READABLE: Ready = Ready(1);
     /// Writing may make progress.
     pub(crate) const WRITABLE: Ready = Ready(2);
-    /// The peer closed its writing side (or the connection is gone): reads reach EOF.
-    pub(crate) const READ_CLOSED: Ready = Ready(4);
-    /// Writing is over: the peer is gone or the socket was shut down for writing.
-    pub(crate) const WRITE_CLOSED: Ready = Ready(8);
-    /// The socket has a pending error.
-    pub(crate) const ERROR: Ready = Ready(16);
+    /// The peer closed its writing side, or the socket failed: reads reach EOF or the error.
+    /// Always set together with `READABLE`.
+    pub(crate) const READ_CLOSED: Ready = Ready(4 | 1);
+    /// Writing is over: the peer is gone, the socket was shut down for writing, or it failed.
+    /// Always set together with `WRITABLE`.
+    pub(crate) const WRITE_CLOSED: Ready = Ready(8 | 2);
 
-    /// Whether every flag of `other` is set.
+    /// The flags as bits: `READABLE` 1, `WRITABLE` 2, read-closed 4, write-closed 8.
     #[inline(always)]
-    pub(crate) fn contains(self, other: Ready) -> bool {
-        self.0 & other.0 == other.0
+    pub(crate) const fn bits(self) -> usize {
+        self.0 as usize
     }
 }
 
