@@ -9,7 +9,8 @@ use std::ops::Range;
 
 use http::StatusCode;
 
-use crate::parse::{is_token, ProtocolError};
+use crate::error::ProtocolError;
+use crate::parse::is_token;
 
 /// Longest chunk-extension text accepted on one size line.
 const MAX_EXT_BYTES: usize = 4096;

@@ -79,6 +79,7 @@ pub mod client;
 mod compose;
 pub mod conn;
 mod date;
+mod error;
 pub mod files;
 mod lazy;
 #[cfg(feature = "fuzzing")]
@@ -98,7 +99,7 @@ pub use acceptor::{Acceptor, TcpAcceptor, UnixAcceptor};
 pub use access_log::AccessLogSink;
 pub use body::Body;
 pub use conn::{serve_connection, serve_connection_steps};
-pub use parse::ProtocolError;
+pub use error::ProtocolError;
 pub use request::Request;
 pub use response::{BodyWriter, FileRange, Response, ResponseBody, Upgraded};
 pub use server::{Server, ServerHandle};

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::access_log::AccessLogSink;
-use crate::parse::ProtocolError;
+use crate::error::ProtocolError;
 
 /// Server settings. Build with [`Settings::default()`] and change the fields you need, or use
 /// the setters on [`crate::Server`].

@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use super::buffered::{not_connected, Shared};
 use crate::body::BodySource;
 use crate::chunked::ChunkedDecoder;
-use crate::parse::ProtocolError;
+use crate::error::ProtocolError;
 use crate::transport::{is_timeout, Transport};
 
 pub(super) enum BodyState {

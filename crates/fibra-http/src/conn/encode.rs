@@ -12,8 +12,8 @@ use http::StatusCode;
 use super::buffered::{not_connected, Shared};
 use super::dispatch::report_caught;
 use crate::compose::{compose, put_head, ConnHeader, Framing, HeadOut};
+use crate::error::ProtocolError;
 use crate::lazy::NO_HEADERS;
-use crate::parse::ProtocolError;
 use crate::response::{
     BodyWriter, Kind, Response, ResponseBody, StreamSink, UpgradeFn, FLUSH_BYTES,
 };
