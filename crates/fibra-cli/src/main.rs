@@ -6,6 +6,11 @@
 //! fibra hello [--port 8080]           /plaintext, /json, /echo
 //! fibra bench -c 256 -k -d 10s URL    load a server, weighttp-style report
 //! ```
+//!
+//! Modules: `serve` and `hello` (the two servers), `server_flags` (the flags they share:
+//! port, workers, limits, graceful shutdown on a signal), `signals` (SIGINT/SIGTERM), and
+//! `bench/` (the load generator: arguments, connections on fibers, statistics, the report;
+//! responses are parsed by `fibra_http::client`).
 
 mod bench;
 mod hello;

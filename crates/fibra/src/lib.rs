@@ -52,6 +52,15 @@
 //! - A fiber made of steps ([`fiber::Builder::spawn_steps`], [`fiber::Step`]) holds no stack
 //!   while it waits for a socket: each step returns the wait and what to do next, and the next
 //!   step starts on the worker's most recently used stack (fibra-http serves connections so).
+//!
+//! ## Modules
+//!
+//! [`fiber`] (spawning and joining, [`fiber::Builder`], fibers made of steps, the shared
+//! stack, cancellation), [`net`] (TCP and Unix-domain sockets), [`time`] (`sleep`, deadlines),
+//! [`sync`] (`Mutex`, `mpsc`, `oneshot`, `Notify`, `WaitGroup`), [`task`] (`spawn_blocking`),
+//! and [`Runtime`] / [`run`]. The internals (stacks, the readiness driver, the reactor,
+//! timers, the task layer, the workers) form layers that never name a higher one; the
+//! project's `docs/ARCHITECTURE.md` describes them.
 
 #![deny(missing_docs)]
 #![warn(missing_debug_implementations)]

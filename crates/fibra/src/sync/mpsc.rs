@@ -34,9 +34,10 @@
 //!   guard clears it if the receiver unwinds out of its wait (a cancelled fiber), so it never
 //!   outlives the parked fiber. Dropping the receiver clears it too, and a sender wakes it only
 //!   while the receiver is alive.
-//! - Senders of a full bounded channel wait in a [`WaitList`] (see its protocol): a received
-//!   message pops and wakes the oldest; a sender leaves its entry on every exit, passing on a
-//!   wake-up it does not use; dropping the receiver wakes them all.
+//! - Senders of a full bounded channel wait in a `WaitList` (its protocol is in
+//!   `sync/wait_list.rs`): a received message pops and wakes the oldest; a sender leaves its
+//!   entry on every exit, passing on a wake-up it does not use; dropping the receiver wakes
+//!   them all.
 
 use super::lock;
 use super::wait_list::{Place, WaitList};
