@@ -47,6 +47,7 @@
 //! Entry points:
 //!
 //! - [`Server::bind`]: the TCP server (a listener per worker, `SO_REUSEPORT`, `TCP_NODELAY`);
+//! - [`Server::tls`]: the same server over HTTPS (rustls; see [`tls`]);
 //! - [`Server::with_acceptor`]: the same server over any [`Acceptor`] — e.g. a Unix-domain
 //!   socket, [`UnixAcceptor`] — with the same limits, timeouts, stackless idle connections and
 //!   graceful shutdown for every transport;
@@ -55,7 +56,9 @@
 //!   idle without a stack, for an accept loop of your own.
 //!
 //! Modules: [`acceptor`] (where connections come from: [`TcpAcceptor`], [`UnixAcceptor`]),
-//! [`transport`] (what the loop needs of a byte stream; [`Tcp`] and [`Unix`]), [`conn`] (the
+//! [`transport`] (what the loop needs of a byte stream; [`Tcp`] and [`Unix`]), [`tls`] (HTTPS
+//! with rustls: the [`tls::Tls`] transport, [`tls::TlsAcceptor`], a configuration from PEM
+//! files), [`conn`] (the
 //! connection loop: one keep-alive loop whose idle stage waits without a stack when the
 //! transport can — buffered I/O, decoding, encoding, dispatch, idle stage and lingering close
 //! in one file each), [`access_log`] (the entries the loop makes for an [`AccessLogSink`]),
@@ -93,6 +96,7 @@ pub mod request;
 pub mod response;
 mod server;
 pub mod settings;
+pub mod tls;
 pub mod transport;
 
 pub use acceptor::{Acceptor, TcpAcceptor, UnixAcceptor};

@@ -23,6 +23,7 @@ use crate::conn::{serve_steps, ConnCtl, Owner};
 use crate::request::Request;
 use crate::response::Response;
 use crate::settings::{ErrorHook, ServerError, ServerErrorKind, Settings};
+use crate::tls::TlsAcceptor;
 use crate::transport::{ConnState, ShutdownHandle, Transport};
 
 /// How often a parked accept loop looks at the shutdown flag and the connection limit.
@@ -174,6 +175,22 @@ impl<A: Acceptor> Server<A> {
             workers: None,
             stack_size: None,
             settings: Settings::default(),
+        }
+    }
+
+    /// Serves HTTPS: every worker's acceptor is wrapped in a [`TlsAcceptor`] with `config`
+    /// (e.g. from [`crate::tls::server_config_from_pem`]). See [`crate::tls`].
+    pub fn tls(self, config: Arc<rustls::ServerConfig>) -> Server<TlsAcceptor<A>> {
+        let listen = self.listen.map(|mut listen| {
+            Box::new(move |worker, workers| {
+                Ok(TlsAcceptor::new(listen(worker, workers)?, config.clone()))
+            }) as Listen<TlsAcceptor<A>>
+        });
+        Server {
+            listen,
+            workers: self.workers,
+            stack_size: self.stack_size,
+            settings: self.settings,
         }
     }
 

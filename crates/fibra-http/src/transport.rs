@@ -1,8 +1,8 @@
 //! The byte stream a connection runs over: `Read + Write` plus the few socket controls the
 //! connection loop needs. [`Tcp`] and [`Unix`] (the server's fibra sockets) implement
-//! everything, the stackless idle wait and the shutdown handle included; a TLS stream (rustls
-//! `StreamOwned`) can implement it by forwarding the timeouts and keeping the default
-//! `send_file` (read + write, since the bytes must be encrypted anyway).
+//! everything, the stackless idle wait and the shutdown handle included; [`crate::tls::Tls`]
+//! wraps one of them in TLS, forwarding readiness, the timeouts and the shutdown handle and
+//! keeping the default `send_file` (read + write, since the bytes must be encrypted anyway).
 
 use std::fs::File;
 use std::io::{self, Read, Write};

@@ -1,0 +1,76 @@
+//! [`TlsAcceptor`]: TLS over the connections of another acceptor.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustls::{ServerConfig, ServerConnection};
+
+use super::Tls;
+use crate::acceptor::{Acceptor, TcpAcceptor};
+
+/// Accepts connections from `A` (TCP by default) and serves them over TLS with one
+/// [`ServerConfig`] (e.g. from [`crate::tls::server_config_from_pem`]).
+///
+/// `accept` only wraps the connection: the handshake runs in the connection's fiber, on its
+/// first reads ([`Tls`]), so a slow or silent client never holds up the accept loop, and
+/// the handshake counts against the header timeout.
+///
+/// ```no_run
+/// use fibra_http::tls::{server_config_from_pem, TlsAcceptor};
+/// use fibra_http::{Request, Response, Server, TcpAcceptor};
+///
+/// let config = server_config_from_pem("cert.pem", "key.pem")?;
+/// let server = Server::with_acceptor(move |_worker| {
+///     let tcp = TcpAcceptor::bind("127.0.0.1:8443".parse().unwrap(), true)?;
+///     Ok(TlsAcceptor::new(tcp, config.clone()))
+/// })
+/// .serve(|_req: Request| Response::new("hello over TLS".into()))?;
+/// # server.shutdown(std::time::Duration::from_secs(1));
+/// # Ok::<(), std::io::Error>(())
+/// ```
+///
+/// [`crate::Server::tls`] does the same for a [`crate::Server::bind`] server.
+#[derive(Debug, Clone)]
+pub struct TlsAcceptor<A = TcpAcceptor> {
+    inner: A,
+    config: Arc<ServerConfig>,
+}
+
+impl<A: Acceptor> TlsAcceptor<A> {
+    /// Serves the connections of `inner` over TLS with `config`, which you build yourself
+    /// (protocol versions, ALPN, certificates, client authentication…).
+    pub fn new(inner: A, config: Arc<ServerConfig>) -> TlsAcceptor<A> {
+        TlsAcceptor { inner, config }
+    }
+
+    /// The TLS configuration.
+    pub fn config(&self) -> &Arc<ServerConfig> {
+        &self.config
+    }
+
+    /// The acceptor underneath.
+    pub fn inner(&self) -> &A {
+        &self.inner
+    }
+}
+
+impl<A: Acceptor> Acceptor for TlsAcceptor<A> {
+    type Io = Tls<A::Io>;
+
+    fn accept(&self) -> io::Result<Tls<A::Io>> {
+        let io = self.inner.accept()?;
+        // Allocates the session; no I/O until the connection's fiber reads.
+        let conn = ServerConnection::new(self.config.clone()).map_err(io::Error::other)?;
+        Ok(Tls::new(io, conn))
+    }
+
+    fn set_accept_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        self.inner.set_accept_timeout(timeout)
+    }
+
+    fn local_addr(&self) -> Option<SocketAddr> {
+        self.inner.local_addr()
+    }
+}

@@ -1,0 +1,30 @@
+//! HTTPS: TLS (rustls) as a transport of the connection loop.
+//!
+//! - [`Tls`] (`stream.rs`): the transport, a rustls server session over another transport,
+//!   driven by the connection's fiber alone; the handshake runs lazily on its first reads;
+//! - [`TlsAcceptor`] (`acceptor.rs`): wraps an [`Acceptor`](crate::Acceptor) (TCP by
+//!   default) and a [`rustls::ServerConfig`] you build; [`crate::Server::tls`] puts one
+//!   in front of a [`crate::Server::bind`] server's listeners;
+//! - [`server_config_from_pem`] (`config.rs`): the usual configuration from a PEM
+//!   certificate chain and key, TLS 1.2 and 1.3, ALPN `http/1.1`.
+//!
+//! ```no_run
+//! use fibra_http::{tls, Request, Response, Server};
+//!
+//! let config = tls::server_config_from_pem("cert.pem", "key.pem")?;
+//! Server::bind("0.0.0.0:8443")
+//!     .tls(config)
+//!     .run(|_req: Request| Response::new("hello over TLS".into()))?;
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
+//! Idle TLS connections wait without a stack like TCP ones, graceful shutdown closes them
+//! through the TCP socket's handle, and files are read and encrypted (no `sendfile`).
+
+mod acceptor;
+mod config;
+mod stream;
+
+pub use acceptor::TlsAcceptor;
+pub use config::{server_config_from_pem, ALPN_HTTP1};
+pub use stream::Tls;

@@ -1,0 +1,238 @@
+//! [`Tls`]: the TLS transport over another one, driven by the connection's fiber.
+
+use std::cell::RefCell;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use fibra::fiber::Wait;
+use rustls::ServerConnection;
+
+use crate::transport::{ShutdownHandle, Transport};
+
+/// A server-side TLS connection over the transport `T` (usually [`crate::Tcp`]), made by
+/// [`crate::tls::TlsAcceptor`].
+///
+/// The connection's fiber alone touches its [`rustls::ServerConnection`]: reads feed the
+/// ciphertext that has arrived into rustls and hand out the plaintext it decrypts, writes
+/// encrypt and send at once. The handshake runs lazily within the first reads, so it counts
+/// against the read timeout the connection loop sets (the header timeout) and never holds up
+/// the accept loop. A peer that does not speak TLS gets rustls's alert and a read error, which
+/// ends the connection.
+///
+/// Readiness forwards to `T`, except that plaintext rustls has already decrypted is ready at
+/// once; timeouts, the peer address and the shutdown handle are `T`'s.
+pub struct Tls<T> {
+    // A `RefCell` only for the few `&self` methods that need the session (`shutdown`, the
+    // waits); the reads and writes reach it through `get_mut`, at no cost.
+    state: RefCell<State<T>>,
+}
+
+struct State<T> {
+    io: T,
+    conn: ServerConnection,
+    /// rustls holds plaintext, or has seen the end of the stream: a read returns at once.
+    ready: bool,
+}
+
+impl<T> std::fmt::Debug for Tls<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (handshaking, ready) = match self.state.try_borrow() {
+            Ok(s) => (Some(s.conn.is_handshaking()), Some(s.ready)),
+            Err(_) => (None, None),
+        };
+        f.debug_struct("Tls")
+            .field("handshaking", &handshaking)
+            .field("ready", &ready)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The inner transport's non-blocking read as an `io::Read`, for `read_tls`.
+struct TryRead<'a, T>(&'a mut T);
+
+impl<T: Transport> Read for TryRead<'_, T> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.try_read(buf)
+    }
+}
+
+impl<T: Transport> Tls<T> {
+    /// Wraps `io`, over which the handshake has not started yet, with the session `conn`.
+    pub fn new(io: T, conn: ServerConnection) -> Tls<T> {
+        Tls {
+            state: RefCell::new(State {
+                io,
+                conn,
+                ready: false,
+            }),
+        }
+    }
+
+    /// The TLS session (negotiated version, ALPN protocol, SNI name, …).
+    pub fn with_session<R>(&self, f: impl FnOnce(&ServerConnection) -> R) -> R {
+        f(&self.state.borrow().conn)
+    }
+
+    /// The transport underneath.
+    pub fn with_inner<R>(&self, f: impl FnOnce(&T) -> R) -> R {
+        f(&self.state.borrow().io)
+    }
+}
+
+impl<T: Transport> State<T> {
+    /// Sends every TLS record rustls has queued (handshake messages, alerts, encrypted
+    /// data): normally one `write` (rustls writes its queue vectored).
+    fn send_pending(&mut self) -> io::Result<()> {
+        while self.conn.wants_write() {
+            if self.conn.write_tls(&mut self.io)? == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Processes the records `read_tls` took in, sends what that queued (the handshake's
+    /// replies), and notes whether plaintext is waiting. On a TLS error the alert rustls
+    /// queued is sent (best effort) and the error returned.
+    fn process(&mut self) -> io::Result<()> {
+        match self.conn.process_new_packets() {
+            Ok(st) => {
+                self.ready = st.plaintext_bytes_to_read() > 0 || st.peer_has_closed();
+                self.send_pending()
+            }
+            Err(e) => {
+                self.ready = false;
+                let _ = self.send_pending();
+                Err(io::Error::new(io::ErrorKind::InvalidData, e))
+            }
+        }
+    }
+
+    /// Plaintext rustls has, if any (`WouldBlock` if none, `Ok(0)` at the end of the stream).
+    fn read_plain(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self.conn.reader().read(buf) {
+            Ok(n) => {
+                if n > 0 {
+                    // Refreshes `ready`. An error here is rustls's stored one, which the next
+                    // read reports (with the alert sent then).
+                    self.ready = match self.conn.process_new_packets() {
+                        Ok(st) => st.plaintext_bytes_to_read() > 0 || st.peer_has_closed(),
+                        Err(_) => true,
+                    };
+                }
+                Ok(n)
+            }
+            // The peer closed the TCP stream without `close_notify`: HTTP/1.1 frames its
+            // messages itself, so this is the end of the stream like any other.
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Ok(0),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Reads plaintext, taking in ciphertext with `fill` (a blocking or non-blocking read of
+    /// the inner transport) until some is decrypted or `fill` fails.
+    fn read_with(
+        &mut self,
+        buf: &mut [u8],
+        fill: fn(&mut ServerConnection, &mut T) -> io::Result<usize>,
+    ) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        loop {
+            match self.read_plain(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                r => return r,
+            }
+            // `read_tls` takes one read of the inner transport; 0 marks its end of stream,
+            // which the next `read_plain` reports.
+            fill(&mut self.conn, &mut self.io)?;
+            self.process()?;
+        }
+    }
+}
+
+impl<T: Transport> Read for Tls<T> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.state
+            .get_mut()
+            .read_with(buf, |conn, io| conn.read_tls(io))
+    }
+}
+
+impl<T: Transport> Write for Tls<T> {
+    /// Encrypts as much of `buf` as rustls takes (its buffer limit, 64 KiB by default) and
+    /// sends the records: a response the connection loop flushes in one `write` normally
+    /// leaves in one system call.
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let st = self.state.get_mut();
+        let n = st.conn.writer().write(buf)?;
+        st.send_pending()?;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        let st = self.state.get_mut();
+        st.conn.writer().flush()?;
+        st.send_pending()
+    }
+}
+
+impl<T: Transport> Transport for Tls<T> {
+    fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        self.state.borrow().io.set_read_timeout(timeout)
+    }
+
+    fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        self.state.borrow().io.set_write_timeout(timeout)
+    }
+
+    fn peer_addr(&self) -> Option<SocketAddr> {
+        self.state.borrow().io.peer_addr()
+    }
+
+    /// Plaintext rustls holds, else a non-blocking read of ciphertext from the inner
+    /// transport, processed: plaintext, or `WouldBlock` (a partial record, or the handshake
+    /// still under way).
+    fn try_read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.state
+            .get_mut()
+            .read_with(buf, |conn, io| conn.read_tls(&mut TryRead(io)))
+    }
+
+    fn wait_readable(&self) -> io::Result<()> {
+        let st = self.state.borrow();
+        if st.ready {
+            return Ok(());
+        }
+        st.io.wait_readable()
+    }
+
+    /// The inner transport's stackless wait, or `None` when rustls already holds plaintext:
+    /// fibra's [`Wait`] cannot be made "ready now" outside fibra, and `None` makes the
+    /// connection loop wait on its stack instead ([`Transport::wait_readable`]), which
+    /// returns at once.
+    fn when_readable(&self) -> Option<Wait> {
+        let st = self.state.borrow();
+        if st.ready {
+            return None;
+        }
+        st.io.when_readable()
+    }
+
+    fn shutdown_handle(&self) -> Option<Arc<dyn ShutdownHandle>> {
+        self.state.borrow().io.shutdown_handle()
+    }
+
+    /// Shutting the writing side sends `close_notify` first (best effort).
+    fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        let mut st = self.state.borrow_mut();
+        if matches!(how, Shutdown::Write | Shutdown::Both) {
+            st.conn.send_close_notify();
+            let _ = st.send_pending();
+        }
+        st.io.shutdown(how)
+    }
+}
