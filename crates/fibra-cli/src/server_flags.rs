@@ -2,6 +2,7 @@
 
 use crate::signals;
 use fibra_http::{Request, Response, Server};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Where and how to listen, and the timeouts users most often tune.
@@ -25,6 +26,12 @@ pub struct ServerFlags {
     /// Grace period for in-flight requests at shutdown, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = 5.0)]
     grace: f64,
+    /// Serve HTTPS with this PEM certificate chain (leaf first); needs --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
 }
 
 fn secs(s: f64) -> std::io::Result<Duration> {
@@ -59,6 +66,11 @@ impl ServerFlags {
         H: Fn(Request) -> Response + Send + Sync + 'static,
     {
         signals::block_shutdown_signals()?;
+        // Loaded first: a bad file is reported before anything listens.
+        let tls = match (&self.tls_cert, &self.tls_key) {
+            (Some(cert), Some(key)) => Some(fibra_http::tls::server_config_from_pem(cert, key)?),
+            _ => None,
+        };
         let mut server = Server::bind((self.addr.as_str(), self.port));
         if let Some(w) = self.workers {
             server = server.workers(w);
@@ -70,8 +82,12 @@ impl ServerFlags {
             server = server.idle_timeout(secs(t)?);
         }
         let grace = secs(self.grace)?;
-        let handle = configure(server).serve(handler)?;
-        println!("{banner} http://{}/", handle.local_addr());
+        let server = configure(server);
+        let (handle, scheme) = match tls {
+            Some(config) => (server.tls(config).serve(handler)?, "https"),
+            None => (server.serve(handler)?, "http"),
+        };
+        println!("{banner} {scheme}://{}/", handle.local_addr());
         let sig = signals::wait_for_shutdown_signal();
         eprintln!("{name}: {sig}, shutting down (grace {grace:?})");
         handle.shutdown(grace);
