@@ -4,11 +4,15 @@
 //!
 //! The client is rustls's `ClientConnection` over a blocking std `TcpStream`, trusting a
 //! self-signed certificate rcgen makes for the test.
+//!
+//! Idle TLS connections holding no stack is observed as in `unix_transport.rs`: the number of
+//! the process's memory mappings hardly grows with many of them; the tests of this binary take
+//! turns (`SERIAL`) so one does not map stacks while another counts.
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fibra_http::tls::{server_config_from_pem, ALPN_HTTP1};
@@ -21,7 +25,23 @@ const CLIENT_TIMEOUT: Duration = Duration::from_secs(20);
 /// The large response: over 1 MiB, not a multiple of a TLS record.
 const BIG: usize = (1 << 20) + 12_345;
 
+/// Idle connections per mapping count.
+const IDLE: usize = 100;
+
 type Tls = StreamOwned<ClientConnection, TcpStream>;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn mappings() -> usize {
+    std::fs::read_to_string("/proc/self/maps")
+        .unwrap()
+        .lines()
+        .count()
+}
 
 /// A temporary directory with a fresh self-signed certificate (`cert.pem`, `key.pem`) for
 /// `localhost`, removed when dropped.
@@ -167,6 +187,7 @@ fn read_to_close(s: &mut impl Read) -> Vec<u8> {
 
 #[test]
 fn keep_alive_and_pipelined_requests() {
+    let _serial = serial();
     let certs = Certs::new("keepalive");
     let h = tls_server(&certs);
     let mut c = connect(&certs, h.local_addr());
@@ -204,6 +225,7 @@ fn keep_alive_and_pipelined_requests() {
 
 #[test]
 fn request_body_and_large_response() {
+    let _serial = serial();
     let certs = Certs::new("bodies");
     let h = tls_server(&certs);
     let mut c = connect(&certs, h.local_addr());
@@ -235,6 +257,7 @@ fn request_body_and_large_response() {
 
 #[test]
 fn plain_http_and_garbage_get_the_connection_closed() {
+    let _serial = serial();
     let certs = Certs::new("plain");
     let h = tls_server(&certs);
 
@@ -262,7 +285,31 @@ fn plain_http_and_garbage_get_the_connection_closed() {
 }
 
 #[test]
+fn a_silent_client_does_not_block_accepts_and_meets_the_header_timeout() {
+    let _serial = serial();
+    let certs = Certs::new("silent");
+    let config = server_config_from_pem(certs.cert(), certs.key()).unwrap();
+    // One worker: a handshake run by the accept loop would hold up the next client.
+    let h = Server::bind("127.0.0.1:0")
+        .workers(1)
+        .header_timeout(Duration::from_millis(500))
+        .tls(config)
+        .serve(handler)
+        .unwrap();
+    // Connects and never says a word: no ClientHello.
+    let mut silent = tcp(h.local_addr());
+    // Others are served meanwhile.
+    let mut c = connect(&certs, h.local_addr());
+    assert_eq!(get(&mut c, "/meanwhile").1, "/meanwhile");
+    // The handshake counts against the header timeout: the silent connection is closed
+    // (without a byte: there is no TLS session to answer 408 in).
+    assert_eq!(read_to_close(&mut silent), b"");
+    h.shutdown(Duration::from_secs(5));
+}
+
+#[test]
 fn graceful_shutdown_closes_an_idle_tls_connection() {
+    let _serial = serial();
     let certs = Certs::new("shutdown");
     let h = tls_server(&certs);
     let addr = h.local_addr();
@@ -282,7 +329,45 @@ fn graceful_shutdown_closes_an_idle_tls_connection() {
 }
 
 #[test]
+fn idle_tls_connections_hold_no_stack() {
+    let _serial = serial();
+    let certs = Certs::new("idle");
+    let h = tls_server(&certs);
+    // Warm up: the first connections map the workers' stacks and the TLS code's buffers.
+    for _ in 0..4 {
+        let mut c = connect(&certs, h.local_addr());
+        assert_eq!(get(&mut c, "/warm").1, "/warm");
+    }
+    let before = mappings();
+    let mut conns: Vec<Tls> = (0..IDLE)
+        .map(|i| {
+            let mut c = connect(&certs, h.local_addr());
+            assert_eq!(get(&mut c, &format!("/{i}")).1, format!("/{i}"));
+            c
+        })
+        .collect();
+    let deadline = Instant::now() + CLIENT_TIMEOUT;
+    while h.connections() != IDLE {
+        assert!(Instant::now() < deadline, "{} connections", h.connections());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Give every connection's fiber the moment it needs to reach its wait after the flush.
+    std::thread::sleep(Duration::from_millis(200));
+    let growth = mappings().saturating_sub(before);
+    eprintln!("new mappings with {IDLE} idle TLS connections: {growth}");
+    assert!(growth < IDLE / 10, "{growth} new mappings");
+    // Still served after the idle wait.
+    assert_eq!(get(&mut conns[0], "/again").1, "/again");
+    let stopper = std::thread::spawn(move || h.shutdown(Duration::from_secs(10)));
+    for c in &mut conns {
+        assert_eq!(read_to_close(c), b"");
+    }
+    stopper.join().unwrap();
+}
+
+#[test]
 fn pem_errors_name_the_file() {
+    let _serial = serial();
     let certs = Certs::new("pem");
     let missing = certs.dir.join("missing.pem");
     let err = server_config_from_pem(&missing, certs.key()).unwrap_err();
