@@ -1,10 +1,10 @@
 //! Fibers made of steps (`Builder::spawn_steps`, `Step`, `TcpStream::when_readable`): the next
 //! step runs once the socket is readable, with the timeout's error, on another worker's
-//! wake-up; panics and results reach `join`; waiting steps are dropped with their runtime.
+//! wake-up; a ready-now `Wait` runs the next step at once; panics and results reach `join`; waiting steps are dropped with their runtime.
 
 mod util;
 
-use fibra::fiber::{Builder, Step};
+use fibra::fiber::{Builder, Step, Wait};
 use fibra::net::{TcpListener, TcpStream};
 use std::io::{self, Read, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -142,6 +142,29 @@ fn a_socket_registered_on_one_worker_wakes_steps_on_another() {
         rx.recv_timeout(util::PATIENCE).unwrap()
     });
     assert_eq!(got, (Some(1), b"wake".to_vec()));
+}
+
+#[test]
+fn a_ready_now_wait_runs_the_next_step_at_once_with_its_outcome() {
+    let rt = fibra::Runtime::builder().workers(1).build().unwrap();
+    let got = rt.block_on(|| {
+        let (tx, rx) = mpsc::channel();
+        let h = Builder::new()
+            .spawn_steps(move || {
+                Wait::ready().then(move |first| {
+                    let err = io::Error::other("known already");
+                    Wait::now(Err(err)).then(move |second| {
+                        tx.send((first.is_ok(), second.unwrap_err().to_string()))
+                            .unwrap();
+                        Step::done()
+                    })
+                })
+            })
+            .unwrap();
+        h.join().unwrap();
+        rx.recv_timeout(util::PATIENCE).unwrap()
+    });
+    assert_eq!(got, (true, "known already".to_string()));
 }
 
 #[test]

@@ -210,14 +210,13 @@ impl<T: Transport> Transport for Tls<T> {
         st.io.wait_readable()
     }
 
-    /// The inner transport's stackless wait, or `None` when rustls already holds plaintext:
-    /// fibra's [`Wait`] cannot be made "ready now" outside fibra, and `None` makes the
-    /// connection loop wait on its stack instead ([`Transport::wait_readable`]), which
-    /// returns at once.
+    /// The inner transport's stackless wait, or [`Wait::ready`] when rustls already holds
+    /// plaintext (or has seen the end of the stream): the next step runs at once, and a TLS
+    /// connection never waits on its stack.
     fn when_readable(&self) -> Option<Wait> {
         let st = self.state.borrow();
         if st.ready {
-            return None;
+            return Some(Wait::ready());
         }
         st.io.when_readable()
     }

@@ -166,7 +166,9 @@ pub(crate) struct IoWait {
 
 /// Something a fiber made of steps can wait for without holding a stack; [`Wait::then`] turns
 /// it into the fiber's next [`Step`]. Made by
-/// [`TcpStream::when_readable`](crate::net::TcpStream::when_readable).
+/// [`TcpStream::when_readable`](crate::net::TcpStream::when_readable), or ready at once with
+/// [`Wait::ready`] and [`Wait::now`] (for a source that already has data buffered, such as a
+/// TLS session holding decrypted plaintext).
 pub struct Wait(WaitKind);
 
 enum WaitKind {
@@ -193,8 +195,16 @@ impl std::fmt::Debug for Wait {
 }
 
 impl Wait {
-    pub(crate) fn now(result: io::Result<()>) -> Wait {
+    /// A wait that is over already, with the outcome `result`: the step it makes runs its
+    /// continuation at once, in the same fiber and on the same stack, without parking.
+    pub fn now(result: io::Result<()>) -> Wait {
         Wait(WaitKind::Now(result))
+    }
+
+    /// A wait that is ready at once: `Wait::now(Ok(()))`. For a source whose next read is
+    /// known to return without blocking (data buffered in user space).
+    pub fn ready() -> Wait {
+        Wait::now(Ok(()))
     }
 
     pub(crate) fn io(state: Arc<IoState>, dir: Dir, deadline: u64) -> Wait {
