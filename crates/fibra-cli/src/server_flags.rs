@@ -1,6 +1,7 @@
 //! Flags shared by the server subcommands (`serve`, `hello`) and the serve-until-signal loop.
 
 use crate::signals;
+use fibra_http::tls::CertResolver;
 use fibra_http::{Request, Response, Server};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -26,12 +27,15 @@ pub struct ServerFlags {
     /// Grace period for in-flight requests at shutdown, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = 5.0)]
     grace: f64,
-    /// Serve HTTPS with this PEM certificate chain (leaf first); needs --tls-key.
+    /// Serve HTTPS with this PEM certificate chain (leaf first); needs --tls-key. Repeat the
+    /// --tls-cert/--tls-key pair for several certificates: each client gets the one whose
+    /// names (SAN, `*.example.com` wildcards included) cover the name it asks for (SNI), and
+    /// the first pair is the default for a client without SNI or with an unknown name.
     #[arg(long, value_name = "FILE", requires = "tls_key")]
-    tls_cert: Option<PathBuf>,
-    /// The PEM private key of --tls-cert.
+    tls_cert: Vec<PathBuf>,
+    /// The PEM private key of the --tls-cert in the same position.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
-    tls_key: Option<PathBuf>,
+    tls_key: Vec<PathBuf>,
 }
 
 fn secs(s: f64) -> std::io::Result<Duration> {
@@ -44,6 +48,27 @@ fn secs(s: f64) -> std::io::Result<Duration> {
 }
 
 impl ServerFlags {
+    /// The (certificate, key) pairs of the TLS flags, in order; an error if their counts
+    /// differ.
+    fn tls_pairs(&self) -> std::io::Result<Vec<(PathBuf, PathBuf)>> {
+        if self.tls_cert.len() != self.tls_key.len() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "{} --tls-cert but {} --tls-key: give them in pairs",
+                    self.tls_cert.len(),
+                    self.tls_key.len()
+                ),
+            ));
+        }
+        Ok(self
+            .tls_cert
+            .iter()
+            .cloned()
+            .zip(self.tls_key.iter().cloned())
+            .collect())
+    }
+
     /// Starts `handler` with these flags, prints `banner` followed by the URL, serves until
     /// SIGINT/SIGTERM, then shuts down gracefully.
     pub fn serve_until_signal<H>(&self, name: &str, banner: &str, handler: H) -> std::io::Result<()>
@@ -67,9 +92,14 @@ impl ServerFlags {
     {
         signals::block_shutdown_signals()?;
         // Loaded first: a bad file is reported before anything listens.
-        let tls = match (&self.tls_cert, &self.tls_key) {
-            (Some(cert), Some(key)) => Some(fibra_http::tls::server_config_from_pem(cert, key)?),
-            _ => None,
+        let pairs = self.tls_pairs()?;
+        let resolver = match pairs.is_empty() {
+            true => None,
+            false => Some(CertResolver::from_pem(&pairs)?),
+        };
+        let tls = match &resolver {
+            Some(r) => Some(fibra_http::tls::server_config_with_resolver(r.clone())?),
+            None => None,
         };
         let mut server = Server::bind((self.addr.as_str(), self.port));
         if let Some(w) = self.workers {

@@ -1,5 +1,6 @@
 //! `fibra hello --tls-cert FILE --tls-key FILE`, the built binary: it announces an https URL
-//! and answers over TLS; one of the two flags alone, or a missing file, is a clear error.
+//! and answers over TLS; one of the two flags alone, unpaired flags, or a missing file, is a
+//! clear error.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -122,6 +123,15 @@ fn tls_flags_go_together_and_name_bad_files() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--tls-key"), "{err}");
+
+    // Pairs: a second --tls-cert without its --tls-key.
+    let key = certs.path("key.pem");
+    let out = hello(&["--tls-cert", &cert, "--tls-key", &key, "--tls-cert", &cert])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("2 --tls-cert but 1 --tls-key"), "{err}");
 
     let missing = certs.path("missing.pem");
     let out = hello(&["--tls-cert", &cert, "--tls-key", &missing])

@@ -1,20 +1,25 @@
-//! A [`ServerConfig`] from PEM files: the usual certificate chain and private key.
+//! A [`ServerConfig`] from PEM files (the usual certificate chain and private key) or from a
+//! [`CertResolver`].
 
 use std::io;
 use std::path::Path;
 use std::sync::Arc;
 
+use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::sign::CertifiedKey;
 use rustls::ServerConfig;
+
+use super::CertResolver;
 
 /// The ALPN protocol a server built here announces: HTTP/1.1 (the only one `fibra-http`
 /// speaks).
 pub const ALPN_HTTP1: &[u8] = b"http/1.1";
 
 /// A server configuration from a PEM certificate chain (leaf first) and a PEM private key
-/// (PKCS#8, PKCS#1 or SEC1): TLS 1.3 and 1.2 only, ALPN `http/1.1`, the `aws-lc-rs` crypto
-/// provider, no client authentication.
+/// (PKCS#8, PKCS#1 or SEC1): [`server_config_with_resolver`] over a [`CertResolver`] holding
+/// this one certificate.
 ///
 /// Every error names the file at fault and what is wrong with it (unreadable, not PEM, no
 /// certificate or key in it, a key that does not match the certificate).
@@ -22,23 +27,43 @@ pub fn server_config_from_pem(
     cert_chain: impl AsRef<Path>,
     key: impl AsRef<Path>,
 ) -> io::Result<Arc<ServerConfig>> {
-    let (cert_path, key_path) = (cert_chain.as_ref(), key.as_ref());
-    let certs = load_certs(cert_path)?;
-    let key = load_key(key_path)?;
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let mut config = ServerConfig::builder_with_provider(provider)
+    server_config_with_resolver(CertResolver::from_pem(&[(cert_chain, key)])?)
+}
+
+/// A server configuration whose certificates come from `resolver` (several, by SNI, and
+/// replaceable while the server runs): TLS 1.3 and 1.2 only, ALPN `http/1.1`, the
+/// `aws-lc-rs` crypto provider, no client authentication.
+pub fn server_config_with_resolver(resolver: Arc<CertResolver>) -> io::Result<Arc<ServerConfig>> {
+    let mut config = ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
         .map_err(io::Error::other)?
         .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .map_err(|e| {
-            io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("{} with {}: {e}", cert_path.display(), key_path.display()),
-            )
-        })?;
+        .with_cert_resolver(resolver);
     config.alpn_protocols = vec![ALPN_HTTP1.to_vec()];
     Ok(Arc::new(config))
+}
+
+/// The crypto provider of the configurations built here.
+fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::aws_lc_rs::default_provider())
+}
+
+/// A certificate chain (leaf first) and its private key from PEM files, checked to match: an
+/// entry of a [`CertResolver`]. Every error names the file at fault.
+pub fn certified_key_from_pem(
+    cert_chain: impl AsRef<Path>,
+    key: impl AsRef<Path>,
+) -> io::Result<Arc<CertifiedKey>> {
+    let (cert_path, key_path) = (cert_chain.as_ref(), key.as_ref());
+    let certs = load_certs(cert_path)?;
+    let key = load_key(key_path)?;
+    let certified = CertifiedKey::from_der(certs, key, &provider()).map_err(|e| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{} with {}: {e}", cert_path.display(), key_path.display()),
+        )
+    })?;
+    Ok(Arc::new(certified))
 }
 
 /// An error about `path`.

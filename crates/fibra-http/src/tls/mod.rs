@@ -6,7 +6,10 @@
 //!   default) and a [`rustls::ServerConfig`] you build; [`crate::Server::tls`] puts one
 //!   in front of a [`crate::Server::bind`] server's listeners;
 //! - [`server_config_from_pem`] (`config.rs`): the usual configuration from a PEM
-//!   certificate chain and key, TLS 1.2 and 1.3, ALPN `http/1.1`.
+//!   certificate chain and key, TLS 1.2 and 1.3, ALPN `http/1.1`;
+//!   [`server_config_with_resolver`] the same over a [`CertResolver`];
+//! - [`CertResolver`] (`resolver.rs`): several certificates chosen by SNI, the first the
+//!   default, replaceable while connections run ([`CertResolver::reload`]).
 //!
 //! ```no_run
 //! use fibra_http::{tls, Request, Response, Server};
@@ -23,8 +26,12 @@
 
 mod acceptor;
 mod config;
+mod resolver;
 mod stream;
 
 pub use acceptor::TlsAcceptor;
-pub use config::{server_config_from_pem, ALPN_HTTP1};
+pub use config::{
+    certified_key_from_pem, server_config_from_pem, server_config_with_resolver, ALPN_HTTP1,
+};
+pub use resolver::CertResolver;
 pub use stream::Tls;
