@@ -8,7 +8,7 @@
 //! ```
 //!
 //! Modules: `serve` and `hello` (the two servers), `server_flags` (the flags they share:
-//! port, workers, limits, graceful shutdown on a signal), `signals` (SIGINT/SIGTERM), and
+//! port, workers, limits, graceful shutdown on a signal), `signals` (SIGINT/SIGTERM, SIGHUP), and
 //! `bench/` (the load generator: arguments, connections on fibers, statistics, the report;
 //! responses are parsed by `fibra_http::client`).
 

@@ -30,7 +30,8 @@ pub struct ServerFlags {
     /// Serve HTTPS with this PEM certificate chain (leaf first); needs --tls-key. Repeat the
     /// --tls-cert/--tls-key pair for several certificates: each client gets the one whose
     /// names (SAN, `*.example.com` wildcards included) cover the name it asks for (SNI), and
-    /// the first pair is the default for a client without SNI or with an unknown name.
+    /// the first pair is the default for a client without SNI or with an unknown name. SIGHUP
+    /// reads the files again (a failure keeps the old certificates, with a warning).
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     tls_cert: Vec<PathBuf>,
     /// The PEM private key of the --tls-cert in the same position.
@@ -45,6 +46,18 @@ fn secs(s: f64) -> std::io::Result<Duration> {
             format!("bad duration {s}: {e}"),
         )
     })
+}
+
+/// SIGHUP: reads the certificate files again and swaps them in (new handshakes use them, open
+/// connections go on); on failure, a warning naming the file, and the old ones stay.
+fn reload(name: &str, resolver: Option<&CertResolver>, pairs: &[(PathBuf, PathBuf)]) {
+    match resolver {
+        None => eprintln!("{name}: SIGHUP, no TLS certificates to reload"),
+        Some(r) => match r.reload(pairs) {
+            Ok(()) => eprintln!("{name}: SIGHUP, reloaded {} certificate(s)", pairs.len()),
+            Err(e) => eprintln!("{name}: warning: SIGHUP, keeping the old certificates: {e}"),
+        },
+    }
 }
 
 impl ServerFlags {
@@ -70,7 +83,7 @@ impl ServerFlags {
     }
 
     /// Starts `handler` with these flags, prints `banner` followed by the URL, serves until
-    /// SIGINT/SIGTERM, then shuts down gracefully.
+    /// SIGINT/SIGTERM, then shuts down gracefully. SIGHUP reloads the TLS certificates.
     pub fn serve_until_signal<H>(&self, name: &str, banner: &str, handler: H) -> std::io::Result<()>
     where
         H: Fn(Request) -> Response + Send + Sync + 'static,
@@ -90,7 +103,7 @@ impl ServerFlags {
     where
         H: Fn(Request) -> Response + Send + Sync + 'static,
     {
-        signals::block_shutdown_signals()?;
+        signals::block_server_signals()?;
         // Loaded first: a bad file is reported before anything listens.
         let pairs = self.tls_pairs()?;
         let resolver = match pairs.is_empty() {
@@ -118,7 +131,12 @@ impl ServerFlags {
             None => (server.serve(handler)?, "http"),
         };
         println!("{banner} {scheme}://{}/", handle.local_addr());
-        let sig = signals::wait_for_shutdown_signal();
+        let sig = loop {
+            match signals::wait_for_server_signal() {
+                signals::ServerSignal::Shutdown(sig) => break sig,
+                signals::ServerSignal::Reload => reload(name, resolver.as_deref(), &pairs),
+            }
+        };
         eprintln!("{name}: {sig}, shutting down (grace {grace:?})");
         handle.shutdown(grace);
         Ok(())

@@ -1,23 +1,26 @@
-//! Waiting for SIGINT/SIGTERM without a signal handler: the signals are blocked in every thread
-//! (the mask is set before any thread starts, so all inherit it) and `sigwait`ed on the main
-//! thread.
+//! Waiting for signals without a signal handler: they are blocked in every thread (the mask is
+//! set before any thread starts, so all inherit it) and `sigwait`ed on the main thread.
+//! SIGINT/SIGTERM stop the program; the servers also take SIGHUP (reload the certificates).
 
 use std::io;
 
-fn shutdown_set() -> libc::sigset_t {
+fn set_of(signals: &[libc::c_int]) -> libc::sigset_t {
     // SAFETY: sigemptyset/sigaddset initialise and fill a sigset_t we own.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGINT);
-        libc::sigaddset(&mut set, libc::SIGTERM);
+        for &sig in signals {
+            libc::sigaddset(&mut set, sig);
+        }
         set
     }
 }
 
-/// Blocks SIGINT and SIGTERM in the calling thread and every thread it starts afterwards.
-pub fn block_shutdown_signals() -> io::Result<()> {
-    let set = shutdown_set();
+const SHUTDOWN: &[libc::c_int] = &[libc::SIGINT, libc::SIGTERM];
+const SERVER: &[libc::c_int] = &[libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+fn block(signals: &[libc::c_int]) -> io::Result<()> {
+    let set = set_of(signals);
     // SAFETY: `set` is an initialised sigset_t; a null old-set pointer is allowed.
     let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
     if rc != 0 {
@@ -26,19 +29,55 @@ pub fn block_shutdown_signals() -> io::Result<()> {
     Ok(())
 }
 
-/// Waits until SIGINT or SIGTERM arrives and returns its name.
-pub fn wait_for_shutdown_signal() -> &'static str {
-    let set = shutdown_set();
+/// Waits until one of `signals` (blocked already) arrives and returns it.
+fn wait(signals: &[libc::c_int]) -> libc::c_int {
+    let set = set_of(signals);
     let mut sig: libc::c_int = 0;
     loop {
         // SAFETY: `set` is initialised and `sig` is a valid out-pointer.
         let rc = unsafe { libc::sigwait(&set, &mut sig) };
         if rc == 0 {
-            return if sig == libc::SIGINT {
-                "SIGINT"
-            } else {
-                "SIGTERM"
-            };
+            return sig;
         }
+    }
+}
+
+fn name(sig: libc::c_int) -> &'static str {
+    match sig {
+        libc::SIGINT => "SIGINT",
+        libc::SIGTERM => "SIGTERM",
+        _ => "SIGHUP",
+    }
+}
+
+/// Blocks SIGINT and SIGTERM in the calling thread and every thread it starts afterwards.
+pub fn block_shutdown_signals() -> io::Result<()> {
+    block(SHUTDOWN)
+}
+
+/// Waits until SIGINT or SIGTERM arrives and returns its name.
+pub fn wait_for_shutdown_signal() -> &'static str {
+    name(wait(SHUTDOWN))
+}
+
+/// What a server is asked to do.
+pub enum ServerSignal {
+    /// Shut down (the signal's name: SIGINT or SIGTERM).
+    Shutdown(&'static str),
+    /// SIGHUP: reload the certificates.
+    Reload,
+}
+
+/// Blocks SIGINT, SIGTERM and SIGHUP in the calling thread and every thread it starts
+/// afterwards.
+pub fn block_server_signals() -> io::Result<()> {
+    block(SERVER)
+}
+
+/// Waits until SIGINT, SIGTERM or SIGHUP arrives.
+pub fn wait_for_server_signal() -> ServerSignal {
+    match wait(SERVER) {
+        libc::SIGHUP => ServerSignal::Reload,
+        sig => ServerSignal::Shutdown(name(sig)),
     }
 }

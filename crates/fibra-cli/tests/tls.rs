@@ -1,6 +1,6 @@
 //! `fibra hello --tls-cert FILE --tls-key FILE`, the built binary: it announces an https URL
 //! and answers over TLS; one of the two flags alone, unpaired flags, or a missing file, is a
-//! clear error.
+//! clear error; SIGHUP reloads the certificate files while connections stay open.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -140,4 +140,102 @@ fn tls_flags_go_together_and_name_bad_files() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("missing.pem"), "{err}");
+}
+
+/// A TLS connection to `addr` trusting only `der`, for `localhost`, without session resumption
+/// (a resumed session would not show which certificate the server holds now).
+fn connect_trusting(
+    der: &CertificateDer<'static>,
+    addr: &str,
+) -> StreamOwned<ClientConnection, TcpStream> {
+    let mut roots = RootCertStore::empty();
+    roots.add(der.clone()).unwrap();
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let mut config = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.resumption = rustls::client::Resumption::disabled();
+    let conn = ClientConnection::new(Arc::new(config), ServerName::try_from("localhost").unwrap())
+        .unwrap();
+    let tcp = TcpStream::connect(addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut tls = StreamOwned::new(conn, tcp);
+    while tls.conn.is_handshaking() {
+        tls.conn.complete_io(&mut tls.sock).expect("handshake");
+    }
+    tls
+}
+
+/// `GET /plaintext` on a keep-alive connection; the response must be whole.
+fn plaintext(tls: &mut StreamOwned<ClientConnection, TcpStream>) {
+    tls.write_all(b"GET /plaintext HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .unwrap();
+    let mut got = Vec::new();
+    let mut b = [0u8; 1];
+    while !got.ends_with(b"Hello, World!") {
+        tls.read_exact(&mut b).expect("response");
+        got.push(b[0]);
+    }
+    assert!(got.starts_with(b"HTTP/1.1 200 OK\r\n"));
+}
+
+#[test]
+fn sighup_reloads_the_certificates_and_keeps_connections() {
+    let certs = Certs::new("sighup");
+    let (cert, key) = (certs.path("cert.pem"), certs.path("key.pem"));
+    let mut child = hello(&["--tls-cert", &cert, "--tls-key", &key])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start fibra hello");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut stderr = BufReader::new(child.stderr.take().expect("piped stderr"));
+    let child = Hello(child);
+    let pid = child.0.id() as libc::pid_t;
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).unwrap();
+    let addr = line
+        .trim()
+        .rsplit(' ')
+        .next()
+        .and_then(|u| u.strip_prefix("https://"))
+        .unwrap_or_else(|| panic!("fibra hello printed {line:?}"))
+        .trim_end_matches('/')
+        .to_string();
+    let hup = |stderr: &mut BufReader<_>| {
+        // SAFETY: sends a signal to our own child, which is still running (not reaped).
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGHUP) }, 0);
+        let mut line = String::new();
+        stderr.read_line(&mut line).unwrap();
+        line
+    };
+
+    let mut open = connect_trusting(&certs.der, &addr);
+    plaintext(&mut open);
+
+    // New files in place, then SIGHUP: new connections get the new certificate.
+    let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    std::fs::write(&cert, ck.cert.pem()).unwrap();
+    std::fs::write(&key, ck.signing_key.serialize_pem()).unwrap();
+    let new_der = ck.cert.der().clone();
+    let said = hup(&mut stderr);
+    assert!(said.contains("reloaded 1 certificate"), "{said}");
+    let mut fresh = connect_trusting(&new_der, &addr);
+    plaintext(&mut fresh);
+    assert_eq!(fresh.conn.peer_certificates().unwrap()[0], new_der);
+
+    // A broken key: a warning naming it, and the certificate loaded last stays.
+    std::fs::write(&key, "not a key").unwrap();
+    let said = hup(&mut stderr);
+    assert!(
+        said.contains("warning") && said.contains("key.pem"),
+        "{said}"
+    );
+    plaintext(&mut connect_trusting(&new_der, &addr));
+
+    // The connection opened before both reloads still works.
+    plaintext(&mut open);
+    drop(child);
 }
