@@ -1,6 +1,6 @@
 //! Certificates of a TLS server: several chosen by SNI (`CertResolver`), with a default for a
 //! client without SNI or asking for an unknown name; replacing them while a connection stays
-//! open.
+//! open; session resumption (tickets over TLS 1.3 and 1.2, the session cache over TLS 1.2).
 //!
 //! The client is rustls's `ClientConnection` over a blocking std `TcpStream`. It accepts any
 //! certificate (the test checks which one it got: the DER of the peer's leaf is that of the
@@ -244,4 +244,64 @@ fn reload_swaps_certificates_for_new_connections_and_keeps_open_ones() {
     assert!(CertResolver::new(Vec::new()).is_err());
     assert!(resolver.replace(Vec::new()).is_err());
     h.shutdown(Duration::from_secs(5));
+}
+
+/// Two connections with one client configuration: the second resumes the first's session.
+fn second_handshake_resumes(config: Arc<ClientConfig>, version: rustls::ProtocolVersion) {
+    let dir = Dir::new(&format!("resume-{version:?}"));
+    let (cert, key, _) = dir.cert("site", &["site.test"]);
+    let h = server(CertResolver::from_pem(&[(&cert, &key)]).unwrap());
+    let addr = h.local_addr();
+
+    let mut first = connect(&config, addr, "site.test");
+    // A request and its response: a TLS 1.3 client takes its tickets in with the response.
+    assert_eq!(get(&mut first, "/first"), "/first");
+    assert_eq!(first.conn.protocol_version(), Some(version));
+    assert_eq!(
+        first.conn.handshake_kind(),
+        Some(rustls::HandshakeKind::Full)
+    );
+
+    let mut second = connect(&config, addr, "site.test");
+    assert_eq!(get(&mut second, "/second"), "/second");
+    assert_eq!(second.conn.protocol_version(), Some(version));
+    assert_eq!(
+        second.conn.handshake_kind(),
+        Some(rustls::HandshakeKind::Resumed)
+    );
+    h.shutdown(Duration::from_secs(5));
+}
+
+#[test]
+fn sessions_resume_over_tls13() {
+    second_handshake_resumes(resuming_client_config(), rustls::ProtocolVersion::TLSv1_3);
+}
+
+#[test]
+fn sessions_resume_over_tls12() {
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let mut config = ClientConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(&[&rustls::version::TLS12])
+        .unwrap()
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AnyCert(provider)))
+        .with_no_client_auth();
+    config.alpn_protocols = vec![ALPN_HTTP1.to_vec()];
+    second_handshake_resumes(Arc::new(config), rustls::ProtocolVersion::TLSv1_2);
+}
+
+#[test]
+fn tls12_sessions_resume_from_the_cache_without_tickets() {
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let mut config = ClientConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(&[&rustls::version::TLS12])
+        .unwrap()
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AnyCert(provider)))
+        .with_no_client_auth();
+    config.alpn_protocols = vec![ALPN_HTTP1.to_vec()];
+    // Session IDs only: the server's stateful cache.
+    config.resumption = rustls::client::Resumption::default()
+        .tls12_resumption(rustls::client::Tls12Resumption::SessionIdOnly);
+    second_handshake_resumes(Arc::new(config), rustls::ProtocolVersion::TLSv1_2);
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::ServerSessionMemoryCache;
 use rustls::sign::CertifiedKey;
 use rustls::ServerConfig;
 
@@ -30,9 +31,22 @@ pub fn server_config_from_pem(
     server_config_with_resolver(CertResolver::from_pem(&[(cert_chain, key)])?)
 }
 
+/// Sessions the server remembers for stateful resumption (TLS 1.2 session IDs, for clients
+/// that do not take tickets): a few hundred bytes each, so about 1 MiB at most; the oldest
+/// go first.
+pub const SESSION_CACHE_SIZE: usize = 4096;
+
 /// A server configuration whose certificates come from `resolver` (several, by SNI, and
 /// replaceable while the server runs): TLS 1.3 and 1.2 only, ALPN `http/1.1`, the
 /// `aws-lc-rs` crypto provider, no client authentication.
+///
+/// Sessions resume, sparing a returning client the key exchange and certificate: by
+/// stateless tickets (TLS 1.3, and TLS 1.2 clients that take them), encrypted with keys that
+/// rotate every 6 hours (tickets last 12; [`rustls::crypto::aws_lc_rs::Ticketer`]) and live in this
+/// configuration (shared by all workers; a new configuration invalidates older tickets), and
+/// by a stateful cache of [`SESSION_CACHE_SIZE`] sessions for the other TLS 1.2 clients. A
+/// resumed session keeps the certificate of the handshake it resumes, even across a
+/// [`CertResolver::reload`].
 pub fn server_config_with_resolver(resolver: Arc<CertResolver>) -> io::Result<Arc<ServerConfig>> {
     let mut config = ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
@@ -40,6 +54,8 @@ pub fn server_config_with_resolver(resolver: Arc<CertResolver>) -> io::Result<Ar
         .with_no_client_auth()
         .with_cert_resolver(resolver);
     config.alpn_protocols = vec![ALPN_HTTP1.to_vec()];
+    config.ticketer = rustls::crypto::aws_lc_rs::Ticketer::new().map_err(io::Error::other)?;
+    config.session_storage = ServerSessionMemoryCache::new(SESSION_CACHE_SIZE);
     Ok(Arc::new(config))
 }
 

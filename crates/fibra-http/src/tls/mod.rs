@@ -7,7 +7,8 @@
 //!   in front of a [`crate::Server::bind`] server's listeners;
 //! - [`server_config_from_pem`] (`config.rs`): the usual configuration from a PEM
 //!   certificate chain and key, TLS 1.2 and 1.3, ALPN `http/1.1`;
-//!   [`server_config_with_resolver`] the same over a [`CertResolver`];
+//!   [`server_config_with_resolver`] the same over a [`CertResolver`]; both resume sessions
+//!   (tickets, and a cache of [`SESSION_CACHE_SIZE`] sessions);
 //! - [`CertResolver`] (`resolver.rs`): several certificates chosen by SNI, the first the
 //!   default, replaceable while connections run ([`CertResolver::reload`]).
 //!
@@ -32,6 +33,7 @@ mod stream;
 pub use acceptor::TlsAcceptor;
 pub use config::{
     certified_key_from_pem, server_config_from_pem, server_config_with_resolver, ALPN_HTTP1,
+    SESSION_CACHE_SIZE,
 };
 pub use resolver::CertResolver;
 pub use stream::Tls;
