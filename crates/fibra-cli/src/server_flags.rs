@@ -37,6 +37,11 @@ pub struct ServerFlags {
     /// The PEM private key of the --tls-cert in the same position.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     tls_key: Vec<PathBuf>,
+    /// Also listen for plain HTTP on PORT (same --addr) and redirect every request to the
+    /// same URL over HTTPS: 301 for GET/HEAD, 308 (same method and body) for the others; 400
+    /// without a Host. Needs --tls-cert.
+    #[arg(long, value_name = "PORT", requires = "tls_cert")]
+    redirect_http: Option<u16>,
 }
 
 fn secs(s: f64) -> std::io::Result<Duration> {
@@ -61,6 +66,21 @@ fn reload(name: &str, resolver: Option<&CertResolver>, pairs: &[(PathBuf, PathBu
 }
 
 impl ServerFlags {
+    /// A server on `port` of --addr with `workers` and the timeouts of these flags.
+    fn server(&self, port: u16, workers: Option<usize>) -> std::io::Result<Server> {
+        let mut server = Server::bind((self.addr.as_str(), port));
+        if let Some(w) = workers {
+            server = server.workers(w);
+        }
+        if let Some(t) = self.header_timeout {
+            server = server.header_timeout(secs(t)?);
+        }
+        if let Some(t) = self.idle_timeout {
+            server = server.idle_timeout(secs(t)?);
+        }
+        Ok(server)
+    }
+
     /// The (certificate, key) pairs of the TLS flags, in order; an error if their counts
     /// differ.
     fn tls_pairs(&self) -> std::io::Result<Vec<(PathBuf, PathBuf)>> {
@@ -114,23 +134,26 @@ impl ServerFlags {
             Some(r) => Some(fibra_http::tls::server_config_with_resolver(r.clone())?),
             None => None,
         };
-        let mut server = Server::bind((self.addr.as_str(), self.port));
-        if let Some(w) = self.workers {
-            server = server.workers(w);
-        }
-        if let Some(t) = self.header_timeout {
-            server = server.header_timeout(secs(t)?);
-        }
-        if let Some(t) = self.idle_timeout {
-            server = server.idle_timeout(secs(t)?);
-        }
         let grace = secs(self.grace)?;
-        let server = configure(server);
+        let server = configure(self.server(self.port, self.workers)?);
         let (handle, scheme) = match tls {
             Some(config) => (server.tls(config).serve(handler)?, "https"),
             None => (server.serve(handler)?, "http"),
         };
         println!("{banner} {scheme}://{}/", handle.local_addr());
+        // One worker: redirects are cheap, and their clients come back over TLS.
+        let redirect = match self.redirect_http {
+            Some(port) => {
+                let to = fibra_http::tls::redirect_to_https(handle.local_addr().port());
+                let redirect = self.server(port, Some(1))?.serve(to)?;
+                println!(
+                    "{name}: redirecting http://{}/ to https",
+                    redirect.local_addr()
+                );
+                Some(redirect)
+            }
+            None => None,
+        };
         let sig = loop {
             match signals::wait_for_server_signal() {
                 signals::ServerSignal::Shutdown(sig) => break sig,
@@ -138,6 +161,9 @@ impl ServerFlags {
             }
         };
         eprintln!("{name}: {sig}, shutting down (grace {grace:?})");
+        if let Some(redirect) = redirect {
+            redirect.shutdown(grace);
+        }
         handle.shutdown(grace);
         Ok(())
     }

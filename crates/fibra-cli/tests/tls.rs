@@ -1,6 +1,7 @@
 //! `fibra hello --tls-cert FILE --tls-key FILE`, the built binary: it announces an https URL
 //! and answers over TLS; one of the two flags alone, unpaired flags, or a missing file, is a
-//! clear error; SIGHUP reloads the certificate files while connections stay open.
+//! clear error; SIGHUP reloads the certificate files while connections stay open;
+//! `--redirect-http` sends plain HTTP to the TLS port.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -238,4 +239,58 @@ fn sighup_reloads_the_certificates_and_keeps_connections() {
     // The connection opened before both reloads still works.
     plaintext(&mut open);
     drop(child);
+}
+
+#[test]
+fn redirect_http_sends_plain_requests_to_the_tls_port() {
+    let certs = Certs::new("redirect");
+    let (cert, key) = (certs.path("cert.pem"), certs.path("key.pem"));
+    let mut child = hello(&[
+        "--tls-cert",
+        &cert,
+        "--tls-key",
+        &key,
+        "--redirect-http",
+        "0",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .expect("start fibra hello");
+    let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
+    let child = Hello(child);
+    // "... https://ADDR/" then "... redirecting http://ADDR/ to https".
+    let url = |line: &str, scheme: &str| {
+        line.split(' ')
+            .find_map(|w| w.strip_prefix(scheme))
+            .unwrap_or_else(|| panic!("fibra hello printed {line:?}"))
+            .trim_end_matches('/')
+            .to_string()
+    };
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    let tls_addr = url(line.trim(), "https://");
+    line.clear();
+    stdout.read_line(&mut line).unwrap();
+    let plain_addr = url(line.trim(), "http://");
+    let tls_port = tls_addr.rsplit(':').next().unwrap();
+
+    let mut tcp = TcpStream::connect(&plain_addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    tcp.write_all(
+        b"GET /plaintext?x=1 HTTP/1.1\r\nHost: localhost:80\r\nConnection: close\r\n\r\n",
+    )
+    .unwrap();
+    let mut reply = String::new();
+    tcp.read_to_string(&mut reply).unwrap();
+    assert!(reply.starts_with("HTTP/1.1 301 "), "{reply}");
+    let location = format!("\r\nlocation: https://localhost:{tls_port}/plaintext?x=1\r\n");
+    assert!(reply.to_ascii_lowercase().contains(&location), "{reply}");
+    drop(child);
+
+    // Without TLS there is nothing to redirect to.
+    let out = hello(&["--redirect-http", "0"]).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--tls-cert"), "{err}");
 }

@@ -10,7 +10,9 @@
 //!   [`server_config_with_resolver`] the same over a [`CertResolver`]; both resume sessions
 //!   (tickets, and a cache of [`SESSION_CACHE_SIZE`] sessions);
 //! - [`CertResolver`] (`resolver.rs`): several certificates chosen by SNI, the first the
-//!   default, replaceable while connections run ([`CertResolver::reload`]).
+//!   default, replaceable while connections run ([`CertResolver::reload`]);
+//! - [`redirect_to_https`] (`redirect.rs`): the handler of a plain HTTP server that sends
+//!   every request to the same URL over HTTPS.
 //!
 //! ```no_run
 //! use fibra_http::{tls, Request, Response, Server};
@@ -27,6 +29,7 @@
 
 mod acceptor;
 mod config;
+mod redirect;
 mod resolver;
 mod stream;
 
@@ -35,5 +38,6 @@ pub use config::{
     certified_key_from_pem, server_config_from_pem, server_config_with_resolver, ALPN_HTTP1,
     SESSION_CACHE_SIZE,
 };
+pub use redirect::redirect_to_https;
 pub use resolver::CertResolver;
 pub use stream::Tls;
