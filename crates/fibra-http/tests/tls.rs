@@ -256,19 +256,26 @@ fn request_body_and_large_response() {
 }
 
 #[test]
-fn plain_http_and_garbage_get_the_connection_closed() {
+fn plain_http_gets_a_readable_400_and_garbage_the_connection_closed() {
     let _serial = serial();
     let certs = Certs::new("plain");
     let h = tls_server(&certs);
 
-    // Plain HTTP to the TLS port: no HTTP response, the connection is closed (after rustls's
-    // alert).
+    // Plain HTTP to the TLS port: a readable 400, as nginx answers, then the close.
     let mut plain = tcp(h.local_addr());
     plain
         .write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
         .unwrap();
-    let reply = read_to_close(&mut plain);
-    assert!(!reply.starts_with(b"HTTP/"), "{reply:?}");
+    let reply = String::from_utf8(read_to_close(&mut plain)).unwrap();
+    assert!(
+        reply.starts_with("HTTP/1.1 400 Bad Request\r\n"),
+        "{reply:?}"
+    );
+    assert!(reply.contains("Connection: close\r\n"), "{reply:?}");
+    assert!(
+        reply.ends_with("\r\n\r\nThe plain HTTP request was sent to HTTPS port\n"),
+        "{reply:?}"
+    );
 
     // Garbage that looks like a TLS record header, then nothing more is needed.
     let mut garbage = tcp(h.local_addr());

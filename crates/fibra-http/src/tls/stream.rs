@@ -19,7 +19,8 @@ use crate::transport::{ShutdownHandle, Transport};
 /// encrypt and send at once. The handshake runs lazily within the first reads, so it counts
 /// against the read timeout the connection loop sets (the header timeout) and never holds up
 /// the accept loop. A peer that does not speak TLS gets rustls's alert and a read error, which
-/// ends the connection.
+/// ends the connection; one that sends plain HTTP gets a readable `400` instead of the alert
+/// ("The plain HTTP request was sent to HTTPS port", as nginx answers).
 ///
 /// Readiness forwards to `T`, except that plaintext rustls has already decrypted is ready at
 /// once; timeouts, the peer address and the shutdown handle are `T`'s.
@@ -34,6 +35,21 @@ struct State<T> {
     conn: ServerConnection,
     /// rustls holds plaintext, or has seen the end of the stream: a read returns at once.
     ready: bool,
+    /// The first bytes the client sent (up to 8), kept to recognise plain HTTP sent to the
+    /// TLS port if the handshake fails on them.
+    first: [u8; 8],
+    first_len: u8,
+}
+
+/// The answer to plain HTTP on the TLS port, as nginx gives it: a readable 400 instead of a
+/// TLS alert the client cannot show.
+const PLAIN_HTTP_REPLY: &[u8] = b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\n\
+Content-Length: 46\r\nConnection: close\r\n\r\nThe plain HTTP request was sent to HTTPS port\n";
+
+/// Whether `head` starts like an HTTP/1 request line: a method in capitals, then a space.
+fn looks_like_http(head: &[u8]) -> bool {
+    let method_len = head.iter().take_while(|b| b.is_ascii_uppercase()).count();
+    (3..=7).contains(&method_len) && head.get(method_len) == Some(&b' ')
 }
 
 impl<T> std::fmt::Debug for Tls<T> {
@@ -58,6 +74,24 @@ impl<T: Transport> Read for TryRead<'_, T> {
     }
 }
 
+/// A read of the inner transport that keeps a copy of the connection's first bytes.
+struct Sniff<'a, R> {
+    inner: R,
+    first: &'a mut [u8; 8],
+    first_len: &'a mut u8,
+}
+
+impl<R: Read> Read for Sniff<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let have = usize::from(*self.first_len);
+        let take = (8 - have).min(n);
+        self.first[have..have + take].copy_from_slice(&buf[..take]);
+        *self.first_len += take as u8;
+        Ok(n)
+    }
+}
+
 impl<T: Transport> Tls<T> {
     /// Wraps `io`, over which the handshake has not started yet, with the session `conn`.
     pub fn new(io: T, conn: ServerConnection) -> Tls<T> {
@@ -66,6 +100,8 @@ impl<T: Transport> Tls<T> {
                 io,
                 conn,
                 ready: false,
+                first: [0; 8],
+                first_len: 0,
             }),
         }
     }
@@ -104,7 +140,14 @@ impl<T: Transport> State<T> {
             }
             Err(e) => {
                 self.ready = false;
-                let _ = self.send_pending();
+                if self.conn.is_handshaking()
+                    && looks_like_http(&self.first[..usize::from(self.first_len)])
+                {
+                    // Plain HTTP on the TLS port: a readable answer, not an alert.
+                    let _ = self.io.write_all(PLAIN_HTTP_REPLY);
+                } else {
+                    let _ = self.send_pending();
+                }
                 Err(io::Error::new(io::ErrorKind::InvalidData, e))
             }
         }
@@ -131,13 +174,35 @@ impl<T: Transport> State<T> {
         }
     }
 
+    /// One read of ciphertext from the inner transport into rustls (`try_read` if
+    /// `nonblocking`, else a blocking read), keeping a copy of the connection's first bytes.
+    fn fill(&mut self, nonblocking: bool) -> io::Result<usize> {
+        let State {
+            io,
+            conn,
+            first,
+            first_len,
+            ..
+        } = self;
+        match (*first_len < 8, nonblocking) {
+            (false, false) => conn.read_tls(io),
+            (false, true) => conn.read_tls(&mut TryRead(io)),
+            (true, false) => conn.read_tls(&mut Sniff {
+                inner: io,
+                first,
+                first_len,
+            }),
+            (true, true) => conn.read_tls(&mut Sniff {
+                inner: TryRead(io),
+                first,
+                first_len,
+            }),
+        }
+    }
+
     /// Reads plaintext, taking in ciphertext with `fill` (a blocking or non-blocking read of
     /// the inner transport) until some is decrypted or `fill` fails.
-    fn read_with(
-        &mut self,
-        buf: &mut [u8],
-        fill: fn(&mut ServerConnection, &mut T) -> io::Result<usize>,
-    ) -> io::Result<usize> {
+    fn read_with(&mut self, buf: &mut [u8], nonblocking: bool) -> io::Result<usize> {
         if buf.is_empty() {
             return Ok(0);
         }
@@ -148,7 +213,7 @@ impl<T: Transport> State<T> {
             }
             // `read_tls` takes one read of the inner transport; 0 marks its end of stream,
             // which the next `read_plain` reports.
-            fill(&mut self.conn, &mut self.io)?;
+            self.fill(nonblocking)?;
             self.process()?;
         }
     }
@@ -156,9 +221,7 @@ impl<T: Transport> State<T> {
 
 impl<T: Transport> Read for Tls<T> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.state
-            .get_mut()
-            .read_with(buf, |conn, io| conn.read_tls(io))
+        self.state.get_mut().read_with(buf, false)
     }
 }
 
@@ -197,9 +260,7 @@ impl<T: Transport> Transport for Tls<T> {
     /// transport, processed: plaintext, or `WouldBlock` (a partial record, or the handshake
     /// still under way).
     fn try_read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.state
-            .get_mut()
-            .read_with(buf, |conn, io| conn.read_tls(&mut TryRead(io)))
+        self.state.get_mut().read_with(buf, true)
     }
 
     fn wait_readable(&self) -> io::Result<()> {
