@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# HTTPS keep-alive, fibra against nginx + OpenSSL, side by side in one run.
+# HTTPS, fibra against nginx + OpenSSL, side by side in one run: keep-alive requests, then full
+# handshakes (a new connection and a full TLS 1.3 handshake per request).
 #
 #   bench/tls.sh [ROUNDS] [REQUESTS]        (defaults: 5 rounds, 300,000 requests per run)
 #
@@ -10,6 +11,10 @@
 # process. Servers alternate; prints per run and the medians: req/s, server CPU µs per
 # request (user+system of the server's process group over the measured run, from
 # /proc/PID/stat), the ratio fibra ÷ nginx, and checks every response was a 2xx.
+# Handshakes: `openssl s_time -new -time 5 -www /plaintext` (one client process, pinned to CPU
+# 1), server CPU µs per connection (handshake + one request); s_time does not check statuses,
+# so each server's answer is checked with curl when it starts, and the bytes read per
+# connection are printed.
 #
 # Needs nginx, h2load (nghttp2-client) and openssl; builds fibra (release) unless NO_BUILD=1.
 set -euo pipefail
@@ -120,11 +125,43 @@ for r in $(seq "$ROUNDS"); do
   done
 done
 
-python3 - "${RPS[fibra]}" "${CPU[fibra]}" "${RPS[nginx]}" "${CPU[nginx]}" <<'EOF'
+summary() { # LABEL UNIT: the medians and ratios of RPS/CPU
+  python3 - "$1" "$2" "${RPS[fibra]}" "${CPU[fibra]}" "${RPS[nginx]}" "${CPU[nginx]}" <<'EOF'
 import statistics as st, sys
-fr, fc, nr, nc = ([float(x) for x in a.split()] for a in sys.argv[1:])
-print(f"median  fibra {st.median(fr):10.0f} req/s {st.median(fc):6.2f} us/req")
-print(f"median  nginx {st.median(nr):10.0f} req/s {st.median(nc):6.2f} us/req")
-print(f"fibra / nginx: req/s {st.median(fr)/st.median(nr):.2f}, CPU per request {st.median(fc)/st.median(nc):.2f}"
+label, unit = sys.argv[1:3]
+fr, fc, nr, nc = ([float(x) for x in a.split()] for a in sys.argv[3:])
+print(f"{label}: median  fibra {st.median(fr):10.0f} {unit}/s {st.median(fc):7.2f} us CPU per {unit}")
+print(f"{label}: median  nginx {st.median(nr):10.0f} {unit}/s {st.median(nc):7.2f} us CPU per {unit}")
+print(f"{label}: fibra / nginx: {unit}/s {st.median(fr)/st.median(nr):.2f}, CPU per {unit} {st.median(fc)/st.median(nc):.2f}"
       f" (per-round CPU ratios: {' '.join(f'{a/b:.2f}' for a, b in zip(fc, nc))})")
 EOF
+}
+summary keep-alive request
+
+# Full handshakes: a new connection per request.
+RPS=([fibra]="" [nginx]="")
+CPU=([fibra]="" [nginx]="")
+for r in $(seq "$ROUNDS"); do
+  for s in fibra nginx; do
+    port=$(free_port)
+    start "$s" "$port"
+    t0=$(cpu_ticks "$SPID")
+    out=$(taskset -c 1 openssl s_time -connect "127.0.0.1:$port" -new -time 5 -www /plaintext 2>&1)
+    t1=$(cpu_ticks "$SPID")
+    kill -- "-$SPID" 2>/dev/null || true
+    wait "$SPID" 2>/dev/null || true
+    line=$(grep -E '^[0-9]+ connections in [0-9]+ real seconds' <<<"$out" | tail -1)
+    n=$(awk '{print $1}' <<<"$line")
+    secs=$(awk '{print $4}' <<<"$line")
+    bytes=$(awk '{print $7}' <<<"$line")
+    if [ -z "$n" ] || [ "$n" = 0 ]; then
+      echo "tls.sh: s_time made no connection to $s" >&2; tail -3 <<<"$out" >&2; exit 1
+    fi
+    us=$(python3 -c "print(f'{($t1-$t0)/$HZ*1e6/$n:.1f}')")
+    RPS[$s]+="$(python3 -c "print($n/$secs)") "
+    CPU[$s]+="$us "
+    printf 'round %d %-6s %6d handshakes in %ss  %7s us CPU/handshake  (%s bytes read each)\n' \
+      "$r" "$s" "$n" "$secs" "$us" "$bytes"
+  done
+done
+summary handshake handshake
