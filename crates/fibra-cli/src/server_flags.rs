@@ -59,9 +59,22 @@ fn reload(name: &str, resolver: Option<&CertResolver>, pairs: &[(PathBuf, PathBu
     match resolver {
         None => eprintln!("{name}: SIGHUP, no TLS certificates to reload"),
         Some(r) => match r.reload(pairs) {
-            Ok(()) => eprintln!("{name}: SIGHUP, reloaded {} certificate(s)", pairs.len()),
+            Ok(()) => {
+                eprintln!("{name}: SIGHUP, reloaded {} certificate(s)", pairs.len());
+                warn_validity(name, pairs);
+            }
             Err(e) => eprintln!("{name}: warning: SIGHUP, keeping the old certificates: {e}"),
         },
+    }
+}
+
+/// A warning on stderr for each certificate file whose leaf has expired or is not yet valid:
+/// it is served anyway (as nginx does), clients will refuse it.
+fn warn_validity(name: &str, pairs: &[(PathBuf, PathBuf)]) {
+    for (cert, _) in pairs {
+        if let Some(w) = fibra_http::tls::validity_warning(cert) {
+            eprintln!("{name}: warning: {w} (serving it anyway)");
+        }
     }
 }
 
@@ -126,6 +139,7 @@ impl ServerFlags {
         signals::block_server_signals()?;
         // Loaded first: a bad file is reported before anything listens.
         let pairs = self.tls_pairs()?;
+        warn_validity(name, &pairs);
         let resolver = match pairs.is_empty() {
             true => None,
             false => Some(CertResolver::from_pem(&pairs)?),

@@ -1,7 +1,8 @@
 //! `fibra hello --tls-cert FILE --tls-key FILE`, the built binary: it announces an https URL
 //! and answers over TLS; one of the two flags alone, unpaired flags, or a missing file, is a
 //! clear error; SIGHUP reloads the certificate files while connections stay open;
-//! `--redirect-http` sends plain HTTP to the TLS port.
+//! `--redirect-http` sends plain HTTP to the TLS port; an expired certificate is warned
+//! about on stderr and served anyway.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -293,4 +294,71 @@ fn redirect_http_sends_plain_requests_to_the_tls_port() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--tls-cert"), "{err}");
+}
+
+/// A clock stopped at a fixed time, for a client to accept a certificate that has expired now.
+#[derive(Debug)]
+struct FixedTime(rustls::pki_types::UnixTime);
+
+impl rustls::time_provider::TimeProvider for FixedTime {
+    fn current_time(&self) -> Option<rustls::pki_types::UnixTime> {
+        Some(self.0)
+    }
+}
+
+#[test]
+fn an_expired_certificate_is_warned_about_and_served() {
+    let certs = Certs::new("expired");
+    let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+    params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+    params.not_after = rcgen::date_time_ymd(2021, 6, 15);
+    let signing_key = rcgen::KeyPair::generate().unwrap();
+    let expired = params.self_signed(&signing_key).unwrap();
+    let (cert, key) = (certs.path("cert.pem"), certs.path("key.pem"));
+    std::fs::write(&cert, expired.pem()).unwrap();
+    std::fs::write(&key, signing_key.serialize_pem()).unwrap();
+
+    let mut child = hello(&["--tls-cert", &cert, "--tls-key", &key])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start fibra hello");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let stderr = child.stderr.take().expect("piped stderr");
+    let child = Hello(child);
+    let mut warning = String::new();
+    BufReader::new(stderr).read_line(&mut warning).unwrap();
+    assert!(
+        warning.contains("warning")
+            && warning.contains(&cert)
+            && warning.contains("expired on 2021-06-15"),
+        "{warning}"
+    );
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).unwrap();
+    let addr = line
+        .trim()
+        .rsplit(' ')
+        .next()
+        .and_then(|u| u.strip_prefix("https://"))
+        .unwrap_or_else(|| panic!("fibra hello printed {line:?}"))
+        .trim_end_matches('/')
+        .to_string();
+
+    // A client whose clock says 2021-01-01 verifies the certificate and is served.
+    let mut roots = RootCertStore::empty();
+    roots.add(expired.der().clone()).unwrap();
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let then = rustls::pki_types::UnixTime::since_unix_epoch(Duration::from_secs(1_609_459_200));
+    let config = ClientConfig::builder_with_details(provider, Arc::new(FixedTime(then)))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let conn = ClientConnection::new(Arc::new(config), ServerName::try_from("localhost").unwrap())
+        .unwrap();
+    let tcp = TcpStream::connect(&addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    plaintext(&mut StreamOwned::new(conn, tcp));
+    drop(child);
 }

@@ -12,7 +12,9 @@
 //! - [`CertResolver`] (`resolver.rs`): several certificates chosen by SNI, the first the
 //!   default, replaceable while connections run ([`CertResolver::reload`]);
 //! - [`redirect_to_https`] (`redirect.rs`): the handler of a plain HTTP server that sends
-//!   every request to the same URL over HTTPS.
+//!   every request to the same URL over HTTPS;
+//! - [`validity_warning`] (`validity.rs`): a warning for a certificate file whose leaf has
+//!   expired or is not yet valid (the server still uses it).
 //!
 //! ```no_run
 //! use fibra_http::{tls, Request, Response, Server};
@@ -32,6 +34,7 @@ mod config;
 mod redirect;
 mod resolver;
 mod stream;
+mod validity;
 
 pub use acceptor::TlsAcceptor;
 pub use config::{
@@ -41,3 +44,4 @@ pub use config::{
 pub use redirect::redirect_to_https;
 pub use resolver::CertResolver;
 pub use stream::Tls;
+pub use validity::validity_warning;
