@@ -5,10 +5,12 @@
 //! every contradiction has a unit test and a one-line message.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::request::{self, RequestSpec};
 use super::target::Target;
+use super::tls::{self, Verify};
 
 /// `fibra bench [OPTIONS] URL`: load an HTTP/1.x server and report what it did.
 #[derive(clap::Args, Debug, Clone)]
@@ -72,7 +74,17 @@ pub struct BenchArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// Target URL: http://host[:port][/path]
+    /// https: do not verify the server's certificate. For benchmarking only: it accepts an
+    /// impostor. (Not -k, which is --keep-alive.)
+    #[arg(long, conflicts_with = "cacert")]
+    pub insecure: bool,
+
+    /// https: verify the server's certificate against the CA certificates of this PEM file
+    /// (the platform's roots are not used).
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+
+    /// Target URL: http[s]://host[:port][/path]
     #[arg(value_name = "URL")]
     pub url: String,
 }
@@ -113,6 +125,8 @@ pub struct Config {
     pub method: String,
     /// One rendered request.
     pub request: Vec<u8>,
+    /// The TLS client configuration, for an `https://` target.
+    pub tls: Option<Arc<rustls::ClientConfig>>,
 }
 
 /// A flag or combination of flags that cannot work.
@@ -252,6 +266,17 @@ impl BenchArgs {
             None if body.is_some() => "POST".to_string(),
             None => "GET".to_string(),
         };
+        let tls = match (target.tls, self.insecure, &self.cacert) {
+            (false, false, None) => None,
+            (false, _, _) => return err("--insecure and --cacert need an https:// URL"),
+            (true, false, None) => {
+                return err("https needs --cacert FILE to verify the server, or --insecure not to")
+            }
+            (true, true, _) => Some(tls::client_config(Verify::Nothing).map_err(ArgError)?),
+            (true, false, Some(ca)) => {
+                Some(tls::client_config(Verify::CaFile(ca)).map_err(ArgError)?)
+            }
+        };
         let request = request::render(&RequestSpec {
             method: &method,
             target: &target,
@@ -273,6 +298,7 @@ impl BenchArgs {
             head_request: method == "HEAD",
             method,
             request,
+            tls,
         })
     }
 }

@@ -101,7 +101,24 @@ fn contradictions_and_bad_values() {
     rejects("-n 10 -H NoColon http://h/", "invalid header");
     rejects("-n 10 -H Bad(Name):x http://h/", "bad header name");
     rejects("-n 10 --method G{T http://h/", "invalid method");
-    rejects("-n 10 https://h/", "https is not supported");
     rejects("-n 10 localhost:80", "invalid URL");
     rejects("-n ten http://h/", "invalid value");
+}
+
+#[test]
+fn https_flags() {
+    let c = parse("-n 1 --insecure https://127.0.0.1:8443/").unwrap();
+    assert!(c.tls.is_some() && c.target.tls);
+    assert!(parse("-n 1 http://h/").unwrap().tls.is_none());
+    rejects("-n 1 https://h/", "needs --cacert FILE");
+    rejects("-n 1 --insecure http://h/", "need an https:// URL");
+    rejects("-n 1 --cacert x.pem http://h/", "need an https:// URL");
+    rejects(
+        "-n 1 --cacert /nonexistent/ca.pem https://h/",
+        "--cacert /nonexistent/ca.pem",
+    );
+    rejects(
+        "-n 1 --insecure --cacert x.pem https://h/",
+        "cannot be used with",
+    );
 }

@@ -16,9 +16,10 @@ use std::time::{Duration, Instant};
 
 use fibra::sync::mpsc;
 use fibra_http::client::ParseError;
+use rustls::pki_types::ServerName;
 
 use super::args::{Config, Limit};
-use super::conn::{Conn, RecvError};
+use super::conn::{Conn, RecvError, TlsClient};
 use super::stats::{self, Problem, Stats, WorkerState};
 
 /// Pause after a failed connect in a timed run, so a refused port is not
@@ -40,6 +41,8 @@ struct Shared {
     pipeline: u64,
     keep_alive: bool,
     head_request: bool,
+    /// For an `https` target.
+    tls: Option<TlsClient>,
     timeout: Option<Duration>,
     /// End of a timed run.
     deadline: Option<Instant>,
@@ -99,6 +102,14 @@ pub fn execute(
         pipeline: pipeline as u64,
         keep_alive: config.keep_alive,
         head_request: config.head_request,
+        tls: match &config.tls {
+            None => None,
+            Some(tls) => Some(TlsClient {
+                config: tls.clone(),
+                name: ServerName::try_from(config.target.host.clone())
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?,
+            }),
+        },
         timeout: config.timeout,
         deadline: None,
         stop,
@@ -197,7 +208,7 @@ impl Drop for FinishGuard {
 /// One connection: take requests (`pipeline` at a time), send them in one
 /// write, read every response, repeat until the budget or the time is spent.
 fn connection_fiber(shared: &Shared, _done: FinishGuard) {
-    let mut conn = Conn::new(shared.head_request);
+    let mut conn = Conn::new(shared.head_request, shared.tls.clone());
     let mut last = Instant::now();
     loop {
         let n = shared.take(shared.pipeline);
@@ -221,7 +232,7 @@ fn connection_fiber(shared: &Shared, _done: FinishGuard) {
 /// every response in turn, round after round.
 fn batch_fiber(shared: &Shared, connections: usize, _done: FinishGuard) {
     let mut conns: Vec<(Conn, Option<Instant>)> = (0..connections)
-        .map(|_| (Conn::new(shared.head_request), None))
+        .map(|_| (Conn::new(shared.head_request, shared.tls.clone()), None))
         .collect();
     loop {
         let mut taken = 0;

@@ -4,7 +4,8 @@
 //! Layout: [`args`] (flags and validation), [`target`] (the URL, with
 //! `http::Uri`), [`request`] (rendered once), [`conn`] (one connection and its
 //! buffer, read with [`fibra_http::client`]'s response parser), [`driver`]
-//! (fibers on a runtime), [`stats`] (per-worker counters and histogram),
+//! (fibers on a runtime), [`tls`] (the client configuration for `https://`),
+//! [`stats`] (per-worker counters and histogram),
 //! [`report`] (text and JSON), [`progress`].
 //!
 //! Exit status: 0 after a run in which some request succeeded, 1 when none
@@ -18,6 +19,7 @@ pub mod report;
 pub mod request;
 pub mod stats;
 pub mod target;
+pub mod tls;
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::process::ExitCode;

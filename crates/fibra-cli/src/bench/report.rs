@@ -94,8 +94,9 @@ impl Summary<'_> {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "fibra bench: {} {}:{}{}, {} connections, {} workers, {}",
+            "fibra bench: {} {}://{}:{}{}, {} connections, {} workers, {}",
             c.method,
+            c.target.scheme(),
             c.target.host,
             c.target.port,
             c.target.path,
@@ -188,7 +189,7 @@ impl Summary<'_> {
             );
         }
         json!({
-            "url": format!("http://{}{}", c.target.authority, c.target.path),
+            "url": format!("{}://{}{}", c.target.scheme(), c.target.authority, c.target.path),
             "method": c.method,
             "connections": c.connections,
             "workers": c.workers,

@@ -1,7 +1,7 @@
-//! The target URL of `fibra bench`: `http://host[:port][/path][?query]`, parsed with
+//! The target URL of `fibra bench`: `http[s]://host[:port][/path][?query]`, parsed with
 //! [`http::Uri`].
 //!
-//! Only plain `http` is spoken for now. The host may be a name, an IPv4 address or a
+//! `https` is spoken with rustls (see [`super::tls`]). The host may be a name, an IPv4 address or a
 //! bracketed IPv6 address; the `Host` header repeats the authority as written. User
 //! information and port 0 are refused; a fragment is dropped.
 
@@ -9,13 +9,15 @@ use std::fmt;
 
 use http::uri::{Scheme, Uri};
 
-/// A parsed `http://` URL.
+/// A parsed `http://` or `https://` URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
     /// Host name or address, without brackets for IPv6.
     pub host: String,
-    /// TCP port (80 when the URL names none).
+    /// TCP port (80, or 443 for https, when the URL names none).
     pub port: u16,
+    /// `https`: TLS over the connection.
+    pub tls: bool,
     /// Request target: path plus query, always starting with `/`.
     pub path: String,
     /// Value of the `Host` header: the authority as written in the URL.
@@ -37,25 +39,26 @@ fn bad(url: &str, why: impl fmt::Display) -> UrlError {
 }
 
 impl Target {
-    /// Parses `http://host[:port][/path][?query]`; a fragment is dropped.
+    /// Parses `http[s]://host[:port][/path][?query]`; a fragment is dropped.
     pub fn parse(url: &str) -> Result<Target, UrlError> {
         let uri: Uri = url.parse().map_err(|e| match url.contains("://") {
             true => bad(url, e),
             false => bad(url, "expected http://host[:port]/path"),
         })?;
-        match uri.scheme() {
-            Some(s) if *s == Scheme::HTTP => {}
-            Some(s) if *s == Scheme::HTTPS => {
-                return Err(bad(url, "https is not supported, use http://"))
-            }
+        let tls = match uri.scheme() {
+            Some(s) if *s == Scheme::HTTP => false,
+            Some(s) if *s == Scheme::HTTPS => true,
             Some(s) => {
                 return Err(bad(
                     url,
-                    format_args!("unsupported scheme {:?}, use http://", s.as_str()),
+                    format_args!(
+                        "unsupported scheme {:?}, use http:// or https://",
+                        s.as_str()
+                    ),
                 ))
             }
             None => return Err(bad(url, "expected http://host[:port]/path")),
-        }
+        };
         let Some(authority) = uri.authority() else {
             return Err(bad(url, "missing host"));
         };
@@ -73,6 +76,7 @@ impl Target {
             return Err(bad(url, "missing host"));
         }
         let port = match after.strip_prefix(':') {
+            None if after.is_empty() && tls => 443,
             None if after.is_empty() => 80,
             None => return Err(bad(url, "junk after the host")),
             Some(p) => match p.parse::<u16>() {
@@ -87,9 +91,19 @@ impl Target {
         Ok(Target {
             host: host.to_string(),
             port,
+            tls,
             path,
             authority: authority.as_str().to_string(),
         })
+    }
+
+    /// The URL's scheme: `http` or `https`.
+    pub fn scheme(&self) -> &'static str {
+        if self.tls {
+            "https"
+        } else {
+            "http"
+        }
     }
 
     /// `host:port` in a form `ToSocketAddrs` accepts (IPv6 re-bracketed).
@@ -132,6 +146,15 @@ mod tests {
     }
 
     #[test]
+    fn https() {
+        let t = Target::parse("https://localhost/x").unwrap();
+        assert_eq!((t.port, t.tls, t.scheme()), (443, true, "https"));
+        let t = Target::parse("https://127.0.0.1:8443/").unwrap();
+        assert_eq!((t.port, t.tls), (8443, true));
+        assert!(!Target::parse("http://h/").unwrap().tls);
+    }
+
+    #[test]
     fn ipv6() {
         let t = Target::parse("http://[::1]:9000/").unwrap();
         assert_eq!((t.host.as_str(), t.port), ("::1", 9000));
@@ -147,7 +170,6 @@ mod tests {
         for (url, why) in [
             ("127.0.0.1:8080/", "expected http://"),
             ("localhost:80", "expected http://"),
-            ("https://example.com/", "https is not supported"),
             ("ftp://x/", "unsupported scheme \"ftp\""),
             ("http:///path", ""),
             ("http://:80/", ""),
