@@ -1,0 +1,194 @@
+//! Fuzzes the TLS accept path: `fibra_http::serve_connection` over
+//! `fibra_http::tls::Tls<Mock>`, an in-memory transport whose reads hand out the fuzz input
+//! as the client's bytes (ClientHellos, records, plain HTTP, garbage). The server
+//! configuration is the production one (`tls::server_config_from_pem`: TLS 1.3 and 1.2,
+//! ALPN, resumption) over a fixed test-only certificate.
+//!
+//! Input layout: `[read_size, wire...]`, `read_size` the bytes handed out per `read`
+//! (1..=255; 0 counts as 1, 255 means "all at once").
+//!
+//! Checks besides "no panic, hang or leak":
+//! - whatever the server wrote is either exactly the plain-HTTP `400` answer, or a sequence
+//!   of whole TLS records: content type 20–23 (change_cipher_spec, alert, handshake,
+//!   application_data), version `0x03 0x01..=0x04`, a declared length at most
+//!   2^14 + 2048 that fits in what was written, no trailing bytes;
+//! - the connection loop ends when the input ends: `serve_connection` returns, after at most
+//!   a few reads at the end of the stream (no spinning on EOF).
+#![no_main]
+
+use std::cell::RefCell;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr};
+use std::rc::Rc;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use fibra_http::tls::Tls;
+use fibra_http::{Response, Settings, Transport};
+use libfuzzer_sys::fuzz_target;
+use rustls::{ServerConfig, ServerConnection};
+
+/// TEST-ONLY certificate (self-signed, CN=localhost, P-256, valid until 2126), generated once
+/// with `openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes
+/// -subj /CN=localhost -days 36500`. Not a secret; never use it outside this fuzz target.
+const TEST_ONLY_CERT_PEM: &str = "-----BEGIN CERTIFICATE-----
+MIIBfzCCASWgAwIBAgIUIgEZzcyDal/pwprXa0kYRzDZfLgwCgYIKoZIzj0EAwIw
+FDESMBAGA1UEAwwJbG9jYWxob3N0MCAXDTI2MTEyNTE0NDM0OVoYDzIxMjYxMTAx
+MTQ0MzQ5WjAUMRIwEAYDVQQDDAlsb2NhbGhvc3QwWTATBgcqhkjOPQIBBggqhkjO
+PQMBBwNCAATlVA1h3qBlSJrE/IKeDZGD8B/ZQ1ydtBwU8H1PyheBpbIo+XGzxzaE
+fTTWiDUWj542v26u73P0Hy9pKR5py7wPo1MwUTAdBgNVHQ4EFgQUWcvkD5TUXheK
+NyAUL86z53zNWlgwHwYDVR0jBBgwFoAUWcvkD5TUXheKNyAUL86z53zNWlgwDwYD
+VR0TAQH/BAUwAwEB/zAKBggqhkjOPQQDAgNIADBFAiEAxIJezZxEKztjRs+VD/US
+BndjCiya1NZO4dQ2iuoiphQCIE8PKGDue49P7hLRZdyjbSSpsFcabTI9OcWZCCJL
+bOVR
+-----END CERTIFICATE-----
+";
+
+/// TEST-ONLY private key of [`TEST_ONLY_CERT_PEM`] (PKCS#8). Public on purpose; it protects
+/// nothing.
+const TEST_ONLY_KEY_PEM: &str = "-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg0pIf6V+3XKdTyZRw
+8X2ab9/WERh4zTq2NQS6uCDhHNGhRANCAATlVA1h3qBlSJrE/IKeDZGD8B/ZQ1yd
+tBwU8H1PyheBpbIo+XGzxzaEfTTWiDUWj542v26u73P0Hy9pKR5py7wP
+-----END PRIVATE KEY-----
+";
+
+/// The answer `Tls` gives to plain HTTP on the TLS port (a copy of `stream.rs`'s
+/// `PLAIN_HTTP_REPLY`).
+const PLAIN_HTTP_REPLY: &[u8] = b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\n\
+Content-Length: 46\r\nConnection: close\r\n\r\nThe plain HTTP request was sent to HTTPS port\n";
+
+/// The largest record rustls writes: 2^14 bytes of plaintext plus the TLS 1.2 expansion
+/// allowance (RFC 5246 §6.2.3).
+const MAX_RECORD: usize = (1 << 14) + 2048;
+
+/// Reads at the end of the input beyond which the loop counts as spinning.
+const MAX_EOF_READS: u32 = 8;
+
+/// The production configuration (`server_config_from_pem`) over the test-only pair, built
+/// once (the PEM goes through temporary files, which are removed at once).
+fn config() -> Arc<ServerConfig> {
+    static CONFIG: OnceLock<Arc<ServerConfig>> = OnceLock::new();
+    CONFIG
+        .get_or_init(|| {
+            let dir = std::env::temp_dir();
+            let id = std::process::id();
+            let cert = dir.join(format!("fibra-fuzz-tls-{id}.crt"));
+            let key = dir.join(format!("fibra-fuzz-tls-{id}.key"));
+            std::fs::write(&cert, TEST_ONLY_CERT_PEM).unwrap();
+            std::fs::write(&key, TEST_ONLY_KEY_PEM).unwrap();
+            let config = fibra_http::tls::server_config_from_pem(&cert, &key);
+            let _ = std::fs::remove_file(&cert);
+            let _ = std::fs::remove_file(&key);
+            config.expect("test-only certificate and key")
+        })
+        .clone()
+}
+
+struct Mock {
+    input: Vec<u8>,
+    pos: usize,
+    read_size: usize,
+    eof_reads: u32,
+    out: Rc<RefCell<Vec<u8>>>,
+}
+
+impl Read for Mock {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.pos == self.input.len() && !buf.is_empty() {
+            self.eof_reads += 1;
+            assert!(
+                self.eof_reads <= MAX_EOF_READS,
+                "the connection loop keeps reading after the end of the input"
+            );
+        }
+        let n = buf
+            .len()
+            .min(self.read_size)
+            .min(self.input.len() - self.pos);
+        buf[..n].copy_from_slice(&self.input[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+impl Write for Mock {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        // Short writes exercise the callers' write loops (rustls's `write_tls`).
+        let n = data.len().min(4000);
+        self.out.borrow_mut().extend_from_slice(&data[..n]);
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Transport for Mock {
+    fn set_read_timeout(&self, _: Option<Duration>) -> io::Result<()> {
+        Ok(())
+    }
+    fn set_write_timeout(&self, _: Option<Duration>) -> io::Result<()> {
+        Ok(())
+    }
+    fn peer_addr(&self) -> Option<SocketAddr> {
+        None
+    }
+    fn shutdown(&self, _: Shutdown) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Checks what the server wrote; see the module docs.
+fn check_output(out: &[u8]) {
+    if out == PLAIN_HTTP_REPLY {
+        return;
+    }
+    let mut rest = out;
+    while !rest.is_empty() {
+        let [typ, major, minor, hi, lo, ..] = *rest else {
+            panic!("truncated TLS record header {rest:02x?} in {out:02x?}");
+        };
+        assert!(
+            (20..=23).contains(&typ),
+            "content type {typ} in {:?}",
+            String::from_utf8_lossy(out)
+        );
+        assert!(
+            major == 3 && (1..=4).contains(&minor),
+            "record version {major:#04x} {minor:#04x}"
+        );
+        let len = usize::from(u16::from_be_bytes([hi, lo]));
+        assert!(len <= MAX_RECORD, "record of {len} bytes");
+        assert!(
+            5 + len <= rest.len(),
+            "record of {len} bytes, {} written",
+            rest.len() - 5
+        );
+        rest = &rest[5 + len..];
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let [read_size, wire @ ..] = data else {
+        return;
+    };
+    let out = Rc::new(RefCell::new(Vec::new()));
+    let mock = Mock {
+        input: wire.to_vec(),
+        pos: 0,
+        read_size: if *read_size == 255 {
+            usize::MAX
+        } else {
+            usize::from(*read_size).max(1)
+        },
+        eof_reads: 0,
+        out: out.clone(),
+    };
+    let conn = ServerConnection::new(config()).expect("server session");
+    let tls = Tls::new(mock, conn);
+    fibra_http::serve_connection(tls, &Settings::default(), &|_req| {
+        Response::new("ok".into())
+    });
+    check_output(&out.borrow());
+});
