@@ -3,75 +3,48 @@
 //! connection, a full handshake, per request), `--insecure` and `--cacert`.
 
 mod bench_util;
+mod tls_util;
 
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 
 use bench_util::bench;
+use tls_util::{hello, https_addr, Certs, Hello};
 
 /// A running `fibra hello` over TLS with a self-signed certificate for `localhost`; killed,
 /// and its certificate files removed, on drop.
 struct HelloTls {
-    child: Child,
+    _child: Hello,
     /// `https://127.0.0.1:PORT`
     url: String,
-    dir: PathBuf,
+    certs: Certs,
 }
 
 impl HelloTls {
     fn start(name: &str) -> HelloTls {
-        let dir = std::env::temp_dir().join(format!("fibra-bench-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
-        std::fs::write(dir.join("cert.pem"), ck.cert.pem()).unwrap();
-        std::fs::write(dir.join("key.pem"), ck.signing_key.serialize_pem()).unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_fibra"))
-            .args([
-                "hello",
-                "--addr",
-                "127.0.0.1",
-                "--port",
-                "0",
-                "--workers",
-                "1",
-            ])
-            .arg("--tls-cert")
-            .arg(dir.join("cert.pem"))
-            .arg("--tls-key")
-            .arg(dir.join("key.pem"))
-            .stdin(Stdio::null())
+        let certs = Certs::new(&format!("bench-{name}"));
+        let (cert, key) = (certs.path("cert.pem"), certs.path("key.pem"));
+        let mut child = hello(&["--tls-cert", &cert, "--tls-key", &key])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .expect("start fibra hello");
-        let mut line = String::new();
         let stdout = child.stdout.take().expect("piped stdout");
+        let child = Hello(child);
+        let mut line = String::new();
         BufReader::new(stdout)
             .read_line(&mut line)
             .expect("read the listening line");
-        let url = line
-            .trim()
-            .rsplit(' ')
-            .next()
-            .filter(|u| u.starts_with("https://"))
-            .unwrap_or_else(|| panic!("fibra hello printed {line:?}"))
-            .trim_end_matches('/')
-            .to_string();
-        HelloTls { child, url, dir }
+        let url = format!("https://{}", https_addr(&line));
+        HelloTls {
+            _child: child,
+            url,
+            certs,
+        }
     }
 
     fn port(&self) -> &str {
         self.url.rsplit(':').next().unwrap()
-    }
-}
-
-impl Drop for HelloTls {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -131,7 +104,7 @@ fn https_without_keep_alive_handshakes_per_request() {
 fn cacert_verifies_the_server() {
     let hello = HelloTls::start("cacert");
     let url = format!("https://localhost:{}/plaintext", hello.port());
-    let ca = hello.dir.join("cert.pem");
+    let ca = hello.certs.dir.join("cert.pem");
     let ca = ca.to_str().unwrap();
     let (code, v) = bench(
         &["-n", "20", "-c", "2", "-k", "--cacert", ca, "--json"],
@@ -140,7 +113,7 @@ fn cacert_verifies_the_server() {
     assert_all_succeeded(code, &v, 20);
 
     // Another CA: every handshake fails, so every request errors.
-    let other = hello.dir.join("other.pem");
+    let other = hello.certs.dir.join("other.pem");
     let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
     std::fs::write(&other, ck.cert.pem()).unwrap();
     let (code, v) = bench(

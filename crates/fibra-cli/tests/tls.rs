@@ -6,70 +6,16 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
 use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
 
-/// A temporary directory with a self-signed certificate for `localhost`, removed on drop.
-struct Certs {
-    dir: PathBuf,
-    der: CertificateDer<'static>,
-}
+mod tls_util;
 
-impl Certs {
-    fn new(name: &str) -> Certs {
-        let dir = std::env::temp_dir().join(format!("fibra-cli-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
-        std::fs::write(dir.join("cert.pem"), ck.cert.pem()).unwrap();
-        std::fs::write(dir.join("key.pem"), ck.signing_key.serialize_pem()).unwrap();
-        Certs {
-            dir,
-            der: ck.cert.der().clone(),
-        }
-    }
-
-    fn path(&self, file: &str) -> String {
-        self.dir.join(file).to_str().unwrap().to_string()
-    }
-}
-
-impl Drop for Certs {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// A running `fibra hello`, killed on drop.
-struct Hello(Child);
-
-impl Drop for Hello {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn hello(extra: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fibra"));
-    cmd.args([
-        "hello",
-        "--addr",
-        "127.0.0.1",
-        "--port",
-        "0",
-        "--workers",
-        "1",
-    ])
-    .args(extra)
-    .stdin(Stdio::null());
-    cmd
-}
+use tls_util::{hello, https_addr, Certs, Hello};
 
 #[test]
 fn hello_serves_https() {
@@ -84,14 +30,7 @@ fn hello_serves_https() {
     let child = Hello(child);
     let mut line = String::new();
     BufReader::new(stdout).read_line(&mut line).unwrap();
-    let addr = line
-        .trim()
-        .rsplit(' ')
-        .next()
-        .and_then(|u| u.strip_prefix("https://"))
-        .unwrap_or_else(|| panic!("fibra hello printed {line:?}"))
-        .trim_end_matches('/')
-        .to_string();
+    let addr = https_addr(&line);
 
     let mut roots = RootCertStore::empty();
     roots.add(certs.der.clone()).unwrap();
@@ -198,14 +137,7 @@ fn sighup_reloads_the_certificates_and_keeps_connections() {
     let pid = child.0.id() as libc::pid_t;
     let mut line = String::new();
     BufReader::new(stdout).read_line(&mut line).unwrap();
-    let addr = line
-        .trim()
-        .rsplit(' ')
-        .next()
-        .and_then(|u| u.strip_prefix("https://"))
-        .unwrap_or_else(|| panic!("fibra hello printed {line:?}"))
-        .trim_end_matches('/')
-        .to_string();
+    let addr = https_addr(&line);
     let hup = |stderr: &mut BufReader<_>| {
         // SAFETY: sends a signal to our own child, which is still running (not reaped).
         assert_eq!(unsafe { libc::kill(pid, libc::SIGHUP) }, 0);
@@ -336,14 +268,7 @@ fn an_expired_certificate_is_warned_about_and_served() {
     );
     let mut line = String::new();
     BufReader::new(stdout).read_line(&mut line).unwrap();
-    let addr = line
-        .trim()
-        .rsplit(' ')
-        .next()
-        .and_then(|u| u.strip_prefix("https://"))
-        .unwrap_or_else(|| panic!("fibra hello printed {line:?}"))
-        .trim_end_matches('/')
-        .to_string();
+    let addr = https_addr(&line);
 
     // A client whose clock says 2021-01-01 verifies the certificate and is served.
     let mut roots = RootCertStore::empty();
