@@ -15,7 +15,7 @@ use http::{Method, StatusCode, Version};
 
 use super::buffered::{read_sizes, HotBuffers, Shared};
 use super::decode::{BodyError, BodyState};
-use super::encode::{bad_101, error_response, put_error, write_response};
+use super::encode::{bad_101, error_response, is_bodiless, put_error, write_response};
 use super::ConnCtl;
 use crate::access_log::{AccessLogSink, LogEntry, LogFacade};
 use crate::body::{Body, BodySource};
@@ -257,10 +257,7 @@ where
             let mut sh = self.shared.borrow_mut();
             (sh.peer, sh.body_sent.take())
         };
-        let bodiless = is_head
-            || status.is_informational()
-            || status == StatusCode::NO_CONTENT
-            || status == StatusCode::NOT_MODIFIED;
+        let bodiless = is_head || is_bodiless(status);
         let bytes = match body_sent {
             _ if bodiless => 0,
             Some(n) => n,

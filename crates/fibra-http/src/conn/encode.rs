@@ -195,6 +195,14 @@ pub(super) fn error_response(status: StatusCode, text: &'static str) -> Response
     r
 }
 
+/// Statuses whose responses carry no body and no framing (RFC 9112 §6.3): 1xx, 204, 304.
+#[inline(always)] // a few compares on every response; called from the inlined send path
+pub(super) fn is_bodiless(status: StatusCode) -> bool {
+    status.is_informational()
+        || status == StatusCode::NO_CONTENT
+        || status == StatusCode::NOT_MODIFIED
+}
+
 /// Composes the head and sends or buffers the body. Returns the upgrade callback of a 101.
 // Forced inline into `Conn::send`: the response is read in place, never copied (see
 // `Conn::respond` on store forwarding).
@@ -211,9 +219,7 @@ pub(super) fn write_response<T: Transport>(
     // The response is read in place (by reference): a copy of a value just built field by
     // field stalls on store forwarding. Only a stream's or an upgrade's callback is moved out.
     let status = resp.status;
-    let no_framing = status.is_informational()
-        || status == StatusCode::NO_CONTENT
-        || status == StatusCode::NOT_MODIFIED;
+    let no_framing = is_bodiless(status);
     let framing = match resp.body.len() {
         _ if no_framing => Framing::None,
         Some(n) => Framing::Length(n),
