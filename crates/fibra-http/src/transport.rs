@@ -64,6 +64,13 @@ pub trait Transport: Read + Write + 'static {
     }
     /// Shuts down one or both directions (used for lingering close).
     fn shutdown(&self, how: Shutdown) -> io::Result<()>;
+    /// Sends `last`, the connection's final bytes, and shuts the writing side down (the
+    /// start of a lingering close). Default: `write_all`, then `shutdown(Write)`;
+    /// [`crate::tls::Tls`] sends the last records and its `close_notify` in one write.
+    fn write_last(&mut self, last: &[u8]) -> io::Result<()> {
+        self.write_all(last)?;
+        self.shutdown(Shutdown::Write)
+    }
     /// Holds back partial frames until uncorked (TCP_CORK), so a response head and the file
     /// that follows leave in one packet. Default: no-op.
     fn set_cork(&self, _on: bool) -> io::Result<()> {
@@ -126,6 +133,8 @@ pub struct ConnState {
 struct SharedSocket<S> {
     stream: S,
     state: ConnState,
+    /// The peer's address, from the accept (no `getpeername` per connection).
+    peer: Option<SocketAddr>,
 }
 
 impl ShutdownHandle for TcpStream {
@@ -149,11 +158,19 @@ macro_rules! socket_transport {
         pub struct $name(Arc<SharedSocket<$stream>>);
 
         impl $name {
-            /// Wraps an accepted stream.
+            /// Wraps an accepted stream (asking the socket for its peer's address).
             pub fn new(stream: $stream) -> Self {
+                let peer: fn(&$stream) -> Option<SocketAddr> = $peer;
+                let addr = peer(&stream);
+                Self::with_peer(stream, addr)
+            }
+
+            /// Wraps an accepted stream whose peer's address the accept returned.
+            pub fn with_peer(stream: $stream, peer: Option<SocketAddr>) -> Self {
                 $name(Arc::new(SharedSocket {
                     stream,
                     state: ConnState::default(),
+                    peer,
                 }))
             }
         }
@@ -203,8 +220,7 @@ macro_rules! socket_transport {
                 self.0.stream.set_write_timeout(t)
             }
             fn peer_addr(&self) -> Option<SocketAddr> {
-                let peer: fn(&$stream) -> Option<SocketAddr> = $peer;
-                peer(&self.0.stream)
+                self.0.peer
             }
             fn shutdown(&self, how: Shutdown) -> io::Result<()> {
                 self.0.stream.shutdown(how)

@@ -1,7 +1,6 @@
 //! Lingering close: how a connection that answered its last response closes without
 //! resetting it (RFC 9112 §9.6).
 
-use std::net::Shutdown;
 use std::time::{Duration, Instant};
 
 use super::buffered::Shared;
@@ -19,9 +18,11 @@ impl<T: Transport> Shared<T> {
     #[cold]
     #[inline(never)]
     pub(super) fn linger(&mut self) {
-        let _ = self.flush();
         let Some(io) = self.io.as_mut() else { return };
-        if io.shutdown(Shutdown::Write).is_err() {
+        // What is buffered and the end of our side leave together (one write over TLS).
+        let sent = io.write_last(&self.wbuf);
+        self.wbuf.clear();
+        if sent.is_err() {
             return;
         }
         if self.rbuf.is_empty() {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fibra::fiber::Wait;
-use rustls::ServerConnection;
+use rustls::{ProtocolVersion, ServerConnection};
 
 use crate::transport::{ShutdownHandle, Transport};
 
@@ -136,6 +136,15 @@ impl<T: Transport> State<T> {
         match self.conn.process_new_packets() {
             Ok(st) => {
                 self.ready = st.plaintext_bytes_to_read() > 0 || st.peer_has_closed();
+                // TLS 1.3 records that follow the handshake (the session tickets) wait for
+                // the reply to the request that came with the client's `Finished`, and leave
+                // in the same write: the client does not wait for them.
+                if self.ready
+                    && !self.conn.is_handshaking()
+                    && self.conn.protocol_version() == Some(ProtocolVersion::TLSv1_3)
+                {
+                    return Ok(());
+                }
                 self.send_pending()
             }
             Err(e) => {
@@ -284,6 +293,26 @@ impl<T: Transport> Transport for Tls<T> {
 
     fn shutdown_handle(&self) -> Option<Arc<dyn ShutdownHandle>> {
         self.state.borrow().io.shutdown_handle()
+    }
+
+    /// Encrypts `last`, queues `close_notify` behind it and sends all in one write, then
+    /// shuts the inner transport's writing side.
+    fn write_last(&mut self, last: &[u8]) -> io::Result<()> {
+        let st = self.state.get_mut();
+        let mut rest = last;
+        while !rest.is_empty() {
+            let n = st.conn.writer().write(rest)?;
+            if n == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            rest = &rest[n..];
+            if !rest.is_empty() {
+                st.send_pending()?;
+            }
+        }
+        st.conn.send_close_notify();
+        st.send_pending()?;
+        st.io.shutdown(Shutdown::Write)
     }
 
     /// Shutting the writing side sends `close_notify` first (best effort).
