@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use fibra::fiber::Wait;
 use fibra::net::{TcpStream, UnixStream};
+use fibra::sync::Notify;
 
 /// A connection's transport. See the module docs.
 pub trait Transport: Read + Write + 'static {
@@ -46,6 +47,16 @@ pub trait Transport: Read + Write + 'static {
     /// timeout (then `TimedOut` or `WouldBlock`). Default: returns at once.
     fn wait_readable(&self) -> io::Result<()> {
         Ok(())
+    }
+    /// Waits until [`try_read`](Transport::try_read) may make progress or `notify` is
+    /// notified, for at most the read timeout; true if it was notified (see
+    /// [`crate::outbox::Outbox`], the queue other fibers send through). Default:
+    /// `Unsupported` — a transport that other fibers send on must implement it.
+    fn wait_readable_or(&self, _notify: &Notify) -> io::Result<bool> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this transport cannot wait for input and a notification at once",
+        ))
     }
     /// [`wait_readable`](Transport::wait_readable) without a stack: the wait a fiber made of
     /// steps returns as its next step (see [`fibra::fiber::Step`]), honouring the read timeout
@@ -233,6 +244,9 @@ macro_rules! socket_transport {
             }
             fn wait_readable(&self) -> io::Result<()> {
                 self.0.stream.readable()
+            }
+            fn wait_readable_or(&self, notify: &Notify) -> io::Result<bool> {
+                self.0.stream.readable_or_notified(notify)
             }
             fn when_readable(&self) -> Option<Wait> {
                 Some(self.0.stream.when_readable())

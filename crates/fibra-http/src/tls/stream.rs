@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fibra::fiber::Wait;
+use fibra::sync::Notify;
 use rustls::{ProtocolVersion, ServerConnection};
 
 use crate::transport::{ShutdownHandle, Transport};
@@ -245,6 +246,16 @@ impl<T: Transport> Write for Tls<T> {
         Ok(n)
     }
 
+    /// Encrypts every slice (records of each, as far as rustls's buffer limit takes them)
+    /// and sends them all in one write: how an [`crate::outbox::Outbox`] sends many queued
+    /// messages at once.
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        let st = self.state.get_mut();
+        let n = st.conn.writer().write_vectored(bufs)?;
+        st.send_pending()?;
+        Ok(n)
+    }
+
     fn flush(&mut self) -> io::Result<()> {
         let st = self.state.get_mut();
         st.conn.writer().flush()?;
@@ -278,6 +289,15 @@ impl<T: Transport> Transport for Tls<T> {
             return Ok(());
         }
         st.io.wait_readable()
+    }
+
+    /// At once (false) when rustls already holds plaintext, else the inner transport's wait.
+    fn wait_readable_or(&self, notify: &Notify) -> io::Result<bool> {
+        let st = self.state.borrow();
+        if st.ready {
+            return Ok(false);
+        }
+        st.io.wait_readable_or(notify)
     }
 
     /// The inner transport's stackless wait, or [`Wait::ready`] when rustls already holds
