@@ -128,6 +128,10 @@ def scenarios():
         Scenario("tls-static", "HTTPS static 151-byte index.html, 256 connections",
                  STATIC_TLS, "h2load", "`h2load --h1 -t1 -c256` GET /index.html over TLS",
                  conns=256),
+        Scenario("tls-static-rustls", "HTTPS static 151-byte index.html, 256 connections "
+                 "(fibra bench)", STATIC_TLS, "fibra-bench",
+                 "`fibra bench -k -c256 --insecure` (rustls client) GET /index.html over TLS",
+                 conns=256),
         Scenario("tls-static-1m", "HTTPS static 1 MiB file, 32 connections", STATIC_TLS,
                  "h2load", f"`h2load --h1 -t1 -c32` GET /{BIG_FILE} over TLS", conns=32,
                  path=f"/{BIG_FILE}", bytes=1 << 20),
