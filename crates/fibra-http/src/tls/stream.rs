@@ -335,6 +335,12 @@ impl<T: Transport> Transport for Tls<T> {
         st.io.shutdown(Shutdown::Write)
     }
 
+    /// The inner transport's cork: a response head's record and the file records after it
+    /// leave in full packets, as over plain TCP.
+    fn set_cork(&self, on: bool) -> io::Result<()> {
+        self.state.borrow().io.set_cork(on)
+    }
+
     /// Shutting the writing side sends `close_notify` first (best effort).
     fn shutdown(&self, how: Shutdown) -> io::Result<()> {
         let mut st = self.state.borrow_mut();
