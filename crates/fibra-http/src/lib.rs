@@ -106,6 +106,9 @@ pub use access_log::AccessLogSink;
 pub use body::Body;
 pub use conn::{serve_connection, serve_connection_steps};
 pub use error::ProtocolError;
+/// The `http` crate (methods, status codes, header maps, URIs), re-exported so handlers need
+/// no dependency of their own on it (and the same version as the server's).
+pub use http;
 pub use outbox::{Outbox, OutboxSender};
 pub use request::Request;
 pub use response::{BodyWriter, FileRange, Response, ResponseBody, Upgraded};
