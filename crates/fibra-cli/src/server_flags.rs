@@ -145,13 +145,13 @@ impl ServerFlags {
             false => Some(CertResolver::from_pem(&pairs)?),
         };
         let tls = match &resolver {
-            Some(r) => Some(fibra_http::tls::server_config_with_resolver(r.clone())?),
+            Some(r) => Some(fibra_http::tls::choose_config_with_resolver(r.clone())?),
             None => None,
         };
         let grace = secs(self.grace)?;
         let server = configure(self.server(self.port, self.workers)?);
         let (handle, scheme) = match tls {
-            Some(config) => (server.tls(config).serve(handler)?, "https"),
+            Some(choose) => (server.tls_choosing(choose).serve(handler)?, "https"),
             None => (server.serve(handler)?, "http"),
         };
         println!("{banner} {scheme}://{}/", handle.local_addr());

@@ -194,6 +194,26 @@ impl<A: Acceptor> Server<A> {
         }
     }
 
+    /// Serves HTTPS with the configuration `choose` picks for each ClientHello (e.g.
+    /// [`crate::tls::choose_config_with_resolver`], which prefers AES-128-GCM as Go does):
+    /// every worker's acceptor is wrapped in [`TlsAcceptor::choosing`].
+    pub fn tls_choosing(self, choose: Arc<crate::tls::ChooseConfig>) -> Server<TlsAcceptor<A>> {
+        let listen = self.listen.map(|mut listen| {
+            Box::new(move |worker, workers| {
+                Ok(TlsAcceptor::choosing(
+                    listen(worker, workers)?,
+                    choose.clone(),
+                ))
+            }) as Listen<TlsAcceptor<A>>
+        });
+        Server {
+            listen,
+            workers: self.workers,
+            stack_size: self.stack_size,
+            settings: self.settings,
+        }
+    }
+
     /// Number of worker threads (default: one per core).
     pub fn workers(mut self, n: usize) -> Self {
         self.workers = Some(n.max(1));

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use rustls::{ServerConfig, ServerConnection};
 
-use super::Tls;
+use super::{ChooseConfig, Tls};
 use crate::acceptor::{Acceptor, TcpAcceptor};
 
 /// Accepts connections from `A` (TCP by default) and serves them over TLS with one
@@ -32,22 +32,60 @@ use crate::acceptor::{Acceptor, TcpAcceptor};
 /// ```
 ///
 /// [`crate::Server::tls`] does the same for a [`crate::Server::bind`] server.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct TlsAcceptor<A = TcpAcceptor> {
     inner: A,
-    config: Arc<ServerConfig>,
+    config: Config,
+}
+
+/// One configuration for every connection, or one chosen by each ClientHello.
+#[derive(Clone)]
+enum Config {
+    Fixed(Arc<ServerConfig>),
+    Choose(Arc<ChooseConfig>),
+}
+
+impl<A: std::fmt::Debug> std::fmt::Debug for TlsAcceptor<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsAcceptor")
+            .field("inner", &self.inner)
+            .field(
+                "config",
+                &match &self.config {
+                    Config::Fixed(_) => "fixed",
+                    Config::Choose(_) => "chosen by the ClientHello",
+                },
+            )
+            .finish()
+    }
 }
 
 impl<A: Acceptor> TlsAcceptor<A> {
     /// Serves the connections of `inner` over TLS with `config`, which you build yourself
     /// (protocol versions, ALPN, certificates, client authentication…).
     pub fn new(inner: A, config: Arc<ServerConfig>) -> TlsAcceptor<A> {
-        TlsAcceptor { inner, config }
+        TlsAcceptor {
+            inner,
+            config: Config::Fixed(config),
+        }
     }
 
-    /// The TLS configuration.
-    pub fn config(&self) -> &Arc<ServerConfig> {
-        &self.config
+    /// Serves the connections of `inner` over TLS with the configuration `choose` picks for
+    /// each ClientHello (see [`Tls::choosing`] and
+    /// [`crate::tls::choose_config_with_resolver`]).
+    pub fn choosing(inner: A, choose: Arc<ChooseConfig>) -> TlsAcceptor<A> {
+        TlsAcceptor {
+            inner,
+            config: Config::Choose(choose),
+        }
+    }
+
+    /// The TLS configuration, unless it is chosen per ClientHello.
+    pub fn config(&self) -> Option<&Arc<ServerConfig>> {
+        match &self.config {
+            Config::Fixed(c) => Some(c),
+            Config::Choose(_) => None,
+        }
     }
 
     /// The acceptor underneath.
@@ -61,9 +99,14 @@ impl<A: Acceptor> Acceptor for TlsAcceptor<A> {
 
     fn accept(&self) -> io::Result<Tls<A::Io>> {
         let io = self.inner.accept()?;
-        // Allocates the session; no I/O until the connection's fiber reads.
-        let conn = ServerConnection::new(self.config.clone()).map_err(io::Error::other)?;
-        Ok(Tls::new(io, conn))
+        match &self.config {
+            Config::Fixed(config) => {
+                // Allocates the session; no I/O until the connection's fiber reads.
+                let conn = ServerConnection::new(config.clone()).map_err(io::Error::other)?;
+                Ok(Tls::new(io, conn))
+            }
+            Config::Choose(choose) => Ok(Tls::choosing(io, choose.clone())),
+        }
     }
 
     fn set_accept_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {

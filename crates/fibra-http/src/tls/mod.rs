@@ -38,10 +38,10 @@ mod validity;
 
 pub use acceptor::TlsAcceptor;
 pub use config::{
-    certified_key_from_pem, server_config_from_pem, server_config_with_resolver, ALPN_HTTP1,
-    SESSION_CACHE_SIZE,
+    certified_key_from_pem, choose_config_with_resolver, server_config_from_pem,
+    server_config_with_resolver, ALPN_HTTP1, SESSION_CACHE_SIZE,
 };
 pub use redirect::redirect_to_https;
 pub use resolver::CertResolver;
-pub use stream::Tls;
+pub use stream::{ChooseConfig, Tls};
 pub use validity::validity_warning;

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use fibra::fiber::Wait;
 use fibra::sync::Notify;
-use rustls::{ProtocolVersion, ServerConnection};
+use rustls::server::{Acceptor, ClientHello};
+use rustls::{ProtocolVersion, ServerConfig, ServerConnection};
 
 use crate::transport::{ShutdownHandle, Transport};
 
@@ -33,13 +34,26 @@ pub struct Tls<T> {
 
 struct State<T> {
     io: T,
-    conn: ServerConnection,
+    /// The session; `None` until the ClientHello has chosen its configuration (see
+    /// [`Tls::choosing`]).
+    conn: Option<ServerConnection>,
+    /// Before the ClientHello, when the configuration depends on it.
+    hello: Option<Box<Hello>>,
     /// rustls holds plaintext, or has seen the end of the stream: a read returns at once.
     ready: bool,
     /// The first bytes the client sent (up to 8), kept to recognise plain HTTP sent to the
     /// TLS port if the handshake fails on them.
     first: [u8; 8],
     first_len: u8,
+}
+
+/// Picks a connection's configuration from its ClientHello (see [`Tls::choosing`]).
+pub type ChooseConfig = dyn Fn(&ClientHello<'_>) -> Arc<ServerConfig> + Send + Sync;
+
+/// A connection waiting for its ClientHello.
+struct Hello {
+    acceptor: Acceptor,
+    choose: Arc<ChooseConfig>,
 }
 
 /// The answer to plain HTTP on the TLS port, as nginx gives it: a readable 400 instead of a
@@ -56,7 +70,10 @@ fn looks_like_http(head: &[u8]) -> bool {
 impl<T> std::fmt::Debug for Tls<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let (handshaking, ready) = match self.state.try_borrow() {
-            Ok(s) => (Some(s.conn.is_handshaking()), Some(s.ready)),
+            Ok(s) => (
+                Some(s.conn.as_ref().map_or(true, |c| c.is_handshaking())),
+                Some(s.ready),
+            ),
             Err(_) => (None, None),
         };
         f.debug_struct("Tls")
@@ -96,10 +113,26 @@ impl<R: Read> Read for Sniff<'_, R> {
 impl<T: Transport> Tls<T> {
     /// Wraps `io`, over which the handshake has not started yet, with the session `conn`.
     pub fn new(io: T, conn: ServerConnection) -> Tls<T> {
+        Tls::with_state(io, Some(conn), None)
+    }
+
+    /// Wraps `io` with a session whose configuration `choose` picks once the client's
+    /// ClientHello has arrived (by its cipher suites, SNI name, ALPN protocols…; rustls's
+    /// [`Acceptor`]).
+    pub fn choosing(io: T, choose: Arc<ChooseConfig>) -> Tls<T> {
+        let hello = Hello {
+            acceptor: Acceptor::default(),
+            choose,
+        };
+        Tls::with_state(io, None, Some(Box::new(hello)))
+    }
+
+    fn with_state(io: T, conn: Option<ServerConnection>, hello: Option<Box<Hello>>) -> Tls<T> {
         Tls {
             state: RefCell::new(State {
                 io,
                 conn,
+                hello,
                 ready: false,
                 first: [0; 8],
                 first_len: 0,
@@ -107,9 +140,10 @@ impl<T: Transport> Tls<T> {
         }
     }
 
-    /// The TLS session (negotiated version, ALPN protocol, SNI name, …).
-    pub fn with_session<R>(&self, f: impl FnOnce(&ServerConnection) -> R) -> R {
-        f(&self.state.borrow().conn)
+    /// The TLS session (negotiated version, ALPN protocol, SNI name, …); `None` before the
+    /// ClientHello of a [`Tls::choosing`] connection.
+    pub fn with_session<R>(&self, f: impl FnOnce(&ServerConnection) -> R) -> Option<R> {
+        self.state.borrow().conn.as_ref().map(f)
     }
 
     /// The transport underneath.
@@ -122,8 +156,11 @@ impl<T: Transport> State<T> {
     /// Sends every TLS record rustls has queued (handshake messages, alerts, encrypted
     /// data): normally one `write` (rustls writes its queue vectored).
     fn send_pending(&mut self) -> io::Result<()> {
-        while self.conn.wants_write() {
-            if self.conn.write_tls(&mut self.io)? == 0 {
+        let Some(conn) = self.conn.as_mut() else {
+            return Ok(());
+        };
+        while conn.wants_write() {
+            if conn.write_tls(&mut self.io)? == 0 {
                 return Err(io::ErrorKind::WriteZero.into());
             }
         }
@@ -134,15 +171,16 @@ impl<T: Transport> State<T> {
     /// replies), and notes whether plaintext is waiting. On a TLS error the alert rustls
     /// queued is sent (best effort) and the error returned.
     fn process(&mut self) -> io::Result<()> {
-        match self.conn.process_new_packets() {
+        let conn = self.conn.as_mut().ok_or_else(handshake_not_started)?;
+        match conn.process_new_packets() {
             Ok(st) => {
                 self.ready = st.plaintext_bytes_to_read() > 0 || st.peer_has_closed();
                 // TLS 1.3 records that follow the handshake (the session tickets) wait for
                 // the reply to the request that came with the client's `Finished`, and leave
                 // in the same write: the client does not wait for them.
                 if self.ready
-                    && !self.conn.is_handshaking()
-                    && self.conn.protocol_version() == Some(ProtocolVersion::TLSv1_3)
+                    && !conn.is_handshaking()
+                    && conn.protocol_version() == Some(ProtocolVersion::TLSv1_3)
                 {
                     return Ok(());
                 }
@@ -150,9 +188,7 @@ impl<T: Transport> State<T> {
             }
             Err(e) => {
                 self.ready = false;
-                if self.conn.is_handshaking()
-                    && looks_like_http(&self.first[..usize::from(self.first_len)])
-                {
+                if conn.is_handshaking() && self.plain_http() {
                     // Plain HTTP on the TLS port: a readable answer, not an alert.
                     let _ = self.io.write_all(PLAIN_HTTP_REPLY);
                 } else {
@@ -163,14 +199,22 @@ impl<T: Transport> State<T> {
         }
     }
 
+    /// Whether the connection's first bytes look like an HTTP/1 request line.
+    fn plain_http(&self) -> bool {
+        looks_like_http(&self.first[..usize::from(self.first_len)])
+    }
+
     /// Plaintext rustls has, if any (`WouldBlock` if none, `Ok(0)` at the end of the stream).
     fn read_plain(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self.conn.reader().read(buf) {
+        let Some(conn) = self.conn.as_mut() else {
+            return Err(io::ErrorKind::WouldBlock.into());
+        };
+        match conn.reader().read(buf) {
             Ok(n) => {
                 if n > 0 {
                     // Refreshes `ready`. An error here is rustls's stored one, which the next
                     // read reports (with the alert sent then).
-                    self.ready = match self.conn.process_new_packets() {
+                    self.ready = match conn.process_new_packets() {
                         Ok(st) => st.plaintext_bytes_to_read() > 0 || st.peer_has_closed(),
                         Err(_) => true,
                     };
@@ -190,23 +234,63 @@ impl<T: Transport> State<T> {
         let State {
             io,
             conn,
+            hello,
             first,
             first_len,
             ..
         } = self;
+        // Into the session, or into the acceptor while the ClientHello is awaited.
+        let mut read_tls = |rd: &mut dyn Read| match (conn.as_mut(), hello.as_mut()) {
+            (Some(conn), _) => conn.read_tls(rd),
+            (None, Some(hello)) => hello.acceptor.read_tls(rd),
+            (None, None) => Err(handshake_not_started()),
+        };
         match (*first_len < 8, nonblocking) {
-            (false, false) => conn.read_tls(io),
-            (false, true) => conn.read_tls(&mut TryRead(io)),
-            (true, false) => conn.read_tls(&mut Sniff {
+            (false, false) => read_tls(io),
+            (false, true) => read_tls(&mut TryRead(io)),
+            (true, false) => read_tls(&mut Sniff {
                 inner: io,
                 first,
                 first_len,
             }),
-            (true, true) => conn.read_tls(&mut Sniff {
+            (true, true) => read_tls(&mut Sniff {
                 inner: TryRead(io),
                 first,
                 first_len,
             }),
+        }
+    }
+
+    /// While the ClientHello is awaited: once the acceptor has it, the session of the
+    /// configuration `choose` picks. Ok while more bytes are needed.
+    fn accept_hello(&mut self) -> io::Result<()> {
+        let Some(hello) = self.hello.as_mut() else {
+            return Ok(());
+        };
+        let accepted = match hello.acceptor.accept() {
+            Ok(None) => return Ok(()),
+            Ok(Some(accepted)) => accepted,
+            Err((e, mut alert)) => {
+                self.hello = None;
+                if self.plain_http() {
+                    let _ = self.io.write_all(PLAIN_HTTP_REPLY);
+                } else {
+                    let _ = alert.write_all(&mut self.io);
+                }
+                return Err(io::Error::new(io::ErrorKind::InvalidData, e));
+            }
+        };
+        let config = (hello.choose)(&accepted.client_hello());
+        self.hello = None;
+        match accepted.into_connection(config) {
+            Ok(conn) => {
+                self.conn = Some(conn);
+                self.process()
+            }
+            Err((e, mut alert)) => {
+                let _ = alert.write_all(&mut self.io);
+                Err(io::Error::new(io::ErrorKind::InvalidData, e))
+            }
         }
     }
 
@@ -223,7 +307,14 @@ impl<T: Transport> State<T> {
             }
             // `read_tls` takes one read of the inner transport; 0 marks its end of stream,
             // which the next `read_plain` reports.
-            self.fill(nonblocking)?;
+            let n = self.fill(nonblocking)?;
+            if self.conn.is_none() {
+                if n == 0 {
+                    return Ok(0);
+                }
+                self.accept_hello()?;
+                continue;
+            }
             self.process()?;
         }
     }
@@ -241,7 +332,8 @@ impl<T: Transport> Write for Tls<T> {
     /// leaves in one system call.
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let st = self.state.get_mut();
-        let n = st.conn.writer().write(buf)?;
+        let conn = st.conn.as_mut().ok_or_else(handshake_not_started)?;
+        let n = conn.writer().write(buf)?;
         st.send_pending()?;
         Ok(n)
     }
@@ -251,14 +343,17 @@ impl<T: Transport> Write for Tls<T> {
     /// messages at once.
     fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
         let st = self.state.get_mut();
-        let n = st.conn.writer().write_vectored(bufs)?;
+        let conn = st.conn.as_mut().ok_or_else(handshake_not_started)?;
+        let n = conn.writer().write_vectored(bufs)?;
         st.send_pending()?;
         Ok(n)
     }
 
     fn flush(&mut self) -> io::Result<()> {
         let st = self.state.get_mut();
-        st.conn.writer().flush()?;
+        if let Some(conn) = st.conn.as_mut() {
+            conn.writer().flush()?;
+        }
         st.send_pending()
     }
 }
@@ -319,9 +414,16 @@ impl<T: Transport> Transport for Tls<T> {
     /// shuts the inner transport's writing side.
     fn write_last(&mut self, last: &[u8]) -> io::Result<()> {
         let st = self.state.get_mut();
+        if st.conn.is_none() {
+            // No session yet: nothing can be sent in it.
+            return st.io.shutdown(Shutdown::Write);
+        }
         let mut rest = last;
         while !rest.is_empty() {
-            let n = st.conn.writer().write(rest)?;
+            let n = match st.conn.as_mut() {
+                Some(conn) => conn.writer().write(rest)?,
+                None => 0,
+            };
             if n == 0 {
                 return Err(io::ErrorKind::WriteZero.into());
             }
@@ -330,7 +432,9 @@ impl<T: Transport> Transport for Tls<T> {
                 st.send_pending()?;
             }
         }
-        st.conn.send_close_notify();
+        if let Some(conn) = st.conn.as_mut() {
+            conn.send_close_notify();
+        }
         st.send_pending()?;
         st.io.shutdown(Shutdown::Write)
     }
@@ -345,9 +449,20 @@ impl<T: Transport> Transport for Tls<T> {
     fn shutdown(&self, how: Shutdown) -> io::Result<()> {
         let mut st = self.state.borrow_mut();
         if matches!(how, Shutdown::Write | Shutdown::Both) {
-            st.conn.send_close_notify();
+            if let Some(conn) = st.conn.as_mut() {
+                conn.send_close_notify();
+            }
             let _ = st.send_pending();
         }
         st.io.shutdown(how)
     }
+}
+
+/// Writing or processing before a session exists (before a [`Tls::choosing`] connection's
+/// ClientHello).
+fn handshake_not_started() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::NotConnected,
+        "the TLS handshake has not started",
+    )
 }
