@@ -5,7 +5,9 @@
 //! ALPN, resumption) over a fixed test-only certificate.
 //!
 //! Input layout: `[read_size, wire...]`, `read_size` the bytes handed out per `read`
-//! (1..=255; 0 counts as 1, 255 means "all at once").
+//! (1..=255; 0 counts as 1, 255 means "all at once"). An odd `read_size` runs the CLI's mode
+//! instead, the configuration chosen by the ClientHello (`tls::choose_config_with_resolver`,
+//! `Tls::choosing`), whose ClientHello goes through rustls's `Acceptor` first.
 //!
 //! Checks besides "no panic, hang or leak":
 //! - whatever the server wrote is either exactly the plain-HTTP `400` answer, or a sequence
@@ -23,7 +25,7 @@ use std::rc::Rc;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use fibra_http::tls::Tls;
+use fibra_http::tls::{ChooseConfig, Tls};
 use fibra_http::{Response, Settings, Transport};
 use libfuzzer_sys::fuzz_target;
 use rustls::{ServerConfig, ServerConnection};
@@ -68,21 +70,32 @@ const MAX_EOF_READS: u32 = 8;
 /// The production configuration (`server_config_from_pem`) over the test-only pair, built
 /// once (the PEM goes through temporary files, which are removed at once).
 fn config() -> Arc<ServerConfig> {
-    static CONFIG: OnceLock<Arc<ServerConfig>> = OnceLock::new();
-    CONFIG
-        .get_or_init(|| {
-            let dir = std::env::temp_dir();
-            let id = std::process::id();
-            let cert = dir.join(format!("fibra-fuzz-tls-{id}.crt"));
-            let key = dir.join(format!("fibra-fuzz-tls-{id}.key"));
-            std::fs::write(&cert, TEST_ONLY_CERT_PEM).unwrap();
-            std::fs::write(&key, TEST_ONLY_KEY_PEM).unwrap();
-            let config = fibra_http::tls::server_config_from_pem(&cert, &key);
-            let _ = std::fs::remove_file(&cert);
-            let _ = std::fs::remove_file(&key);
-            config.expect("test-only certificate and key")
-        })
-        .clone()
+    configs().0.clone()
+}
+
+/// The production configurations over the test-only pair, built once (the PEM goes through
+/// temporary files, which are removed at once): the fixed one and the CLI's chooser.
+fn configs() -> &'static (Arc<ServerConfig>, Arc<ChooseConfig>) {
+    static CONFIGS: OnceLock<(Arc<ServerConfig>, Arc<ChooseConfig>)> = OnceLock::new();
+    CONFIGS.get_or_init(|| {
+        let dir = std::env::temp_dir();
+        let id = std::process::id();
+        let cert = dir.join(format!("fibra-fuzz-tls-{id}.crt"));
+        let key = dir.join(format!("fibra-fuzz-tls-{id}.key"));
+        std::fs::write(&cert, TEST_ONLY_CERT_PEM).unwrap();
+        std::fs::write(&key, TEST_ONLY_KEY_PEM).unwrap();
+        let config = fibra_http::tls::server_config_from_pem(&cert, &key);
+        let resolver = fibra_http::tls::CertResolver::from_pem(&[(&cert, &key)]);
+        let _ = std::fs::remove_file(&cert);
+        let _ = std::fs::remove_file(&key);
+        let choose = fibra_http::tls::choose_config_with_resolver(
+            resolver.expect("test-only certificate and key"),
+        );
+        (
+            config.expect("test-only certificate and key"),
+            choose.expect("configurations"),
+        )
+    })
 }
 
 struct Mock {
@@ -185,8 +198,14 @@ fuzz_target!(|data: &[u8]| {
         eof_reads: 0,
         out: out.clone(),
     };
-    let conn = ServerConnection::new(config()).expect("server session");
-    let tls = Tls::new(mock, conn);
+    let tls = if read_size % 2 == 1 {
+        Tls::choosing(mock, configs().1.clone())
+    } else {
+        Tls::new(
+            mock,
+            ServerConnection::new(config()).expect("server session"),
+        )
+    };
     fibra_http::serve_connection(tls, &Settings::default(), &|_req| {
         Response::new("ok".into())
     });
