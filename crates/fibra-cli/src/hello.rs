@@ -1,7 +1,7 @@
 //! `fibra hello`: the benchmark app (TechEmpower's plaintext and JSON tests, plus `/echo`).
 
 use crate::server_flags::ServerFlags;
-use fibra_http::{Request, Response, ResponseBody};
+use fibra_http::{ws, Request, Response, ResponseBody};
 use http::header::HeaderValue;
 use http::StatusCode;
 
@@ -31,7 +31,8 @@ fn status(code: StatusCode) -> Response {
     r
 }
 
-/// The app: `GET /plaintext`, `GET /json`, `/echo` (any method), else 404.
+/// The app: `GET /plaintext`, `GET /json`, `/echo` (any method), `/ws` (a WebSocket echo of
+/// text and binary messages up to 16 MiB), else 404.
 pub fn handler(mut req: Request) -> Response {
     let get = req.is_get_or_head();
     match req.uri().path() {
@@ -50,7 +51,34 @@ pub fn handler(mut req: Request) -> Response {
             }
             Err(_) => status(StatusCode::BAD_REQUEST),
         },
+        "/ws" => ws::upgrade(&req, ws_config(), echo_messages),
         _ => status(StatusCode::NOT_FOUND),
+    }
+}
+
+/// The largest message (and frame) `/ws` takes: 16 MiB (close code 1009 beyond).
+const WS_MAX_MESSAGE: usize = 16 << 20;
+
+fn ws_config() -> ws::WebSocketConfig {
+    ws::WebSocketConfig::default()
+        .max_message_size(Some(WS_MAX_MESSAGE))
+        .max_frame_size(Some(WS_MAX_MESSAGE))
+}
+
+/// `/ws`: sends every text and binary message back until the client closes (pings are
+/// answered and the close handshake completed by the framing); bad input closes with its
+/// code.
+fn echo_messages(mut socket: ws::WebSocket) {
+    loop {
+        match socket.read() {
+            Ok(msg) if msg.is_text() || msg.is_binary() => {
+                if socket.send(msg).is_err() {
+                    return;
+                }
+            }
+            Ok(_) => {}
+            Err(e) => return ws::fail(&mut socket, &e),
+        }
     }
 }
 

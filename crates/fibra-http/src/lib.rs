@@ -65,7 +65,8 @@
 //! [`request`] (the handler's request), [`body`] (request bodies), [`response`] (response
 //! bodies), [`files`] (static files), [`client`] (the client side: an incremental response
 //! parser, for load generators and proxies), [`outbox`] (how other fibers send on a
-//! connection its owner fiber reads and writes), `server` (accept loops, the connection limit,
+//! connection its owner fiber reads and writes), [`ws`] (WebSocket after an upgrade),
+//! `server` (accept loops, the connection limit,
 //! graceful shutdown). Internal: `parse` (request heads) and `chunked` (chunked bodies), public
 //! only with the `fuzzing` feature, and `date` (the cached `Date` header).
 
@@ -100,6 +101,7 @@ mod server;
 pub mod settings;
 pub mod tls;
 pub mod transport;
+pub mod ws;
 
 pub use acceptor::{Acceptor, TcpAcceptor, UnixAcceptor};
 pub use access_log::AccessLogSink;
