@@ -56,6 +56,11 @@ impl Catalog {
         &self.resolver
     }
 
+    /// Whether lookups are cached (caching is on and changes can be watched).
+    pub fn caching(&self) -> bool {
+        self.watcher.is_some()
+    }
+
     /// Cache counters.
     pub fn stats(&self) -> CacheStats {
         self.cache.stats()

@@ -246,6 +246,12 @@ impl FileServer {
         path::strip_prefix(path, &self.prefix).is_some()
     }
 
+    /// Whether lookups are cached: caching is configured on and inotify could be started
+    /// (without it nothing is cached, so that nothing is ever stale).
+    pub fn caching(&self) -> bool {
+        self.catalog.caching()
+    }
+
     /// fd/stat cache counters.
     pub fn cache_stats(&self) -> CacheStats {
         self.catalog.stats()
