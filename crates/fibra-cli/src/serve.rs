@@ -3,8 +3,10 @@
 use crate::server_flags::ServerFlags;
 use fibra_http::files::{AccessLog, FileServer, FileServerConfig};
 use fibra_http::Request;
+use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Flags of `fibra serve`.
 #[derive(clap::Args, Debug)]
@@ -31,6 +33,17 @@ pub struct ServeArgs {
     /// Follow symlinks that point outside DIR.
     #[arg(long)]
     follow_symlinks: bool,
+    /// Most files (paths, 404s included) kept open or in memory; files up to 16 KiB are held
+    /// in memory, at most 64 MiB of them. A change to a cached file is seen at once (inotify).
+    #[arg(long, value_name = "N", default_value_t = 4096)]
+    cache_entries: usize,
+    /// Longest time a cached file is trusted, in seconds: a backstop for changes inotify
+    /// cannot see (a network filesystem written from another machine).
+    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
+    cache_ttl: f64,
+    /// Look every file up on every request (no cache).
+    #[arg(long, conflicts_with_all = ["cache_entries", "cache_ttl"])]
+    no_cache: bool,
 }
 
 /// Runs `fibra serve` until SIGINT/SIGTERM.
@@ -45,7 +58,20 @@ pub fn run(args: ServeArgs) -> std::io::Result<()> {
     config.cache_control = args.cache_control;
     config.allow_hidden = args.allow_hidden;
     config.follow_symlinks = args.follow_symlinks;
+    config.cache_ttl = Duration::try_from_secs_f64(args.cache_ttl).map_err(|e| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("--cache-ttl {}: {e}", args.cache_ttl),
+        )
+    })?;
+    config.cache_capacity = if args.no_cache { 0 } else { args.cache_entries };
     let files = Arc::new(FileServer::new(config)?);
+    if !args.no_cache && args.cache_entries > 0 && !files.caching() {
+        eprintln!(
+            "fibra serve: warning: cannot watch {} for changes (inotify); file cache off",
+            files.root().display()
+        );
+    }
     // The connection loop writes the access log: it knows the bytes actually sent.
     let access_log = match &args.access_log {
         Some(spec) => Some(AccessLog::open(spec)?),

@@ -53,6 +53,25 @@ fn secs(s: f64) -> std::io::Result<Duration> {
     })
 }
 
+/// Raises the soft open-files limit to the hard one, as Go's runtime does at start (since
+/// 1.19): the default soft limit of 1024 holds neither many connections nor a file cache.
+/// Child processes inherit the raised limit. Failure leaves the limit as it was.
+fn raise_nofile_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `limit` is a valid, writable rlimit for getrlimit to fill.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return;
+    }
+    if limit.rlim_cur < limit.rlim_max {
+        limit.rlim_cur = limit.rlim_max;
+        // SAFETY: `limit` is a valid rlimit; setrlimit only reads it.
+        unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) };
+    }
+}
+
 /// SIGHUP: reads the certificate files again and swaps them in (new handshakes use them, open
 /// connections go on); on failure, a warning naming the file, and the old ones stay.
 fn reload(name: &str, resolver: Option<&CertResolver>, pairs: &[(PathBuf, PathBuf)]) {
@@ -137,6 +156,7 @@ impl ServerFlags {
         H: Fn(Request) -> Response + Send + Sync + 'static,
     {
         signals::block_server_signals()?;
+        raise_nofile_limit();
         // Loaded first: a bad file is reported before anything listens.
         let pairs = self.tls_pairs()?;
         warn_validity(name, &pairs);

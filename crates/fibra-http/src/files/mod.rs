@@ -44,7 +44,9 @@
 //!   values live in a TTL cache ([`cache`], 10 s by default).
 
 pub mod access_log;
+pub mod beneath;
 pub mod cache;
+pub mod catalog;
 pub mod conditional;
 mod handler;
 pub mod listing;
@@ -53,6 +55,7 @@ pub mod open;
 pub mod path;
 pub mod range;
 pub mod server;
+pub mod watch;
 
 #[cfg(test)]
 mod tests;

@@ -1,10 +1,16 @@
-//! Where a safe request path meets the filesystem: symlink containment, `open` + `fstat`,
-//! index files, precompressed siblings, and the pre-rendered header values of each file.
+//! Where a safe request path meets the filesystem: containment, `open` + `fstat`, index files,
+//! precompressed siblings, and the pre-rendered header values of each file.
 //!
-//! Containment: the candidate path is canonicalized (all symlinks resolved) and must still lie
-//! under the canonical root unless the server is configured to follow symlinks out of it; the
-//! canonical path is then opened with `O_NOFOLLOW`, so a symlink swapped in between the two
-//! steps makes the open fail instead of escaping.
+//! Containment, fast path: the path is opened from the root directory's descriptor with
+//! `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS)` ([`beneath`]): one
+//! system call, no `readlink`, and the kernel never leaves the root. A symlink anywhere on the
+//! path takes the slow path: the path is canonicalized (all symlinks resolved) and must still
+//! lie under the canonical root unless the server follows symlinks out of it; the canonical
+//! path is then opened with `O_NOFOLLOW`, so a symlink swapped in between the two steps makes
+//! the open fail instead of escaping. The slow path reports where the links led, so the cache
+//! can watch the target's directory.
+//!
+//! [`beneath`]: super::beneath
 
 use std::ffi::OsString;
 use std::fs::{File, OpenOptions};
@@ -16,15 +22,16 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use http::HeaderValue;
 
+use super::beneath::RootDir;
 use super::conditional::make_etag;
 use super::meta::{content_type, Encoding};
 use super::path::SafePath;
 
-/// One open file with the header values that describe it, rendered once.
+/// One file with the header values that describe it, rendered once.
 #[derive(Debug)]
 pub struct OpenFile {
-    /// The open file (read-only); shared with in-flight responses.
-    pub file: Arc<File>,
+    /// The bytes to send: in memory, or an open file.
+    pub data: FileData,
     /// Size in bytes at open time.
     pub size: u64,
     /// Modification time at open time.
@@ -33,10 +40,18 @@ pub struct OpenFile {
     pub etag: HeaderValue,
     /// `Last-Modified` value (IMF-fixdate).
     pub last_modified: HeaderValue,
+}
+
+/// Where a file's bytes come from.
+#[derive(Debug)]
+pub enum FileData {
     /// The whole contents, for files of at most [`INLINE_CONTENTS`] bytes, read when the file
-    /// was opened (so a hot small file costs no `pread` per request either). Kept and expired
-    /// together with `etag`, so the bytes always match the validators sent with them.
-    pub contents: Option<bytes::Bytes>,
+    /// was opened (so a hot small file costs no `pread` per request, and holds no fd). Kept
+    /// and dropped together with the `ETag`, so the bytes always match the validators.
+    Memory(bytes::Bytes),
+    /// The open file (read-only); shared with in-flight responses. A file that shrinks while
+    /// it is sent makes the connection close rather than send less than announced.
+    Open(Arc<File>),
 }
 
 /// Files up to this size are kept in memory by the cache (nginx's `open_file_cache` keeps
@@ -103,11 +118,48 @@ pub enum Lookup {
     Forbidden,
 }
 
+impl Lookup {
+    /// Bytes of file contents this lookup holds in memory.
+    pub fn bytes_in_memory(&self) -> u64 {
+        let Lookup::File(e) = self else { return 0 };
+        [Some(&e.identity), e.brotli.as_ref(), e.gzip.as_ref()]
+            .into_iter()
+            .flatten()
+            .map(|f| match &f.data {
+                FileData::Memory(b) => b.len() as u64,
+                FileData::Open(_) => 0,
+            })
+            .sum()
+    }
+}
+
+/// A lookup and where symlinks on its way led.
+#[derive(Debug)]
+pub struct Resolved {
+    /// What the path names.
+    pub lookup: Lookup,
+    /// Symlinks on the way (the slow path was taken).
+    pub trail: Trail,
+}
+
+/// Where symlinks led a lookup (all empty on the fast path).
+#[derive(Debug, Default)]
+pub struct Trail {
+    /// A symlink was on the way of at least one of the names looked up.
+    pub through_symlink: bool,
+    /// Canonical paths of what the symlinks led to.
+    pub targets: Vec<PathBuf>,
+    /// A symlink led nowhere (dangling, a loop, unreadable): where it points is unknown.
+    pub dangling: bool,
+}
+
 /// Maps safe paths under one root to `Lookup`s.
 #[derive(Debug)]
 pub struct Resolver {
     /// The served directory, canonicalized once at construction.
     pub root: PathBuf,
+    /// The same directory, open: where every lookup starts.
+    dir: RootDir,
     /// Index file name for directories (`index.html`); `None` disables index files.
     pub index: Option<String>,
     /// Serve symlinks whose target lies outside `root`.
@@ -115,17 +167,20 @@ pub struct Resolver {
 }
 
 impl Resolver {
-    /// Canonicalizes `root`; fails if it does not exist or is not a directory.
+    /// Canonicalizes and opens `root`; fails, naming it, if it does not exist or is not a
+    /// directory.
     pub fn new(root: &Path, index: Option<String>, follow_outside: bool) -> io::Result<Resolver> {
-        let root = std::fs::canonicalize(root)?;
-        if !root.is_dir() {
+        let named = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", root.display()));
+        let canon = std::fs::canonicalize(root).map_err(named)?;
+        if !canon.is_dir() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                "not a directory",
+                format!("{}: not a directory", root.display()),
             ));
         }
         Ok(Resolver {
-            root,
+            dir: RootDir::open(&canon).map_err(named)?,
+            root: canon,
             index,
             follow_outside,
         })
@@ -133,34 +188,44 @@ impl Resolver {
 
     /// Looks a safe path up on disk (several syscalls: callers cache the result).
     pub fn lookup(&self, p: &SafePath) -> Lookup {
+        self.resolve(p).lookup
+    }
+
+    /// [`Resolver::lookup`], also saying where symlinks led.
+    pub fn resolve(&self, p: &SafePath) -> Resolved {
+        let mut targets = Trail::default();
         let rel = p.rel_path();
-        let full = self.root.join(&rel);
-        match self.open_one(&full, &rel) {
+        let lookup = match self.open_one(&rel, &mut targets) {
             Err(l) => l,
-            Ok(None) if p.trailing_slash => self.index_of(&rel).unwrap_or(Lookup::Dir),
+            Ok(None) if p.trailing_slash => {
+                self.index_of(&rel, &mut targets).unwrap_or(Lookup::Dir)
+            }
             Ok(None) => Lookup::Dir,
             Ok(Some(_)) if p.trailing_slash => Lookup::NotFound,
-            Ok(Some(identity)) => Lookup::File(Arc::new(self.entry(identity, &full, &rel))),
+            Ok(Some(identity)) => Lookup::File(Arc::new(self.entry(identity, &rel, &mut targets))),
+        };
+        Resolved {
+            lookup,
+            trail: targets,
         }
     }
 
     /// The index file of directory `rel`, if there is one.
-    fn index_of(&self, rel: &Path) -> Option<Lookup> {
+    fn index_of(&self, rel: &Path, targets: &mut Trail) -> Option<Lookup> {
         let name = self.index.as_deref()?;
         let rel = rel.join(name);
-        let full = self.root.join(&rel);
-        match self.open_one(&full, &rel) {
-            Ok(Some(identity)) => Some(Lookup::File(Arc::new(self.entry(identity, &full, &rel)))),
+        match self.open_one(&rel, targets) {
+            Ok(Some(identity)) => Some(Lookup::File(Arc::new(self.entry(identity, &rel, targets)))),
             Ok(None) | Err(Lookup::NotFound) => None,
             Err(other) => Some(other),
         }
     }
 
-    fn entry(&self, identity: OpenFile, full: &Path, rel: &Path) -> FileEntry {
-        let sibling = |enc: Encoding| {
-            let mut name = OsString::from(full.as_os_str());
+    fn entry(&self, identity: OpenFile, rel: &Path, targets: &mut Trail) -> FileEntry {
+        let mut sibling = |enc: Encoding| {
+            let mut name = OsString::from(rel.as_os_str());
             name.push(enc.suffix());
-            self.open_one(Path::new(&name), rel).ok().flatten()
+            self.open_one(Path::new(&name), targets).ok().flatten()
         };
         FileEntry {
             identity,
@@ -171,42 +236,67 @@ impl Resolver {
         }
     }
 
-    /// Opens `full` if it is a regular file inside the root: `Ok(Some)` for a file,
+    /// Opens `rel` if it is a regular file inside the root: `Ok(Some)` for a file,
     /// `Ok(None)` for a directory, `Err(lookup)` otherwise.
-    fn open_one(&self, full: &Path, rel: &Path) -> Result<Option<OpenFile>, Lookup> {
-        let canon = std::fs::canonicalize(full).map_err(|e| io_lookup(&e))?;
+    fn open_one(&self, rel: &Path, targets: &mut Trail) -> Result<Option<OpenFile>, Lookup> {
+        let file = match self.dir.open_beneath(rel) {
+            Ok(file) => file,
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP | libc::EXDEV)) => {
+                self.open_through_symlinks(rel, targets)?
+            }
+            Err(e) => return Err(io_lookup(&e)),
+        };
+        describe(file)
+    }
+
+    /// The slow path: a symlink is on the way (see the module docs).
+    #[cold]
+    fn open_through_symlinks(&self, rel: &Path, targets: &mut Trail) -> Result<File, Lookup> {
+        targets.through_symlink = true;
+        let canon = std::fs::canonicalize(self.root.join(rel)).map_err(|e| {
+            targets.dangling = true;
+            io_lookup(&e)
+        })?;
         if !self.follow_outside && !canon.starts_with(&self.root) {
             log::debug!("refusing {}: resolves outside the root", rel.display());
             return Err(Lookup::Forbidden);
         }
-        let file = OpenOptions::new()
+        targets.targets.push(canon.clone());
+        OpenOptions::new()
             .read(true)
             // NONBLOCK: opening a FIFO must not hang the worker; NOFOLLOW: see module docs.
             .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
             .open(&canon)
-            .map_err(|e| io_lookup(&e))?;
-        let md = file.metadata().map_err(|e| io_lookup(&e))?;
-        if md.is_dir() {
-            return Ok(None);
-        }
-        if !md.is_file() {
-            return Err(Lookup::Forbidden);
-        }
-        let mtime = md.modified().unwrap_or(UNIX_EPOCH);
-        let etag = make_etag(md.ino(), md.len(), mtime);
-        let contents = (md.len() <= INLINE_CONTENTS)
-            .then(|| read_small(&file, md.len()))
-            .flatten();
-        Ok(Some(OpenFile {
-            contents,
-            file: Arc::new(file),
-            size: md.len(),
-            mtime,
-            etag: HeaderValue::from_str(&etag).expect("etag is ASCII"),
-            last_modified: HeaderValue::from_str(&httpdate::fmt_http_date(mtime))
-                .expect("http date is ASCII"),
-        }))
+            .map_err(|e| io_lookup(&e))
     }
+}
+
+/// `fstat`s an open file: `Ok(None)` for a directory, the file and its header values for a
+/// regular file, `Forbidden` for anything else (a FIFO, a device).
+fn describe(file: File) -> Result<Option<OpenFile>, Lookup> {
+    let md = file.metadata().map_err(|e| io_lookup(&e))?;
+    if md.is_dir() {
+        return Ok(None);
+    }
+    if !md.is_file() {
+        return Err(Lookup::Forbidden);
+    }
+    let mtime = md.modified().unwrap_or(UNIX_EPOCH);
+    let etag = make_etag(md.ino(), md.len(), mtime);
+    let contents = (md.len() <= INLINE_CONTENTS)
+        .then(|| read_small(&file, md.len()))
+        .flatten();
+    Ok(Some(OpenFile {
+        data: match contents {
+            Some(bytes) => FileData::Memory(bytes),
+            None => FileData::Open(Arc::new(file)),
+        },
+        size: md.len(),
+        mtime,
+        etag: HeaderValue::from_str(&etag).expect("etag is ASCII"),
+        last_modified: HeaderValue::from_str(&httpdate::fmt_http_date(mtime))
+            .expect("http date is ASCII"),
+    }))
 }
 
 fn io_lookup(e: &io::Error) -> Lookup {

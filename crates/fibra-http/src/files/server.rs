@@ -11,11 +11,12 @@ use std::time::Duration;
 use http::header::{self, HeaderName, HeaderValue};
 use http::{HeaderMap, Method, StatusCode};
 
-use super::cache::{CacheStats, FileCache};
+use super::cache::CacheStats;
+use super::catalog::Catalog;
 use super::conditional::{evaluate, Conditionals, Precondition};
 use super::listing;
 use super::meta::accepted_encodings;
-use super::open::{Lookup, Resolver};
+use super::open::{FileData, Lookup, Resolver};
 use super::path::{self, PathError};
 use super::range::{parse_range, RangeRequest};
 
@@ -37,10 +38,16 @@ pub struct FileServerConfig {
     pub allow_hidden: bool,
     /// Serve symlinks whose target is outside `root`. Default: false (403).
     pub follow_symlinks: bool,
-    /// How long a cached stat + fd is trusted. Default: 10 s (Mighty's). Zero disables caching.
+    /// How long a cached lookup is trusted at most. Changes are seen at once anyway (inotify,
+    /// see [`cache`](super::cache)); this bounds what inotify cannot see (a network filesystem
+    /// changed from another machine). Default: 60 s (nginx's `open_file_cache_valid`). Zero
+    /// disables caching.
     pub cache_ttl: Duration,
-    /// Most cached paths (each may hold up to 3 fds). Default: 256.
+    /// Most cached paths. Default: 4096. Files up to 16 KiB are held in memory (no fd), larger
+    /// ones as an open fd (up to 3 with precompressed siblings). Zero disables caching.
     pub cache_capacity: usize,
+    /// Most bytes of file contents the cache holds in memory. Default: 64 MiB.
+    pub cache_max_bytes: u64,
 }
 
 impl FileServerConfig {
@@ -54,8 +61,9 @@ impl FileServerConfig {
             cache_control: None,
             allow_hidden: false,
             follow_symlinks: false,
-            cache_ttl: Duration::from_secs(10),
-            cache_capacity: 256,
+            cache_ttl: Duration::from_secs(60),
+            cache_capacity: 4096,
+            cache_max_bytes: 64 << 20,
         }
     }
 }
@@ -184,8 +192,7 @@ impl<'a> RequestFields<'a> {
 /// Cheap to share (`Arc<FileServer>`) across all fibers and workers.
 #[derive(Debug)]
 pub struct FileServer {
-    resolver: Resolver,
-    cache: FileCache,
+    catalog: Catalog,
     prefix: String,
     listing: bool,
     allow_hidden: bool,
@@ -210,8 +217,12 @@ impl FileServer {
             }
         }
         Ok(FileServer {
-            resolver: Resolver::new(&config.root, config.index, config.follow_symlinks)?,
-            cache: FileCache::new(config.cache_ttl, config.cache_capacity),
+            catalog: Catalog::new(
+                Resolver::new(&config.root, config.index, config.follow_symlinks)?,
+                config.cache_capacity,
+                config.cache_max_bytes,
+                config.cache_ttl,
+            ),
             prefix,
             listing: config.listing,
             allow_hidden: config.allow_hidden,
@@ -221,7 +232,7 @@ impl FileServer {
 
     /// The canonical root directory being served.
     pub fn root(&self) -> &std::path::Path {
-        &self.resolver.root
+        &self.catalog.resolver().root
     }
 
     /// The mount prefix (`""` for the root).
@@ -235,9 +246,15 @@ impl FileServer {
         path::strip_prefix(path, &self.prefix).is_some()
     }
 
+    /// Whether lookups are cached: caching is configured on and inotify could be started
+    /// (without it nothing is cached, so that nothing is ever stale).
+    pub fn caching(&self) -> bool {
+        self.catalog.caching()
+    }
+
     /// fd/stat cache counters.
     pub fn cache_stats(&self) -> CacheStats {
-        self.cache.stats()
+        self.catalog.stats()
     }
 
     /// Answers one request. `path` and `query` are the request target's parts (still
@@ -258,9 +275,9 @@ impl FileServer {
         let Some(rest) = path::strip_prefix(path, &self.prefix) else {
             return FileReply::error(StatusCode::NOT_FOUND);
         };
-        let lookup = self.cache.get_or_fill(rest, fibra::time::now(), || {
-            path::resolve(rest, self.allow_hidden).map(|p| self.resolver.lookup(&p))
-        });
+        let lookup = self
+            .catalog
+            .lookup(rest, self.allow_hidden, fibra::time::now());
         match lookup {
             Err(PathError::BadRequest) => FileReply::error(StatusCode::BAD_REQUEST),
             Err(PathError::NotFound) | Ok(Lookup::NotFound) => {
@@ -329,12 +346,12 @@ impl FileServer {
                         return e;
                     }
                 };
-                r.body = match &file.contents {
-                    Some(bytes) => {
+                r.body = match &file.data {
+                    FileData::Memory(bytes) => {
                         FileBody::Bytes(bytes.slice(offset as usize..(offset + len) as usize))
                     }
-                    None => FileBody::File {
-                        file: Arc::clone(&file.file),
+                    FileData::Open(f) => FileBody::File {
+                        file: Arc::clone(f),
                         offset,
                         len,
                     },
@@ -375,7 +392,7 @@ impl FileServer {
             t
         };
         match listing::render(
-            &self.resolver.root.join(p.rel_path()),
+            &self.catalog.resolver().root.join(p.rel_path()),
             &title,
             self.allow_hidden,
         ) {

@@ -1,5 +1,5 @@
 //! Networking with `std::net`'s shape: [`TcpListener`], [`TcpStream`], [`UnixListener`],
-//! [`UnixStream`].
+//! [`UnixStream`]; and [`Pollable`], any other non-blocking descriptor a fiber can wait on.
 //!
 //! Sockets are non-blocking underneath. Inside a fiber, an operation that would block parks
 //! the fiber until the worker's driver reports readiness (or its timeout passes); on a plain
@@ -40,9 +40,11 @@ macro_rules! io_by_ref {
 use io_by_ref;
 
 mod evented;
+mod pollable;
 mod sys;
 mod tcp;
 mod unix;
 
+pub use pollable::Pollable;
 pub use tcp::{ListenOptions, TcpListener, TcpStream};
 pub use unix::{UnixListener, UnixStream};
