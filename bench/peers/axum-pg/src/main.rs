@@ -168,6 +168,12 @@ async fn updates(State(db): Shared, Query(p): Query<Params>) -> Response {
     if let Err(e) = conn.client.execute(&conn.update, &[&ids, &numbers]).await {
         return server_error(e);
     }
+    // An id drawn twice shows the number written for it.
+    for w in &mut worlds {
+        if let Ok(i) = ids.binary_search(&w.id) {
+            w.random_number = numbers[i];
+        }
+    }
     Json(worlds).into_response()
 }
 
