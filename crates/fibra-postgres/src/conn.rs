@@ -8,9 +8,13 @@
 //! each query is its own implicit transaction, and one failing does not touch the others.
 //!
 //! # Who writes, who reads (leader and followers, no extra fiber)
-//! - **Writing.** A fiber about to wait flushes the write buffer. One fiber writes at a time
-//!   (`writing`); bytes appended meanwhile are written by that fiber before it stops, so a
-//!   query never stays unsent while its owner waits.
+//! - **Writing.** A fiber about to wait flushes the write buffer, after letting the other
+//!   runnable fibers of its worker run once (`fibra::yield_now`): the fibers serving the
+//!   other requests that arrived in the same round append their queries meanwhile, and one
+//!   `write` sends them all (the server, too, then reads them in one go). One fiber writes
+//!   at a time (`writing`, which also marks a flush as coming); bytes appended meanwhile are
+//!   written by that fiber before it stops, so a query never stays unsent while its owner
+//!   waits.
 //! - **Reading.** The first waiting fiber that finds no reader becomes the reader
 //!   (`reading`): it reads, hands every complete answer to its slot and wakes the slot's
 //!   owner, until its own answer is complete or its deadline passes. It then clears
@@ -30,7 +34,7 @@
 use crate::config::Config;
 use crate::error::{DbError, Error, ErrorKind};
 use crate::row::Row;
-use crate::startup::{self, fill, BackendKey};
+use crate::startup::{self, BackendKey, READ_CHUNK};
 use crate::statement::Statement;
 use crate::stream::Stream;
 use bytes::BytesMut;
@@ -87,6 +91,9 @@ struct SlotState {
 struct State {
     wbuf: BytesMut,
     rbuf: BytesMut,
+    /// Where reads land before they are appended to `rbuf` (copying what arrived is cheaper
+    /// than zeroing `rbuf`'s spare room for every read).
+    scratch: Box<[u8]>,
     writing: bool,
     reading: bool,
     queue: VecDeque<Rc<Slot>>,
@@ -117,6 +124,7 @@ impl Connection {
             st: RefCell::new(State {
                 wbuf: BytesMut::with_capacity(4096),
                 rbuf,
+                scratch: vec![0; READ_CHUNK].into_boxed_slice(),
                 writing: false,
                 reading: false,
                 queue: VecDeque::new(),
@@ -230,14 +238,23 @@ impl Connection {
         }
     }
 
-    /// Writes the write buffer unless another fiber is writing (it writes what we added).
+    /// Writes the write buffer unless another fiber is writing or about to (it writes what
+    /// we added); first lets the worker's other runnable fibers add their queries.
     fn flush(&self) {
-        let mut buf = {
+        {
             let mut st = self.st.borrow_mut();
             if st.writing || st.wbuf.is_empty() || st.failed.is_some() {
                 return;
             }
             st.writing = true;
+        }
+        fibra::yield_now();
+        let mut buf = {
+            let mut st = self.st.borrow_mut();
+            if st.failed.is_some() {
+                st.writing = false;
+                return;
+            }
             st.wbuf.split()
         };
         loop {
@@ -263,7 +280,10 @@ impl Connection {
     /// As the reader: reads and dispatches until `slot` is done or the connection failed
     /// (false), or its deadline passed (true).
     fn read_until(&self, slot: &Slot) -> bool {
-        let mut rbuf = std::mem::take(&mut self.st.borrow_mut().rbuf);
+        let (mut rbuf, mut scratch) = {
+            let mut st = self.st.borrow_mut();
+            (std::mem::take(&mut st.rbuf), std::mem::take(&mut st.scratch))
+        };
         let timed_out = loop {
             loop {
                 match Message::parse(&mut rbuf) {
@@ -287,17 +307,19 @@ impl Connection {
                 break true;
             };
             let _ = self.stream.set_read_timeout(Some(left));
-            match fill(&self.stream, &mut rbuf) {
+            match self.stream.read(&mut scratch) {
                 Ok(0) => self.fail(Error::new(
                     ErrorKind::Closed,
                     "the server closed the connection",
                 )),
-                Ok(_) => {}
+                Ok(n) => rbuf.extend_from_slice(&scratch[..n]),
                 Err(e) if is_timeout(&e) => break true,
                 Err(e) => self.fail(Error::io(ErrorKind::Closed, "read from the server", e)),
             }
         };
-        self.st.borrow_mut().rbuf = rbuf;
+        let mut st = self.st.borrow_mut();
+        st.rbuf = rbuf;
+        st.scratch = scratch;
         timed_out
     }
 
