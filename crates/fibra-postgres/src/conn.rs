@@ -282,7 +282,10 @@ impl Connection {
     fn read_until(&self, slot: &Slot) -> bool {
         let (mut rbuf, mut scratch) = {
             let mut st = self.st.borrow_mut();
-            (std::mem::take(&mut st.rbuf), std::mem::take(&mut st.scratch))
+            (
+                std::mem::take(&mut st.rbuf),
+                std::mem::take(&mut st.scratch),
+            )
         };
         let timed_out = loop {
             loop {
