@@ -91,7 +91,8 @@ impl Client {
 
 /// A query sent with [`Client::send`]: wait for it with [`rows`](Pending::rows),
 /// [`one`](Pending::one) or [`execute`](Pending::execute). Dropping it without waiting
-/// discards its answer (the query still runs).
+/// discards its answer; the query is still sent, with the next query waited for on the same
+/// connection, and runs.
 pub struct Pending {
     conn: Rc<Connection>,
     slot: Rc<Slot>,

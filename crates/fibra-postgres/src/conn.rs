@@ -226,7 +226,9 @@ impl Connection {
                 !std::mem::replace(&mut st.reading, true)
             };
             if lead {
+                let guard = FailOnUnwind(self);
                 let timed_out = self.read_until(slot);
+                std::mem::forget(guard);
                 self.st.borrow_mut().reading = false;
                 self.hand_over();
                 if timed_out && !slot.st.borrow().done {
@@ -248,11 +250,14 @@ impl Connection {
             }
             st.writing = true;
         }
+        let guard = FailOnUnwind(self);
         fibra::yield_now();
         let mut buf = {
             let mut st = self.st.borrow_mut();
             if st.failed.is_some() {
                 st.writing = false;
+                drop(st);
+                std::mem::forget(guard);
                 return;
             }
             st.wbuf.split()
@@ -263,6 +268,7 @@ impl Connection {
             if let Err(e) = r {
                 st.writing = false;
                 drop(st);
+                std::mem::forget(guard);
                 self.fail(Error::io(ErrorKind::Closed, "write to the server", e));
                 return;
             }
@@ -271,6 +277,7 @@ impl Connection {
                 // Give the (empty, allocated) buffer back so its memory is reused.
                 st.wbuf.unsplit(buf);
                 st.writing = false;
+                std::mem::forget(guard);
                 return;
             }
             std::mem::swap(&mut buf, &mut st.wbuf);
@@ -514,6 +521,25 @@ impl Connection {
             }
             s.notify.notify_one();
         }
+    }
+}
+
+/// Fails the connection if the fiber reading or writing for the others unwinds (it is
+/// cancelled at runtime shutdown): the buffers it holds are gone, so the byte stream cannot
+/// be followed any more. Forgotten on every normal exit.
+struct FailOnUnwind<'a>(&'a Connection);
+
+impl Drop for FailOnUnwind<'_> {
+    fn drop(&mut self) {
+        {
+            let mut st = self.0.st.borrow_mut();
+            st.reading = false;
+            st.writing = false;
+        }
+        self.0.fail(Error::new(
+            ErrorKind::Closed,
+            "the fiber reading or writing for this connection was cancelled",
+        ));
     }
 }
 
