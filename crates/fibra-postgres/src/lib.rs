@@ -8,7 +8,7 @@
 //! ```no_run
 //! use fibra_postgres::{Config, Pool, Statement, Type};
 //!
-//! let pool = Pool::new(Config::from_url("postgres://app:secret@127.0.0.1/app")?);
+//! let pool = Pool::new(Config::from_url("postgres://app:secret@127.0.0.1/app")?.pool_size(4));
 //! let by_id = Statement::new("SELECT name FROM users WHERE id = $1", &[Type::INT8]);
 //! fibra::run(move || -> Result<(), fibra_postgres::Error> {
 //!     let client = pool.get()?;
