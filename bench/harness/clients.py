@@ -3,7 +3,11 @@ its output is turned into (requests completed, req/s, error notes).
 
 Clients run pinned to their own CPU. wrk drives the keep-alive scenarios; httperf the
 connection-churn ones (run with RLIMIT_NOFILE 1024: it uses select(), which misbehaves past
-FD_SETSIZE); `fibra bench --batch` the Anon pattern, once it exists.
+FD_SETSIZE); `fibra bench --batch` the Anon pattern, once it exists. Over HTTPS: `h2load
+--h1` (OpenSSL) for keep-alive, `fibra bench` (rustls, a cheaper client) for a second
+keep-alive row, and `openssl s_time -new` for full handshakes (one connection at a time; it
+does not check statuses, so the server's answer is checked when it starts, and the bytes it
+read per connection are noted).
 """
 
 import os
@@ -12,7 +16,7 @@ import resource
 import subprocess
 
 from . import toolchain
-from .servers import HELLO, STATIC
+from .servers import BIG_FILE, HELLO, HELLO_TLS, STATIC, STATIC_TLS, TLS_KINDS
 
 
 class Result:
@@ -41,6 +45,12 @@ class Scenario:
             return None if toolchain.ensure(ctx, "wrk") else "wrk is not installed"
         if self.client == "httperf":
             return None if toolchain.ensure(ctx, "httperf") else "httperf is not installed"
+        if self.client == "h2load":
+            return None if toolchain.ensure(ctx, "h2load") else "h2load is not installed"
+        if self.client == "s_time":
+            return None if toolchain.ensure(ctx, "openssl") else "openssl is not installed"
+        if self.client == "fibra-bench":
+            return None if toolchain.fibra_binary(ctx) else "target/release/fibra is not built"
         if self.client == "fibra-batch":
             binary = toolchain.fibra_binary(ctx)
             if binary is None:
@@ -54,18 +64,38 @@ class Scenario:
         return f"unknown client {self.client}"
 
     def path(self):
-        return "/index.html" if self.kind == STATIC else "/plaintext"
+        if "path" in self.params:
+            return self.params["path"]
+        return "/index.html" if self.kind in (STATIC, STATIC_TLS) else "/plaintext"
+
+    def url(self, port):
+        scheme = "https" if self.kind in TLS_KINDS else "http"
+        return f"{scheme}://127.0.0.1:{port}{self.path()}"
 
     def warm_up(self, ctx, port, cpu):
         """A short unmeasured run (JITs, caches, lazily built state)."""
-        if self.client == "wrk" and ctx.warmup > 0:
+        if ctx.warmup <= 0:
+            return
+        if self.client == "wrk":
             run_wrk(ctx, self, port, cpu, ctx.warmup)
+        elif self.client == "h2load":
+            if "bytes" in self.params:
+                check_h2load_bodies(ctx, self, port, cpu)
+            run_h2load(ctx, self, port, cpu, ctx.warmup)
+        elif self.client == "fibra-bench":
+            run_fibra_bench(ctx, self, port, cpu, ctx.warmup)
 
     def run(self, ctx, port, cpu):
         if self.client == "wrk":
             return run_wrk(ctx, self, port, cpu, ctx.duration)
         if self.client == "httperf":
             return run_httperf(ctx, self, port, cpu)
+        if self.client == "h2load":
+            return run_h2load(ctx, self, port, cpu, ctx.duration)
+        if self.client == "fibra-bench":
+            return run_fibra_bench(ctx, self, port, cpu, ctx.duration)
+        if self.client == "s_time":
+            return run_s_time(ctx, self, port, cpu)
         return run_fibra_batch(ctx, self, port, cpu)
 
 
@@ -89,6 +119,25 @@ def scenarios():
         Scenario("conn100", "1,000 connections x 100 requests", HELLO, "httperf",
                  "`httperf --num-conns 1000 --num-calls 100 --rate 1000` GET /plaintext",
                  calls=100, num_conns=1000, rate=1000),
+        Scenario("tls-plaintext", "HTTPS keep-alive, 256 connections (h2load)", HELLO_TLS,
+                 "h2load", "`h2load --h1 -t1 -c256` GET /plaintext over TLS", conns=256),
+        Scenario("tls-plaintext-rustls", "HTTPS keep-alive, 256 connections (fibra bench)",
+                 HELLO_TLS, "fibra-bench",
+                 "`fibra bench -k -c256 --insecure` (rustls client) GET /plaintext over TLS",
+                 conns=256),
+        Scenario("tls-static", "HTTPS static 151-byte index.html, 256 connections",
+                 STATIC_TLS, "h2load", "`h2load --h1 -t1 -c256` GET /index.html over TLS",
+                 conns=256),
+        Scenario("tls-static-rustls", "HTTPS static 151-byte index.html, 256 connections "
+                 "(fibra bench)", STATIC_TLS, "fibra-bench",
+                 "`fibra bench -k -c256 --insecure` (rustls client) GET /index.html over TLS",
+                 conns=256),
+        Scenario("tls-static-1m", "HTTPS static 1 MiB file, 32 connections", STATIC_TLS,
+                 "h2load", f"`h2load --h1 -t1 -c32` GET /{BIG_FILE} over TLS", conns=32,
+                 path=f"/{BIG_FILE}", bytes=1 << 20),
+        Scenario("tls-handshake", "HTTPS full handshake + request per connection", HELLO_TLS,
+                 "s_time", "`openssl s_time -new` (one connection at a time) GET /plaintext",
+                 conns=1),
     ]
 
 
@@ -192,3 +241,76 @@ def run_fibra_batch(ctx, sc, port, cpu):
         raise RuntimeError(f"fibra bench exited with {code}:\n" + out[-800:])
     requests, rps, notes = parse_fibra_bench(out)
     return Result(requests, rps, notes)
+
+
+def parse_h2load(out):
+    """(2xx responses, req/s, notes) from h2load's summary."""
+    rate = re.search(r"finished in [\d.]+\w+, ([\d.]+) req/s", out)
+    status = re.search(r"status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx", out)
+    reqs = re.search(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, "
+                     r"(\d+) failed, (\d+) errored", out)
+    if not rate or not status or not reqs:
+        raise RuntimeError("could not parse h2load output:\n" + out[-800:])
+    ok = int(status.group(1))
+    notes = []
+    if int(reqs.group(5)) or int(reqs.group(6)):
+        notes.append(f"failed {reqs.group(5)}, errored {reqs.group(6)}")
+    other = sum(int(status.group(i)) for i in (2, 3, 4))
+    if other:
+        notes.append(f"non-2xx: {other}")
+    done = int(reqs.group(3))
+    rps = float(rate.group(1))
+    # req/s of 2xx responses only.
+    return ok, (rps * ok / done if done else 0.0), "; ".join(notes)
+
+
+def run_h2load(ctx, sc, port, cpu, duration):
+    args = ["h2load", "--h1", "-t1", f"-c{sc.params['conns']}", "-D", str(duration),
+            sc.url(port)]
+    out, _ = _client(ctx, cpu, args, timeout=duration * 3 + 120)
+    requests, rps, notes = parse_h2load(out)
+    return Result(requests, rps, notes)
+
+
+def check_h2load_bodies(ctx, sc, port, cpu):
+    """A fixed number of requests whose body bytes h2load must count exactly (a duration run
+    also counts the bytes of responses cut off at its end, so it cannot be checked)."""
+    n = sc.params["conns"] * 2
+    args = ["h2load", "--h1", "-t1", f"-c{sc.params['conns']}", "-n", str(n), sc.url(port)]
+    out, _ = _client(ctx, cpu, args, timeout=300)
+    ok, _, notes = parse_h2load(out)
+    body = re.search(r"traffic: .*? \((\d+)\) data", out)
+    want = n * sc.params["bytes"]
+    if ok != n or notes or not body or int(body.group(1)) != want:
+        raise RuntimeError(f"{sc.url(port)}: expected {n} 2xx responses of "
+                           f"{sc.params['bytes']} bytes:\n" + out[-800:])
+
+
+def run_fibra_bench(ctx, sc, port, cpu, duration):
+    args = [ctx.fibra_path, "bench", "-k", "-t", "1", "-c", str(sc.params["conns"]),
+            "-d", f"{duration}s", "--insecure", sc.url(port)]
+    out, code = _client(ctx, cpu, args, timeout=duration * 3 + 120)
+    if code != 0:
+        raise RuntimeError(f"fibra bench exited with {code}:\n" + out[-800:])
+    requests, rps, notes = parse_fibra_bench(out)
+    return Result(requests, rps, notes)
+
+
+def parse_s_time(out):
+    """(connections, connections/s, bytes read per connection) from openssl s_time."""
+    m = re.findall(r"^(\d+) connections in (\d+) real seconds, (\d+) bytes read per connection",
+                   out, re.M)
+    if not m:
+        raise RuntimeError("could not parse openssl s_time output:\n" + out[-800:])
+    n, secs, per = (int(x) for x in m[-1])
+    return n, (n / secs if secs else 0.0), per
+
+
+def run_s_time(ctx, sc, port, cpu):
+    args = ["openssl", "s_time", "-connect", f"127.0.0.1:{port}", "-new", "-time",
+            str(ctx.duration), "-www", sc.path()]
+    out, _ = _client(ctx, cpu, args, timeout=ctx.duration * 3 + 120)
+    n, rate, per = parse_s_time(out)
+    # A response too short to be the hello answer (headers + 13 bytes) is an error page.
+    notes = "" if per >= 60 else f"only {per} bytes read per connection"
+    return Result(n, rate, notes)

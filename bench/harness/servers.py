@@ -8,6 +8,7 @@ or whose build fails is skipped with a message, never a failure of the whole run
 
 import http.client
 import os
+import ssl
 import shutil
 import signal
 import socket
@@ -19,7 +20,15 @@ import time
 from . import toolchain
 
 HELLO = "hello"  # serves GET /plaintext -> "Hello, World!"
-STATIC = "static"  # serves the 151-byte index.html at /index.html
+STATIC = "static"  # serves the 151-byte index.html at /index.html (and /1m.bin, 1 MiB)
+HELLO_TLS = "hello-tls"  # HELLO over HTTPS (the run's ECDSA P-256 certificate)
+STATIC_TLS = "static-tls"  # STATIC over HTTPS
+TLS_KINDS = {HELLO_TLS, STATIC_TLS}
+PLAIN_KIND = {HELLO_TLS: HELLO, STATIC_TLS: STATIC}
+
+# The 1 MiB file of the STATIC kinds (served at /1m.bin).
+BIG_FILE = "1m.bin"
+BIG_SIZE = 1 << 20
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -27,11 +36,14 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 class Server:
     """One comparable server: name, which scenario kinds it serves, and how to build/run it."""
 
-    def __init__(self, name, kinds, build, command, env=None, describe=""):
+    def __init__(self, name, kinds, build, command, env=None, describe="", tls_command=None):
         self.name = name
         self.kinds = kinds
         self._build = build
         self._command = command
+        # (ctx, port, rundir) -> argv serving HTTPS with rundir/cert.pem and rundir/key.pem;
+        # needed for the TLS kinds.
+        self._tls_command = tls_command
         self.env = env or {}
         self.describe = describe
         self.skip_reason = None
@@ -47,7 +59,9 @@ class Server:
             print(f"[skip] {self.name}: {reason}", file=sys.stderr)
         return reason is None
 
-    def command(self, ctx, port, rundir):
+    def command(self, ctx, port, rundir, tls=False):
+        if tls:
+            return self._tls_command(ctx, port, rundir)
         return self._command(ctx, port, rundir)
 
 
@@ -141,10 +155,16 @@ def free_port():
         return s.getsockname()[1]
 
 
-def probe(port, path, timeout=1.0):
-    """True when GET path answers 200 on 127.0.0.1:port."""
+def probe(port, path, timeout=1.0, tls=False):
+    """True when GET path answers 200 on 127.0.0.1:port (over HTTPS if tls, certificate
+    not checked: it is the run's self-signed one)."""
     try:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+        if tls:
+            context = ssl._create_unverified_context()
+            conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=timeout,
+                                               context=context)
+        else:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
         conn.request("GET", path)
         ok = conn.getresponse().status == 200
         conn.close()
@@ -161,9 +181,19 @@ def start(ctx, server, kind, cpu):
     os.mkdir(root)
     shutil.copy(os.path.join(ctx.bench_dir, "static", "index.html"), root)
     os.chmod(os.path.join(root, "index.html"), 0o644)
+    big = os.path.join(root, BIG_FILE)
+    with open(big, "wb") as f:
+        f.write(big_file_bytes())
+    os.chmod(big, 0o644)
     os.chmod(root, 0o755)
+    tls = kind in TLS_KINDS
+    if tls:
+        cert, key = tls_certificate(ctx)
+        for src, name in ((cert, "cert.pem"), (key, "key.pem")):
+            shutil.copy(src, os.path.join(rundir, name))
+            os.chmod(os.path.join(rundir, name), 0o644)
     port = free_port()
-    cmd = server.command(ctx, port, rundir)
+    cmd = server.command(ctx, port, rundir, tls)
     env = dict(os.environ)
     env.update(server.env)
     log_path = os.path.join(rundir, "server.log")
@@ -179,19 +209,46 @@ def start(ctx, server, kind, cpu):
     )
     log.close()
     running = Running(server, proc, port, rundir, log_path)
-    path = "/index.html" if kind == STATIC else "/plaintext"
+    path = "/index.html" if PLAIN_KIND.get(kind, kind) == STATIC else "/plaintext"
     deadline = time.time() + 60
     while time.time() < deadline:
         if proc.poll() is not None:
             tail = running.log_tail()
             running.stop()
             raise RuntimeError(f"{server.name} exited with {proc.returncode}:\n{tail}")
-        if probe(port, path):
+        if probe(port, path, tls=tls):
             return running
         time.sleep(0.1)
     tail = running.log_tail()
     running.stop()
     raise RuntimeError(f"{server.name} did not answer GET {path} within 60 s:\n{tail}")
+
+
+def big_file_bytes():
+    """The 1 MiB file's content: deterministic, not compressible by accident."""
+    out = bytearray()
+    x = 0x9E3779B97F4A7C15
+    while len(out) < BIG_SIZE:
+        x ^= (x << 13) & 0xFFFFFFFFFFFFFFFF
+        x ^= x >> 7
+        x ^= (x << 17) & 0xFFFFFFFFFFFFFFFF
+        out += x.to_bytes(8, "little")
+    return bytes(out[:BIG_SIZE])
+
+
+def tls_certificate(ctx):
+    """(cert.pem, key.pem) of the run: one self-signed ECDSA P-256 certificate for localhost
+    and 127.0.0.1, made once with openssl, the same for every server."""
+    if "tls-cert" not in ctx.tool_cache:
+        out = os.path.join(ctx.target_dir, "tls")
+        os.makedirs(out, exist_ok=True)
+        cert, key = os.path.join(out, "cert.pem"), os.path.join(out, "key.pem")
+        toolchain.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                       "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=localhost",
+                       "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+                       "-keyout", key, "-out", cert, "-days", "2"])
+        ctx.tool_cache["tls-cert"] = (cert, key)
+    return ctx.tool_cache["tls-cert"]
 
 
 # ---- the servers -------------------------------------------------------------------------
@@ -317,12 +374,20 @@ def _fill(template_path, out_path, values):
         f.write(text)
 
 
-def _nginx_cmd(ctx, port, rundir):
+def _nginx_cmd(ctx, port, rundir, tls=False):
     conf = os.path.join(rundir, "nginx.conf")
+    # Over TLS: the run's certificate, TLS 1.2 and 1.3, a session cache (as a site would
+    # have; it does not serve full handshakes).
+    tls_lines = (
+        f"ssl_certificate {rundir}/cert.pem;\n        ssl_certificate_key {rundir}/key.pem;\n"
+        "        ssl_protocols TLSv1.2 TLSv1.3;\n        ssl_session_cache shared:SSL:10m;"
+        if tls else ""
+    )
     _fill(
         os.path.join(ctx.bench_dir, "peers", "nginx", "nginx.conf.in"),
         conf,
-        {"PORT": str(port), "RUN": rundir, "ROOT": os.path.join(rundir, "root")},
+        {"PORT": str(port), "RUN": rundir, "ROOT": os.path.join(rundir, "root"),
+         "SSL": " ssl" if tls else "", "TLS": tls_lines},
     )
     return [toolchain.which("nginx"), "-p", rundir, "-c", conf]
 
@@ -333,11 +398,19 @@ _H2O_MRUBY = (
 )
 
 
-def _h2o_cmd(ctx, port, rundir):
+def _h2o_cmd(ctx, port, rundir, tls=False):
     conf = os.path.join(rundir, "h2o.conf")
     template = os.path.join(ctx.bench_dir, "peers", "h2o", "h2o.conf.in")
     user = "nobody" if os.geteuid() == 0 else ""
-    values = {"PORT": str(port), "RUN": rundir, "ROOT": os.path.join(rundir, "root"), "USER": user}
+    # Over TLS: the run's certificate, TLS 1.2 and 1.3 (h2o keeps a session cache and
+    # tickets by default).
+    tls_lines = (
+        f"  ssl:\n    certificate-file: {rundir}/cert.pem\n    key-file: {rundir}/key.pem\n"
+        "    minimum-version: TLSv1.2\n"
+        if tls else ""
+    )
+    values = {"PORT": str(port), "RUN": rundir, "ROOT": os.path.join(rundir, "root"),
+              "USER": user, "TLS": tls_lines}
     _fill(template, conf, dict(values, PLAINTEXT=_H2O_MRUBY))
     h2o = toolchain.which("h2o")
     test = subprocess.run([h2o, "-t", "-c", conf], capture_output=True)
@@ -359,29 +432,43 @@ def _h2o_cmd(ctx, port, rundir):
 def all_servers():
     """Every server the harness knows, in table order (pong first: it is the reference)."""
     fibra = lambda ctx: ctx.fibra_path  # noqa: E731
+
+    def tls_args(d):
+        return ["--tls-cert", os.path.join(d, "cert.pem"), "--tls-key", os.path.join(d, "key.pem")]
+
+    def fibra_hello(ctx, p, d):
+        return [fibra(ctx), "hello", "--workers", "1", "--port", str(p)]
+
+    def fibra_serve(ctx, p, d):
+        return [fibra(ctx), "serve", os.path.join(d, "root"), "--workers", "1", "--port", str(p)]
+
     return [
         Server("pong", {HELLO, STATIC}, _build_pong,
                lambda ctx, p, d: [_target(ctx, "pong"), str(p)],
                describe="C epoll reference (bench/pong/pong.c)"),
-        Server("fibra-hello", {HELLO}, _fibra_cmd("hello"),
-               lambda ctx, p, d: [fibra(ctx), "hello", "--workers", "1", "--port", str(p)],
-               describe="fibra hello --workers 1"),
-        Server("fibra-hello-pgo", {HELLO}, _build_fibra_pgo,
+        Server("fibra-hello", {HELLO, HELLO_TLS}, _fibra_cmd("hello"), fibra_hello,
+               tls_command=lambda ctx, p, d: fibra_hello(ctx, p, d) + tls_args(d),
+               describe="fibra hello --workers 1 (over TLS: --tls-cert/--tls-key)"),
+        Server("fibra-hello-pgo", {HELLO, HELLO_TLS}, _build_fibra_pgo,
                lambda ctx, p, d: [_fibra_pgo_path(ctx), "hello", "--workers", "1",
                                   "--port", str(p)],
+               tls_command=lambda ctx, p, d: [_fibra_pgo_path(ctx), "hello", "--workers", "1",
+                                              "--port", str(p)] + tls_args(d),
                describe="fibra hello --workers 1, profile-guided build (bench/pgo.sh)"),
-        Server("fibra-serve", {STATIC}, _fibra_cmd("serve"),
-               lambda ctx, p, d: [fibra(ctx), "serve", os.path.join(d, "root"),
-                                  "--workers", "1", "--port", str(p)],
-               describe="fibra serve --workers 1"),
+        Server("fibra-serve", {STATIC, STATIC_TLS}, _fibra_cmd("serve"), fibra_serve,
+               tls_command=lambda ctx, p, d: fibra_serve(ctx, p, d) + tls_args(d),
+               describe="fibra serve --workers 1 (over TLS: --tls-cert/--tls-key)"),
         Server("fibra-serve-pgo", {STATIC}, _build_fibra_pgo,
                lambda ctx, p, d: [_fibra_pgo_path(ctx), "serve", os.path.join(d, "root"),
                                   "--workers", "1", "--port", str(p)],
                describe="fibra serve --workers 1, profile-guided build (bench/pgo.sh)"),
-        Server("nginx", {HELLO, STATIC}, _build_nginx, _nginx_cmd,
-               describe="nginx, 1 worker, return 200 / sendfile + open_file_cache"),
-        Server("h2o", {HELLO, STATIC}, _build_h2o, _h2o_cmd,
-               describe="h2o, num-threads 1 (mruby handler for /plaintext)"),
+        Server("nginx", {HELLO, STATIC, HELLO_TLS, STATIC_TLS}, _build_nginx, _nginx_cmd,
+               tls_command=lambda ctx, p, d: _nginx_cmd(ctx, p, d, tls=True),
+               describe="nginx, 1 worker, return 200 / sendfile + open_file_cache "
+                        "(over TLS: OpenSSL, ssl_session_cache)"),
+        Server("h2o", {HELLO, STATIC, HELLO_TLS, STATIC_TLS}, _build_h2o, _h2o_cmd,
+               tls_command=lambda ctx, p, d: _h2o_cmd(ctx, p, d, tls=True),
+               describe="h2o, num-threads 1 (mruby handler for /plaintext; over TLS: OpenSSL)"),
         Server("hyper", {HELLO}, _build_cargo_peer("hyper"),
                lambda ctx, p, d: [toolchain.cargo_bin(ctx, "bench-peer-hyper"), str(p)],
                describe="hyper 1.x, current-thread tokio"),

@@ -116,6 +116,25 @@ class SummaryTests(unittest.TestCase):
         self.assertAlmostEqual(fibra["cpu_ratio"], 1.2)
         self.assertAlmostEqual(fibra["rps_ratio"], 0.9)
 
+    def test_h2load_counts_2xx_and_scales_the_rate(self):
+        out = ("finished in 2.53s, 1000.00 req/s, 8.66MB/s\n"
+               "requests: 2000 total, 2000 started, 2000 done, 1500 succeeded, 500 failed, "
+               "0 errored, 0 timeout\n"
+               "status codes: 1500 2xx, 0 3xx, 500 4xx, 0 5xx\n")
+        ok, rps, notes = clients.parse_h2load(out)
+        self.assertEqual(ok, 1500)
+        self.assertAlmostEqual(rps, 750.0)
+        self.assertIn("non-2xx: 500", notes)
+        self.assertIn("failed 500", notes)
+
+    def test_s_time_takes_the_last_summary(self):
+        out = ("Collecting connection statistics for 5 seconds\n"
+               "5500 connections in 3.09s; 1779.94 connections/user sec, bytes read 737000\n"
+               "5500 connections in 7 real seconds, 134 bytes read per connection\n")
+        n, rate, per = clients.parse_s_time(out)
+        self.assertEqual((n, per), (5500, 134))
+        self.assertAlmostEqual(rate, 5500 / 7)
+
 
 if __name__ == "__main__":
     unittest.main()

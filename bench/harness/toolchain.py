@@ -22,6 +22,8 @@ APT_PACKAGES = {
     "h2o": ["h2o"],
     "wrk": ["wrk"],
     "httperf": ["httperf"],
+    "h2load": ["nghttp2-client"],
+    "openssl": ["openssl"],
     "strace": ["strace"],
     "taskset": ["util-linux"],
     "font": ["fonts-dejavu-core"],

@@ -2,7 +2,8 @@
 //!
 //! Input: two bytes choosing the feeding pattern (piece size and `max_data`), then the body.
 //! The incremental decoder, fed in pieces, must agree with a whole-buffer reference written
-//! straight from RFC 9112 §7.1 (as strict as fibra: hex sizes of 1..=16 digits, extensions of
+//! straight from RFC 9112 §7.1 (as strict as fibra: hex sizes of 1..=16 significant digits after
+//! at most 4096 leading zeros, whitespace only before an extension's `;`, extensions of
 //! visible bytes, CRLF everywhere, token-named trailer fields): same data, same end position,
 //! same accept/reject. Limits are set high enough that they never trigger here (the unit tests
 //! cover 413/431), except the 16-digit size rule which both sides share.
@@ -78,8 +79,16 @@ fn reference(input: &[u8]) -> Outcome {
         // chunk-size
         let start = i;
         let mut size: u64 = 0;
+        // Leading zeros (at most 4096) do not count towards the 16 significant digits.
+        while at(i) == Some(b'0') {
+            if i - start == 4096 {
+                return Some(Err(()));
+            }
+            i += 1;
+        }
+        let significant = i;
         while let Some(b) = at(i).filter(u8::is_ascii_hexdigit) {
-            if i - start == 16 {
+            if i - significant == 16 {
                 return Some(Err(()));
             }
             size = size << 4 | u64::from((b as char).to_digit(16).unwrap());
@@ -91,7 +100,22 @@ fn reference(input: &[u8]) -> Outcome {
         if i == start {
             return Some(Err(()));
         }
-        // [ ";" ext ] CRLF
+        // [ BWS ";" ext ] CRLF: whitespace only before a `;` (counted like the extension)
+        if matches!(at(i), Some(b' ' | b'\t')) {
+            let mut k = 0;
+            while matches!(at(i), Some(b' ' | b'\t')) {
+                k += 1;
+                if k > 4096 {
+                    return Some(Err(()));
+                }
+                i += 1;
+            }
+            match at(i) {
+                None => return None,
+                Some(b';') => {}
+                Some(_) => return Some(Err(())),
+            }
+        }
         if at(i) == Some(b';') {
             i += 1;
             // fibra counts the extension's bytes and its CR: at most 4096

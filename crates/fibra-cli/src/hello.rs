@@ -3,7 +3,7 @@
 use crate::server_flags::ServerFlags;
 use fibra_http::{Request, Response, ResponseBody};
 use http::header::HeaderValue;
-use http::{Method, StatusCode};
+use http::StatusCode;
 
 /// Flags of `fibra hello`.
 #[derive(clap::Args, Debug)]
@@ -33,7 +33,7 @@ fn status(code: StatusCode) -> Response {
 
 /// The app: `GET /plaintext`, `GET /json`, `/echo` (any method), else 404.
 pub fn handler(mut req: Request) -> Response {
-    let get = req.method() == Method::GET || req.method() == Method::HEAD;
+    let get = req.is_get_or_head();
     match req.uri().path() {
         "/plaintext" if get => with_type(PLAINTEXT.into(), TEXT_PLAIN),
         "/json" if get => with_type(JSON.into(), APPLICATION_JSON),

@@ -77,8 +77,8 @@ impl Acceptor for TcpAcceptor {
     type Io = Tcp;
 
     fn accept(&self) -> io::Result<Tcp> {
-        let (stream, _peer) = self.listener.accept()?;
-        Ok(Tcp::new(stream))
+        let (stream, peer) = self.listener.accept()?;
+        Ok(Tcp::with_peer(stream, Some(peer)))
     }
 
     fn set_accept_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
@@ -128,7 +128,7 @@ impl Acceptor for UnixAcceptor {
 
     fn accept(&self) -> io::Result<Unix> {
         let (stream, _peer) = self.listener.accept()?;
-        Ok(Unix::new(stream))
+        Ok(Unix::with_peer(stream, None))
     }
 
     fn set_accept_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {

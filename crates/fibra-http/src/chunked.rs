@@ -1,7 +1,8 @@
 //! Incremental decoder for `Transfer-Encoding: chunked` (RFC 9112 §7.1), strict.
 //!
-//! Size lines are `1*16HEXDIG [ ";" ext ] CRLF`: no signs, no `0x`, no whitespace, no bare LF,
-//! at most 16 hex digits. Chunk data must be followed by exactly CRLF. Trailer fields are
+//! Size lines are `1*HEXDIG [ BWS ";" ext ] CRLF`: no signs, no `0x`, no bare LF, whitespace
+//! only before the `;` of an extension (RFC 9112's BWS), at most 16 significant hex digits
+//! (leading zeros do not count; a size line is bounded like an extension). Chunk data must be followed by exactly CRLF. Trailer fields are
 //! checked (token name, colon, clean value, CRLF) and discarded. The decoder never buffers: it
 //! points at data bytes inside the caller's buffer.
 
@@ -18,6 +19,8 @@ const MAX_EXT_BYTES: usize = 4096;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     Size,
+    /// Whitespace after the size: only a `;` (an extension) may follow.
+    SizeBws,
     Ext,
     SizeLf,
     Data,
@@ -46,7 +49,10 @@ pub struct ChunkedDecoder {
     state: State,
     /// Bytes left in the current chunk (in `Data`) or the size being parsed (in `Size`).
     size: u64,
+    /// Significant digits of the size so far (leading zeros are not).
     digits: u8,
+    /// Leading zeros of the size so far (bounded like an extension).
+    zeros: usize,
     ext_bytes: usize,
     trailer_bytes: usize,
     total: u64,
@@ -62,6 +68,7 @@ impl ChunkedDecoder {
             state: State::Size,
             size: 0,
             digits: 0,
+            zeros: 0,
             ext_bytes: 0,
             trailer_bytes: 0,
             total: 0,
@@ -101,6 +108,12 @@ impl ChunkedDecoder {
                 }
                 State::Done => break,
                 State::Size => match hex(b) {
+                    Some(0) if self.digits == 0 => {
+                        self.zeros += 1;
+                        if self.zeros > MAX_EXT_BYTES {
+                            return Err(bad("chunk size too long"));
+                        }
+                    }
                     Some(d) => {
                         if self.digits == 16 {
                             return Err(bad("chunk size too long"));
@@ -108,14 +121,34 @@ impl ChunkedDecoder {
                         self.digits += 1;
                         self.size = self.size << 4 | u64::from(d);
                     }
-                    None if self.digits == 0 => return Err(bad("invalid chunk size")),
+                    None if self.digits == 0 && self.zeros == 0 => {
+                        return Err(bad("invalid chunk size"))
+                    }
                     None if b == b';' => {
                         self.ext_bytes = 0;
                         self.state = State::Ext;
                     }
+                    None if b == b' ' || b == b'\t' => {
+                        self.ext_bytes = 1;
+                        self.state = State::SizeBws;
+                    }
                     None if b == b'\r' => self.state = State::SizeLf,
                     None => return Err(bad("invalid chunk size")),
                 },
+                State::SizeBws => {
+                    self.ext_bytes += 1;
+                    if self.ext_bytes > MAX_EXT_BYTES {
+                        return Err(bad("chunk extension too long"));
+                    }
+                    match b {
+                        b' ' | b'\t' => {}
+                        b';' => {
+                            self.ext_bytes = 0;
+                            self.state = State::Ext;
+                        }
+                        _ => return Err(bad("invalid chunk size")),
+                    }
+                }
                 State::Ext => {
                     self.ext_bytes += 1;
                     if self.ext_bytes > MAX_EXT_BYTES {
@@ -133,6 +166,7 @@ impl ChunkedDecoder {
                     }
                     let size = std::mem::take(&mut self.size);
                     self.digits = 0;
+                    self.zeros = 0;
                     if size == 0 {
                         self.state = State::TrailerStart;
                     } else {
@@ -262,7 +296,8 @@ mod tests {
             (b"5\nhello\r\n0\r\n\r\n", 400),
             (b"5\r\nhelloXX0\r\n\r\n", 400),
             (b"5\r\nhello\n0\r\n\r\n", 400),
-            (b"00000000000000001\r\nx\r\n0\r\n\r\n", 400),
+            (b"11111111111111111\r\nx\r\n0\r\n\r\n", 400),
+            (b"5 x\r\nhello\r\n0\r\n\r\n", 400),
             (b"1;a\x00\r\nx\r\n0\r\n\r\n", 400),
             (b"0\r\nbad trailer\r\n\r\n", 400),
             (b"0\r\n\r\r", 400),
@@ -278,6 +313,16 @@ mod tests {
         }
         // 16 digits is the maximum and is accepted syntactically
         assert!(decode_all(b"0000000000000001\r\nx\r\n0\r\n\r\n", 64).is_ok());
+        // Leading zeros do not count towards the 16 digits.
+        let (body, _) = decode_all(
+            b"000000000000000000001\r\nx\r\n00000000000000000\r\n\r\n",
+            64,
+        )
+        .expect("leading zeros");
+        assert_eq!(body, b"x");
+        // Whitespace before an extension's `;` (BWS) is accepted.
+        let (body, _) = decode_all(b"1 \t;a=b\r\nx\r\n0 ;z\r\n\r\n", 64).expect("BWS");
+        assert_eq!(body, b"x");
     }
 
     #[test]

@@ -64,7 +64,8 @@
 //! in one file each), [`access_log`] (the entries the loop makes for an [`AccessLogSink`]),
 //! [`request`] (the handler's request), [`body`] (request bodies), [`response`] (response
 //! bodies), [`files`] (static files), [`client`] (the client side: an incremental response
-//! parser, for load generators and proxies), `server` (accept loops, the connection limit,
+//! parser, for load generators and proxies), [`outbox`] (how other fibers send on a
+//! connection its owner fiber reads and writes), `server` (accept loops, the connection limit,
 //! graceful shutdown). Internal: `parse` (request heads) and `chunked` (chunked bodies), public
 //! only with the `fuzzing` feature, and `date` (the cached `Date` header).
 
@@ -89,6 +90,7 @@ mod lazy;
 #[doc(hidden)]
 pub mod parse;
 // Items only the fuzz targets use are not dead code (as when the module was public).
+pub mod outbox;
 #[cfg(not(feature = "fuzzing"))]
 #[allow(dead_code)]
 mod parse;
@@ -104,6 +106,10 @@ pub use access_log::AccessLogSink;
 pub use body::Body;
 pub use conn::{serve_connection, serve_connection_steps};
 pub use error::ProtocolError;
+/// The `http` crate (methods, status codes, header maps, URIs), re-exported so handlers need
+/// no dependency of their own on it (and the same version as the server's).
+pub use http;
+pub use outbox::{Outbox, OutboxSender};
 pub use request::Request;
 pub use response::{BodyWriter, FileRange, Response, ResponseBody, Upgraded};
 pub use server::{Server, ServerHandle};

@@ -208,6 +208,9 @@ fn parse_head_uncached(
     let len = match result {
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) => return partial(buf, settings).map(|()| None),
+        Err(httparse::Error::Version) if later_minor_version(buf).is_some() => {
+            return parse_as_http11(buf, settings, cache);
+        }
         Err(e) => return Err(map_httparse_error(e, buf)),
     };
     if len > settings.max_head_bytes {
@@ -299,6 +302,37 @@ fn map_httparse_error(e: httparse::Error, buf: &[u8]) -> ProtocolError {
     }
 }
 
+/// Where the minor version digit is in a request line ending `HTTP/1.d` with `d` from 2 to
+/// 9: such a request is read as HTTP/1.1, the highest minor version of HTTP/1 this server
+/// implements (RFC 9110 §2.5).
+fn later_minor_version(buf: &[u8]) -> Option<usize> {
+    let line_end = memchr::memchr(b'\n', buf)?;
+    let line = buf[..line_end]
+        .strip_suffix(b"\r")
+        .unwrap_or(&buf[..line_end]);
+    match line {
+        [.., b' ', b'H', b'T', b'T', b'P', b'/', b'1', b'.', b'2'..=b'9'] => Some(line.len() - 1),
+        _ => None,
+    }
+}
+
+/// Parses a head whose request line says `HTTP/1.2`…`HTTP/1.9` as HTTP/1.1 (a copy with the
+/// digit replaced; rare, so the copy does not matter).
+#[cold]
+#[inline(never)]
+fn parse_as_http11(
+    buf: &[u8],
+    settings: &Settings,
+    cache: &mut HeadCache,
+) -> Result<Option<(Head, usize)>, ProtocolError> {
+    let Some(at) = later_minor_version(buf) else {
+        return Err(ProtocolError::bad("malformed request line"));
+    };
+    let mut copy = buf.to_vec();
+    copy[at] = b'1';
+    parse_head_uncached(&copy, settings, cache)
+}
+
 /// True when the request line is `method SP target SP HTTP/x.y` with a well-formed version
 /// other than 1.0/1.1. A line with a space inside the target (`GET /a b HTTP/1.1`) is
 /// malformed (400), not an unsupported version.
@@ -325,6 +359,10 @@ fn looks_like_other_version(buf: &[u8]) -> bool {
 /// Validates the request target's form against the method (RFC 9112 §3.2).
 fn parse_target(method: &Method, target: &str) -> Result<Uri, ProtocolError> {
     let bad = || ProtocolError::bad("invalid request target");
+    // Raw 8-bit bytes are not URI characters (RFC 3986): a client percent-encodes them.
+    if !target.is_ascii() {
+        return Err(bad());
+    }
     let first = *target.as_bytes().first().ok_or_else(bad)?;
     if target == "*" {
         return if method == Method::OPTIONS {

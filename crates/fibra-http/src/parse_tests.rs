@@ -108,7 +108,6 @@ fn rejections() {
         (b"GET * HTTP/1.1\r\nHost: x\r\n\r\n", 400),
         (b"GET x HTTP/1.1\r\nHost: x\r\n\r\n", 400),
         (b"GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505),
-        (b"GET / HTTP/1.2\r\nHost: x\r\n\r\n", 505),
         (b"GET / HTTP/0.9\r\nHost: x\r\n\r\n", 505),
         (b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 505),
         // found by tests/hardening_bad_input.rs: a space in the target is not a version
@@ -393,4 +392,25 @@ fn host_syntax() {
     ] {
         assert!(!valid_host(bad), "{}", String::from_utf8_lossy(bad));
     }
+}
+
+#[test]
+fn later_http1_minor_versions_read_as_http11() {
+    for v in ["1.2", "1.9"] {
+        let raw = format!("GET /v HTTP/{v}\r\nHost: x\r\n\r\n");
+        let (head, n) = parse(raw.as_bytes()).expect("parses").expect("complete");
+        assert_eq!(n, raw.len());
+        assert_eq!(head.request.version, Version::HTTP_11);
+        assert!(head.keep_alive, "HTTP/1.1 keeps alive by default");
+        // As 1.1: a Host is required.
+        assert_eq!(status(format!("GET / HTTP/{v}\r\n\r\n").as_bytes()), 400);
+    }
+}
+
+#[test]
+fn raw_8bit_bytes_in_the_target_are_rejected() {
+    assert_eq!(status(b"GET /caf\xc3\xa9 HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+    assert_eq!(status(b"GET /\xff HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+    assert_eq!(status(b"GET /a?q=\xff HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+    assert_eq!(status(b"GET /caf%C3%A9 HTTP/1.1\r\nHost: x\r\n\r\n"), 200);
 }

@@ -74,6 +74,26 @@ impl Request {
     pub fn method(&self) -> &Method {
         &self.head.method
     }
+    /// Whether this is a `GET` or a `HEAD`: answer both the same way, the server leaves the
+    /// body out of a `HEAD` response (and keeps its `Content-Length`).
+    ///
+    /// ```
+    /// use fibra_http::{Request, Response};
+    /// use fibra_http::http::StatusCode;
+    ///
+    /// fn handler(req: Request) -> Response {
+    ///     if !req.is_get_or_head() {
+    ///         return Response::builder()
+    ///             .status(StatusCode::METHOD_NOT_ALLOWED)
+    ///             .body("".into())
+    ///             .unwrap();
+    ///     }
+    ///     Response::new("hello".into())
+    /// }
+    /// ```
+    pub fn is_get_or_head(&self) -> bool {
+        self.head.method == Method::GET || self.head.method == Method::HEAD
+    }
     /// The request method, for changing.
     pub fn method_mut(&mut self) -> &mut Method {
         &mut self.head_mut().method

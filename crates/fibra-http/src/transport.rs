@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use fibra::fiber::Wait;
 use fibra::net::{TcpStream, UnixStream};
+use fibra::sync::Notify;
 
 /// A connection's transport. See the module docs.
 pub trait Transport: Read + Write + 'static {
@@ -47,6 +48,16 @@ pub trait Transport: Read + Write + 'static {
     fn wait_readable(&self) -> io::Result<()> {
         Ok(())
     }
+    /// Waits until [`try_read`](Transport::try_read) may make progress or `notify` is
+    /// notified, for at most the read timeout; true if it was notified (see
+    /// [`crate::outbox::Outbox`], the queue other fibers send through). Default:
+    /// `Unsupported` — a transport that other fibers send on must implement it.
+    fn wait_readable_or(&self, _notify: &Notify) -> io::Result<bool> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this transport cannot wait for input and a notification at once",
+        ))
+    }
     /// [`wait_readable`](Transport::wait_readable) without a stack: the wait a fiber made of
     /// steps returns as its next step (see [`fibra::fiber::Step`]), honouring the read timeout
     /// (`TimedOut`). With one, an idle connection of the server holds no stack (the connection
@@ -64,6 +75,13 @@ pub trait Transport: Read + Write + 'static {
     }
     /// Shuts down one or both directions (used for lingering close).
     fn shutdown(&self, how: Shutdown) -> io::Result<()>;
+    /// Sends `last`, the connection's final bytes, and shuts the writing side down (the
+    /// start of a lingering close). Default: `write_all`, then `shutdown(Write)`;
+    /// [`crate::tls::Tls`] sends the last records and its `close_notify` in one write.
+    fn write_last(&mut self, last: &[u8]) -> io::Result<()> {
+        self.write_all(last)?;
+        self.shutdown(Shutdown::Write)
+    }
     /// Holds back partial frames until uncorked (TCP_CORK), so a response head and the file
     /// that follows leave in one packet. Default: no-op.
     fn set_cork(&self, _on: bool) -> io::Result<()> {
@@ -126,6 +144,8 @@ pub struct ConnState {
 struct SharedSocket<S> {
     stream: S,
     state: ConnState,
+    /// The peer's address, from the accept (no `getpeername` per connection).
+    peer: Option<SocketAddr>,
 }
 
 impl ShutdownHandle for TcpStream {
@@ -149,11 +169,19 @@ macro_rules! socket_transport {
         pub struct $name(Arc<SharedSocket<$stream>>);
 
         impl $name {
-            /// Wraps an accepted stream.
+            /// Wraps an accepted stream (asking the socket for its peer's address).
             pub fn new(stream: $stream) -> Self {
+                let peer: fn(&$stream) -> Option<SocketAddr> = $peer;
+                let addr = peer(&stream);
+                Self::with_peer(stream, addr)
+            }
+
+            /// Wraps an accepted stream whose peer's address the accept returned.
+            pub fn with_peer(stream: $stream, peer: Option<SocketAddr>) -> Self {
                 $name(Arc::new(SharedSocket {
                     stream,
                     state: ConnState::default(),
+                    peer,
                 }))
             }
         }
@@ -203,8 +231,7 @@ macro_rules! socket_transport {
                 self.0.stream.set_write_timeout(t)
             }
             fn peer_addr(&self) -> Option<SocketAddr> {
-                let peer: fn(&$stream) -> Option<SocketAddr> = $peer;
-                peer(&self.0.stream)
+                self.0.peer
             }
             fn shutdown(&self, how: Shutdown) -> io::Result<()> {
                 self.0.stream.shutdown(how)
@@ -217,6 +244,9 @@ macro_rules! socket_transport {
             }
             fn wait_readable(&self) -> io::Result<()> {
                 self.0.stream.readable()
+            }
+            fn wait_readable_or(&self, notify: &Notify) -> io::Result<bool> {
+                self.0.stream.readable_or_notified(notify)
             }
             fn when_readable(&self) -> Option<Wait> {
                 Some(self.0.stream.when_readable())

@@ -79,7 +79,9 @@ const CASES: &[(&str, u16, Conn)] = &[
     ("GET http://u@x/ HTTP/1.1\r\nHost: x\r\n\r\n", 400, Closed),
     ("CONNECT /path HTTP/1.1\r\nHost: x\r\n\r\n", 400, Closed),
     ("GET / HTTP/0.9\r\nHost: x\r\n\r\n", 505, Closed),
-    ("GET / HTTP/1.2\r\nHost: x\r\n\r\n", 505, Closed),
+    // A later HTTP/1 minor version is read as 1.1 (RFC 9110 §2.5).
+    ("GET / HTTP/1.2\r\nHost: x\r\n\r\n", 200, Kept),
+    ("GET / HTTP/1.9\r\nHost: x\r\n\r\n", 200, Kept),
     ("GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505, Closed),
     ("GET / HTTP/3.0\r\nHost: x\r\n\r\n", 505, Closed),
     ("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 505, Closed),

@@ -353,7 +353,8 @@ where
         });
         let logged = logged.as_ref();
         // (Shutdown is looked at after the handler ran.)
-        let mut close = !head.keep_alive || !settings.keep_alive;
+        let client_closes = !head.keep_alive;
+        let mut close = client_closes || !settings.keep_alive;
         let seq = {
             let mut sh = shared.borrow_mut();
             sh.seq += 1;
@@ -409,7 +410,11 @@ where
             close = true;
         }
         if close {
-            sh.linger();
+            if client_closes && sh.rpos == sh.rend && matches!(sh.body, BodyState::Done) {
+                sh.close_now();
+            } else {
+                sh.linger();
+            }
             return false;
         }
         true

@@ -1,7 +1,6 @@
 //! Lingering close: how a connection that answered its last response closes without
 //! resetting it (RFC 9112 §9.6).
 
-use std::net::Shutdown;
 use std::time::{Duration, Instant};
 
 use super::buffered::Shared;
@@ -13,15 +12,30 @@ const LINGER_TIME: Duration = Duration::from_secs(2);
 const LINGER_BYTES: usize = 1 << 20;
 
 impl<T: Transport> Shared<T> {
+    /// Closes at once a connection whose client asked for the close (`Connection: close`,
+    /// or HTTP/1.0 without keep-alive) and has sent nothing past its request: the last
+    /// response and the end of our side leave together, with no lingering read. Such a
+    /// client must not send another request (RFC 9112 §9.6), so nothing can arrive to reset
+    /// the connection under the response. (nginx skips its lingering read in the same case.)
+    #[cold]
+    #[inline(never)]
+    pub(super) fn close_now(&mut self) {
+        let Some(io) = self.io.as_mut() else { return };
+        let _ = io.write_last(&self.wbuf);
+        self.wbuf.clear();
+    }
+
     /// Closes gracefully: push what is pending, stop sending, and read (bounded) what the
     /// client still sends so closing does not reset the connection under our last response.
     // Cold and out of line: runs once, at the end of a connection.
     #[cold]
     #[inline(never)]
     pub(super) fn linger(&mut self) {
-        let _ = self.flush();
         let Some(io) = self.io.as_mut() else { return };
-        if io.shutdown(Shutdown::Write).is_err() {
+        // What is buffered and the end of our side leave together (one write over TLS).
+        let sent = io.write_last(&self.wbuf);
+        self.wbuf.clear();
+        if sent.is_err() {
             return;
         }
         if self.rbuf.is_empty() {

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fibra::fiber::Wait;
-use rustls::ServerConnection;
+use fibra::sync::Notify;
+use rustls::{ProtocolVersion, ServerConnection};
 
 use crate::transport::{ShutdownHandle, Transport};
 
@@ -136,6 +137,15 @@ impl<T: Transport> State<T> {
         match self.conn.process_new_packets() {
             Ok(st) => {
                 self.ready = st.plaintext_bytes_to_read() > 0 || st.peer_has_closed();
+                // TLS 1.3 records that follow the handshake (the session tickets) wait for
+                // the reply to the request that came with the client's `Finished`, and leave
+                // in the same write: the client does not wait for them.
+                if self.ready
+                    && !self.conn.is_handshaking()
+                    && self.conn.protocol_version() == Some(ProtocolVersion::TLSv1_3)
+                {
+                    return Ok(());
+                }
                 self.send_pending()
             }
             Err(e) => {
@@ -236,6 +246,16 @@ impl<T: Transport> Write for Tls<T> {
         Ok(n)
     }
 
+    /// Encrypts every slice (records of each, as far as rustls's buffer limit takes them)
+    /// and sends them all in one write: how an [`crate::outbox::Outbox`] sends many queued
+    /// messages at once.
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        let st = self.state.get_mut();
+        let n = st.conn.writer().write_vectored(bufs)?;
+        st.send_pending()?;
+        Ok(n)
+    }
+
     fn flush(&mut self) -> io::Result<()> {
         let st = self.state.get_mut();
         st.conn.writer().flush()?;
@@ -271,6 +291,15 @@ impl<T: Transport> Transport for Tls<T> {
         st.io.wait_readable()
     }
 
+    /// At once (false) when rustls already holds plaintext, else the inner transport's wait.
+    fn wait_readable_or(&self, notify: &Notify) -> io::Result<bool> {
+        let st = self.state.borrow();
+        if st.ready {
+            return Ok(false);
+        }
+        st.io.wait_readable_or(notify)
+    }
+
     /// The inner transport's stackless wait, or [`Wait::ready`] when rustls already holds
     /// plaintext (or has seen the end of the stream): the next step runs at once, and a TLS
     /// connection never waits on its stack.
@@ -284,6 +313,32 @@ impl<T: Transport> Transport for Tls<T> {
 
     fn shutdown_handle(&self) -> Option<Arc<dyn ShutdownHandle>> {
         self.state.borrow().io.shutdown_handle()
+    }
+
+    /// Encrypts `last`, queues `close_notify` behind it and sends all in one write, then
+    /// shuts the inner transport's writing side.
+    fn write_last(&mut self, last: &[u8]) -> io::Result<()> {
+        let st = self.state.get_mut();
+        let mut rest = last;
+        while !rest.is_empty() {
+            let n = st.conn.writer().write(rest)?;
+            if n == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            rest = &rest[n..];
+            if !rest.is_empty() {
+                st.send_pending()?;
+            }
+        }
+        st.conn.send_close_notify();
+        st.send_pending()?;
+        st.io.shutdown(Shutdown::Write)
+    }
+
+    /// The inner transport's cork: a response head's record and the file records after it
+    /// leave in full packets, as over plain TCP.
+    fn set_cork(&self, on: bool) -> io::Result<()> {
+        self.state.borrow().io.set_cork(on)
     }
 
     /// Shutting the writing side sends `close_notify` first (best effort).

@@ -15,6 +15,7 @@
 
 use crate::reactor::{Dir, Token};
 use crate::sched::{self, is_home, wait_io, with_local, IoState, Message, RtShared, Wait};
+use crate::sync::Notify;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::AtomicU64;
@@ -254,6 +255,64 @@ impl<S: AsRawFd> Evented<S> {
             match waited {
                 Some(result) => result?,
                 None => return self.ready_blocking(dir),
+            }
+        }
+    }
+
+    /// Waits until `dir` is (believed) ready or `notify` is notified, for at most the
+    /// direction's timeout (`TimedOut`). True if it was notified (the notification, or a
+    /// stored permit, is taken); false if `dir` is ready. On a plain thread it looks at both
+    /// every 10 ms (`poll(2)` cannot wait for a `Notify`).
+    pub(crate) fn ready_or_notified(&self, dir: Dir, notify: &Notify) -> io::Result<bool> {
+        let Some(reg) = self.registration()? else {
+            return self.ready_or_notified_polling(dir, notify);
+        };
+        let mut place = notify.place();
+        let mut deadline = 0u64;
+        loop {
+            if notify.take_or_register(&mut place) {
+                return Ok(true);
+            }
+            if IoState::is_ready(reg.state.snapshot(), dir) {
+                // `place` leaves as it drops, passing on a notification that came meanwhile.
+                return Ok(false);
+            }
+            if deadline == 0 {
+                if let Some(t) = self.timeout(dir) {
+                    deadline = crate::timer::ticks_after(t);
+                }
+            }
+            // A notification wakes this fiber as a spurious wake-up of the I/O wait.
+            let waited = sched::with_current(|task| {
+                task.map(|task| wait_io(&reg.state, task, dir, deadline))
+            });
+            match waited {
+                Some(result) => result?,
+                None => {
+                    drop(place);
+                    return self.ready_or_notified_polling(dir, notify);
+                }
+            }
+        }
+    }
+
+    /// [`Evented::ready_or_notified`] on a plain thread: `poll(2)` in 10 ms slices, looking
+    /// at `notify` between them.
+    fn ready_or_notified_polling(&self, dir: Dir, notify: &Notify) -> io::Result<bool> {
+        let deadline = self.timeout(dir).and_then(crate::time::deadline_after);
+        loop {
+            {
+                let mut place = notify.place();
+                if notify.take_or_register(&mut place) {
+                    return Ok(true);
+                }
+            }
+            let ms = match poll_ms(deadline)? {
+                -1 => 10,
+                ms => ms.min(10),
+            };
+            if poll_fd(self.io.as_raw_fd(), dir, ms)? {
+                return Ok(false);
             }
         }
     }

@@ -156,6 +156,19 @@ impl UnixStream {
         self.inner.ready(Dir::Read)
     }
 
+    /// Waits until a read may make progress (as [`readable`](UnixStream::readable)) or `notify`
+    /// is notified, whichever comes first; honours the read timeout (`TimedOut`). Returns
+    /// true if it was notified (taking the notification, or the permit a
+    /// [`Notify::notify_one`](crate::sync::Notify::notify_one) stored while nobody waited),
+    /// false if the stream may be readable.
+    ///
+    /// This is the wait of a fiber that owns a connection and also sends what other fibers
+    /// hand it: they queue their data and notify, and the owner wakes for either input or
+    /// output. On a plain thread it looks at both every 10 ms.
+    pub fn readable_or_notified(&self, notify: &crate::sync::Notify) -> io::Result<bool> {
+        self.inner.ready_or_notified(Dir::Read, notify)
+    }
+
     /// [`readable`](UnixStream::readable) for a fiber made of steps: the wait, holding no
     /// stack, that [`Wait::then`](crate::fiber::Wait::then) continues. See
     /// [`crate::fiber::Step`].

@@ -34,10 +34,19 @@ pub struct Notify {
 }
 
 #[derive(Default)]
-struct NotifyState {
+pub(crate) struct NotifyState {
     permit: bool,
     waiters: WaitList<Waiter>,
 }
+
+/// The wait list of a [`NotifyState`].
+fn waiters_of(st: &mut NotifyState) -> &mut WaitList<Waiter> {
+    &mut st.waiters
+}
+
+/// A waiter's place in a [`Notify`] (see [`Notify::place`]).
+pub(crate) type NotifyPlace<'a> =
+    Place<'a, NotifyState, fn(&mut NotifyState) -> &mut WaitList<Waiter>>;
 
 impl std::fmt::Debug for Notify {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -82,6 +91,26 @@ impl Notify {
     /// `Instant` (`Duration::MAX`) waits forever, as with std's timed waits.
     pub fn wait_timeout(&self, timeout: Duration) -> bool {
         self.wait_deadline(crate::time::deadline_after(timeout))
+    }
+
+    /// A waiter's place in this `Notify`, for a wait on it and something else at once
+    /// (see [`Notify::take_or_register`]). Dropping it leaves, passing on a notification it
+    /// received but did not take.
+    pub(crate) fn place(&self) -> NotifyPlace<'_> {
+        Place::new(&self.state, waiters_of)
+    }
+
+    /// Under the lock: takes the notification `place` received, or a stored permit, and
+    /// leaves (true); otherwise registers `place` for the next notification (false), which
+    /// wakes the calling fiber or thread.
+    pub(crate) fn take_or_register(&self, place: &mut NotifyPlace<'_>) -> bool {
+        let mut st = lock(&self.state);
+        if place.was_woken(&mut st) || std::mem::take(&mut st.permit) {
+            place.leave_served(&mut st);
+            return true;
+        }
+        place.register(&mut st);
+        false
     }
 
     fn wait_deadline(&self, deadline: Option<Instant>) -> bool {
