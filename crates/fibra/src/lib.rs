@@ -46,6 +46,8 @@
 //! - A panic in user code never unwinds a worker: a detached fiber's value is dropped in its
 //!   own fiber, and a panic there is reported by the panic hook like a thread's.
 //! - [`task::spawn_blocking`] runs blocking code on a helper thread while the fiber parks.
+//! - [`block_on`] runs a future on the calling fiber, parking it while the future is pending;
+//!   its waker works from any thread (for async-only clients).
 //! - [`fiber::on_shared_stack`] runs a burst of work on a stack the worker lends to whichever
 //!   fiber asks, which stays in the CPU caches while each fiber's own stack goes cold when
 //!   thousands take turns.
@@ -82,6 +84,7 @@ mod sched;
 mod worker;
 // 5. The public API.
 pub mod fiber;
+mod future;
 pub mod net;
 mod runtime;
 pub mod sync;
@@ -89,6 +92,7 @@ pub mod task;
 pub mod time;
 
 pub use fiber::{in_fiber, spawn, yield_now, Cancelled, JoinHandle};
+pub use future::block_on;
 pub use runtime::{
     current_worker, run, Builder, Runtime, DEFAULT_MAX_IDLE_STACKS, DEFAULT_STACK_SIZE,
 };

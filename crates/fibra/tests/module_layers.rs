@@ -25,7 +25,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("scheduler", &["worker"]),
     (
         "public API",
-        &["fiber", "net", "runtime", "sync", "task", "time"],
+        &["fiber", "future", "net", "runtime", "sync", "task", "time"],
     ),
 ];
 

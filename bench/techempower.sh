@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# The TechEmpower test types with PostgreSQL: fibra's `techempower` example (fibra-http +
+# fibra-postgres) against axum 0.8 + tokio-postgres (bench/peers/axum-pg), side by side in
+# one run, against a throw-away PostgreSQL cluster made here.
+#
+#   bench/techempower.sh [ROUNDS] [SECONDS] [TESTS...]
+#       defaults: 5 rounds, 10 s per run, tests: db queries fortunes updates json plaintext
+#
+# The cluster: initdb in a temporary directory (as the postgres user when run as root), on a
+# free loopback port, TFB's user, database and data (World 10,000 rows, Fortune 12 rows,
+# crates/fibra-postgres/examples/techempower/schema.sql), synchronous_commit off and 256 MB of
+# shared buffers (TFB's settings), removed at exit. PostgreSQL runs on CPU 1 with the load
+# generator (`h2load --h1 -t1 -c256`), the server under test alone on CPU 0, with one worker
+# (one thread) and the same number of database connections (POOL, default 1; fibra's
+# --pool-size, the peer's third argument). One connection: PostgreSQL has one core, and both
+# servers pipelined best on one in a first try (/db: both ~20% faster than with 4).
+# `queries` and `updates` ask for 20 rows.
+#
+# Each run: the server is started, every test's answer is checked (status 200, JSON shape,
+# 13 fortunes), a 2-second warm-up, then h2load for SECONDS. Servers alternate within each
+# round. Prints per run and the medians: req/s, server CPU µs per request (user+system of the
+# server's process group over the measured run, from /proc/PID/stat), PostgreSQL's CPU µs per
+# request likewise, and the ratios fibra ÷ axum; a run in which any response is not 2xx fails.
+#
+# Needs h2load (nghttp2-client), curl, python3 and PostgreSQL's server binaries (Debian's
+# postgresql package); builds both servers (release) unless NO_BUILD=1.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+ROUNDS=${1:-5}
+SECS=${2:-10}
+shift 2 2>/dev/null || shift $#
+TESTS=("$@")
+[ ${#TESTS[@]} -gt 0 ] || TESTS=(db queries fortunes updates json plaintext)
+CONNS=256
+POOL=${POOL:-1}
+for tool in h2load curl python3 taskset; do
+  command -v "$tool" >/dev/null || { echo "techempower.sh: $tool is missing" >&2; exit 2; }
+done
+PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+[ -x "$PGBIN/initdb" ] || { echo "techempower.sh: PostgreSQL is not installed (apt-get install postgresql)" >&2; exit 2; }
+
+PEER_DIR="$ROOT/bench/peers/axum-pg"
+if [ "${NO_BUILD:-0}" != 1 ]; then
+  (cd "$ROOT" && cargo build --release -q -p fibra-postgres --example techempower)
+  (cd "$PEER_DIR" && cargo build --release -q --target-dir "$ROOT/bench/target/cargo")
+fi
+FIBRA="$ROOT/target/release/examples/techempower"
+AXUM="$ROOT/bench/target/cargo/release/bench-peer-axum-pg"
+
+RUN="$(mktemp -d)"
+chmod 777 "$RUN"
+PIDS=()
+as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+cleanup() {
+  for p in "${PIDS[@]}"; do kill -- "-$p" 2>/dev/null || true; done
+  [ -f "$RUN/data/postmaster.pid" ] && as_pg "$PGBIN/pg_ctl" -D "$RUN/data" -m immediate -w stop >/dev/null 2>&1
+  rm -rf "$RUN"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# The cluster, on CPU 1.
+PGPORT=$(free_port)
+as_pg "$PGBIN/initdb" -D "$RUN/data" -U postgres --auth-local=trust --auth-host=scram-sha-256 \
+  -E UTF8 --locale=C --no-sync >/dev/null
+as_pg taskset -c 1 "$PGBIN/pg_ctl" -D "$RUN/data" -l "$RUN/pg.log" -w start -o \
+  "-p $PGPORT -k $RUN -c listen_addresses=127.0.0.1 -c max_connections=200 \
+   -c shared_buffers=256MB -c synchronous_commit=off" >/dev/null
+psql_() { as_pg "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$RUN" -p "$PGPORT" "$@"; }
+psql_ -U postgres -d postgres -c "CREATE USER benchmarkdbuser WITH PASSWORD 'benchmarkdbpass'"
+psql_ -U postgres -d postgres -c "CREATE DATABASE hello_world OWNER benchmarkdbuser"
+cp "$ROOT/crates/fibra-postgres/examples/techempower/schema.sql" "$RUN/schema.sql"
+chmod 644 "$RUN/schema.sql"
+psql_ -U benchmarkdbuser -d hello_world -f "$RUN/schema.sql" >/dev/null
+PGPID=$(head -1 "$RUN/data/postmaster.pid")
+URL="postgres://benchmarkdbuser:benchmarkdbpass@127.0.0.1:$PGPORT/hello_world"
+
+path_of() {
+  case $1 in
+    db) echo /db ;; queries) echo "/queries?queries=20" ;; fortunes) echo /fortunes ;;
+    updates) echo "/updates?queries=20" ;; json) echo /json ;; plaintext) echo /plaintext ;;
+  esac
+}
+
+start() { # NAME PORT -> sets SPID (process group leader)
+  case $1 in
+    fibra) setsid taskset -c 0 "$FIBRA" --addr 127.0.0.1 --port "$2" --workers 1 \
+             --pool-size "$POOL" --database-url "$URL" >"$RUN/$1.log" 2>&1 & ;;
+    axum) setsid taskset -c 0 "$AXUM" "$2" "$URL" "$POOL" >"$RUN/$1.log" 2>&1 & ;;
+  esac
+  SPID=$!
+  PIDS+=("$SPID")
+  for _ in $(seq 100); do
+    curl -sf "http://127.0.0.1:$2/json" >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  echo "techempower.sh: $1 did not come up" >&2; cat "$RUN/$1.log" >&2; exit 1
+}
+
+check() { # NAME PORT: every test's answer has the right status and shape
+  python3 - "$1" "http://127.0.0.1:$2" <<'EOF'
+import json, sys, urllib.request
+name, base = sys.argv[1:]
+def get(p):
+    with urllib.request.urlopen(base + p) as r:
+        assert r.status == 200, (name, p, r.status)
+        assert r.headers["Server"] and r.headers["Date"], (name, p, "Server/Date")
+        return r.headers["Content-Type"], r.read()
+def world(w):
+    assert set(w) == {"id", "randomNumber"} and 1 <= w["id"] <= 10000, (name, w)
+ct, b = get("/json"); assert json.loads(b) == {"message": "Hello, World!"}, (name, b)
+ct, b = get("/plaintext"); assert b == b"Hello, World!", (name, b)
+ct, b = get("/db"); world(json.loads(b))
+for p, n in (("/queries?queries=20", 20), ("/updates?queries=20", 20), ("/queries?queries=abc", 1)):
+    ct, b = get(p); rows = json.loads(b); assert len(rows) == n, (name, p); [world(w) for w in rows]
+ct, b = get("/fortunes")
+assert ct.startswith("text/html") and b.count(b"<tr><td>") == 13 and b"&lt;script&gt;" in b, (name, b)
+EOF
+}
+
+cpu_ticks() { # PGID: user+system ticks of every process in the group
+  local sum=0
+  for p in $(pgrep -g "$1"); do
+    read -r -a f <"/proc/$p/stat" || continue
+    sum=$((sum + f[13] + f[14]))
+  done
+  echo "$sum"
+}
+
+pg_ticks() { # the postmaster and its children (backends included)
+  local sum=0
+  for p in "$PGPID" $(pgrep -P "$PGPID"); do
+    read -r -a f <"/proc/$p/stat" || continue
+    sum=$((sum + f[13] + f[14]))
+  done
+  echo "$sum"
+}
+
+HZ=$(getconf CLK_TCK)
+for t in "${TESTS[@]}"; do
+  path=$(path_of "$t")
+  declare -A RPS=() CPU=() DBCPU=()
+  for r in $(seq "$ROUNDS"); do
+    for s in fibra axum; do
+      port=$(free_port)
+      start "$s" "$port"
+      check "$s" "$port"
+      url="http://127.0.0.1:$port$path"
+      taskset -c 1 h2load --h1 -t1 -c$CONNS -D 2 "$url" >/dev/null 2>&1
+      t0=$(cpu_ticks "$SPID"); d0=$(pg_ticks)
+      out=$(taskset -c 1 h2load --h1 -t1 -c$CONNS -D "$SECS" "$url" 2>&1)
+      t1=$(cpu_ticks "$SPID"); d1=$(pg_ticks)
+      kill -- "-$SPID" 2>/dev/null || true
+      wait "$SPID" 2>/dev/null || true
+      done_=$(sed -n 's/^requests: .* \([0-9]*\) done, .*/\1/p' <<<"$out")
+      ok=$(sed -n 's/^status codes: \([0-9]*\) 2xx.*/\1/p' <<<"$out")
+      rps=$(sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p' <<<"$out")
+      if [ -z "$done_" ] || [ "$done_" = 0 ] || [ "${ok:-0}" != "$done_" ]; then
+        echo "techempower.sh: $s $path: ${ok:-0} of ${done_:-0} responses were 2xx" >&2
+        grep -E "^requests:|^status codes:" <<<"$out" >&2
+        exit 1
+      fi
+      us=$(python3 -c "print(f'{($t1-$t0)/$HZ*1e6/$done_:.2f}')")
+      dbus=$(python3 -c "print(f'{($d1-$d0)/$HZ*1e6/$done_:.2f}')")
+      RPS[$s]+="$rps "
+      CPU[$s]+="$us "
+      DBCPU[$s]+="$dbus "
+      printf '%-9s round %d %-5s %9.0f req/s  %7s us server CPU/req  %7s us PostgreSQL CPU/req  (%s responses, all 2xx)\n' \
+        "$t" "$r" "$s" "$rps" "$us" "$dbus" "$done_"
+    done
+  done
+  python3 - "$t" "${RPS[fibra]}" "${CPU[fibra]}" "${DBCPU[fibra]}" "${RPS[axum]}" "${CPU[axum]}" "${DBCPU[axum]}" <<'EOF'
+import statistics as st, sys
+t = sys.argv[1]
+fr, fc, fd, ar, ac, ad = ([float(x) for x in a.split()] for a in sys.argv[2:])
+m = st.median
+print(f"{t}: median  fibra {m(fr):9.0f} req/s {m(fc):7.2f} us CPU/req (PostgreSQL {m(fd):.2f})")
+print(f"{t}: median  axum  {m(ar):9.0f} req/s {m(ac):7.2f} us CPU/req (PostgreSQL {m(ad):.2f})")
+print(f"{t}: fibra / axum: req/s {m(fr)/m(ar):.2f}, server CPU per request {m(fc)/m(ac):.2f}"
+      f" (per-round CPU ratios: {' '.join(f'{a/b:.2f}' for a, b in zip(fc, ac))})")
+EOF
+  unset RPS CPU DBCPU
+done

@@ -1,0 +1,568 @@
+//! One pipelined connection shared by the fibers of one worker.
+//!
+//! # Pipelining
+//! A query is appended to the connection's write buffer as `Bind`, `Execute`, `Sync` (with
+//! `Parse`, `Describe`, `Sync` before it the first time its statement runs here) and a
+//! [`Slot`] for its answer joins the queue. The server answers in order and every query ends
+//! with its own `ReadyForQuery`, so the front slot owns every message up to the next one;
+//! each query is its own implicit transaction, and one failing does not touch the others.
+//!
+//! # Who writes, who reads (leader and followers, no extra fiber)
+//! - **Writing.** A fiber about to wait flushes the write buffer, after letting the other
+//!   runnable fibers of its worker run once (`fibra::yield_now`): the fibers serving the
+//!   other requests that arrived in the same round append their queries meanwhile, and one
+//!   `write` sends them all (the server, too, then reads them in one go). One fiber writes
+//!   at a time (`writing`, which also marks a flush as coming); bytes appended meanwhile are
+//!   written by that fiber before it stops, so a query never stays unsent while its owner
+//!   waits.
+//! - **Reading.** The first waiting fiber that finds no reader becomes the reader
+//!   (`reading`): it reads, hands every complete answer to its slot and wakes the slot's
+//!   owner, until its own answer is complete or its deadline passes. It then clears
+//!   `reading` and wakes the owner of the oldest pending slot, which becomes the next reader.
+//!   Other fibers wait on their slot's `Notify` and re-check on every wake-up.
+//! - **State** is in a `RefCell` borrowed only between blocking calls: every fiber that uses
+//!   a connection runs on the worker that made it (the pool is per worker, and fibers never
+//!   migrate), so no borrow is ever held across a park.
+//!
+//! # Failure
+//! A read or write error, end of stream or a protocol violation fails the connection: every
+//! queued slot gets the error ([`ErrorKind::Closed`]), later queries on it are refused at once
+//! and the pool replaces it. A query whose deadline passes returns [`ErrorKind::Timeout`]; its
+//! slot stays queued (its answer is read and dropped), the connection is retired (the pool
+//! stops handing it out) and a cancel request is sent for the running query.
+
+use crate::config::Config;
+use crate::error::{DbError, Error, ErrorKind};
+use crate::row::Row;
+use crate::startup::{self, BackendKey, READ_CHUNK};
+use crate::statement::Statement;
+use crate::stream::Stream;
+use bytes::BytesMut;
+use fallible_iterator::FallibleIterator;
+use fibra::sync::Notify;
+use postgres_protocol::message::backend::{DataRowBody, Message};
+use postgres_protocol::message::frontend;
+use postgres_types::{ToSql, Type};
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// A query's answer: its rows and the number of rows the command affected.
+#[derive(Debug, Default)]
+pub(crate) struct Reply {
+    pub(crate) rows: Vec<Row>,
+    pub(crate) affected: u64,
+}
+
+/// What a queued slot waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SlotKind {
+    /// `Parse`/`Describe` of a statement: nobody waits; completing it records the columns.
+    Prepare(u64),
+    /// `Bind`/`Execute` of a prepared statement, waited for by the fiber that sent it.
+    Query(u64),
+}
+
+/// One answer in the queue.
+pub(crate) struct Slot {
+    kind: SlotKind,
+    deadline: Instant,
+    notify: Notify,
+    st: RefCell<SlotState>,
+    /// Its owner gave up (timeout, or the `Pending` was dropped): the answer is dropped.
+    abandoned: Cell<bool>,
+}
+
+#[derive(Default)]
+struct SlotState {
+    rows: Vec<DataRowBody>,
+    columns: Vec<Type>,
+    affected: u64,
+    error: Option<Error>,
+    /// Why its statement could not be prepared: the error to report instead of the server's
+    /// "prepared statement does not exist".
+    prepare_error: Option<Error>,
+    done: bool,
+}
+
+/// The connection's mutable state; see the module doc for who touches what when.
+struct State {
+    wbuf: BytesMut,
+    rbuf: BytesMut,
+    /// Where reads land before they are appended to `rbuf` (copying what arrived is cheaper
+    /// than zeroing `rbuf`'s spare room for every read).
+    scratch: Box<[u8]>,
+    writing: bool,
+    reading: bool,
+    queue: VecDeque<Rc<Slot>>,
+    /// Statements sent to this connection, with their columns once the server described them.
+    prepared: Vec<(u64, Option<Arc<[Type]>>)>,
+    failed: Option<Error>,
+    retired: bool,
+}
+
+/// A session with the server.
+pub(crate) struct Connection {
+    stream: Stream,
+    config: Arc<Config>,
+    key: BackendKey,
+    st: RefCell<State>,
+}
+
+impl Connection {
+    /// Connects and authenticates (within the config's connect timeout).
+    pub(crate) fn open(config: Arc<Config>) -> Result<Connection, Error> {
+        let stream = Stream::connect(&config)?;
+        let (key, rbuf) = startup::startup(&stream, &config)?;
+        let _ = stream.set_write_timeout(Some(config.get_query_timeout()));
+        Ok(Connection {
+            stream,
+            config,
+            key,
+            st: RefCell::new(State {
+                wbuf: BytesMut::with_capacity(4096),
+                rbuf,
+                scratch: vec![0; READ_CHUNK].into_boxed_slice(),
+                writing: false,
+                reading: false,
+                queue: VecDeque::new(),
+                prepared: Vec::new(),
+                failed: None,
+                retired: false,
+            }),
+        })
+    }
+
+    /// Whether new queries may be sent here (not failed, not retired).
+    pub(crate) fn is_usable(&self) -> bool {
+        let st = self.st.borrow();
+        st.failed.is_none() && !st.retired
+    }
+
+    /// Queries queued and not yet answered.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.st.borrow().queue.len()
+    }
+
+    /// Queues `stmt` with `params` (nothing is written until a fiber waits).
+    pub(crate) fn send(
+        &self,
+        stmt: &Statement,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Rc<Slot>, Error> {
+        let mut st = self.st.borrow_mut();
+        if let Some(e) = &st.failed {
+            return Err(e.clone());
+        }
+        if params.len() != stmt.params().len() {
+            return Err(Error::new(
+                ErrorKind::Conversion,
+                format!(
+                    "the statement takes {} parameters, {} given",
+                    stmt.params().len(),
+                    params.len()
+                ),
+            ));
+        }
+        let deadline = fibra::time::deadline_in(self.config.get_query_timeout());
+        let st = &mut *st;
+        if !st.prepared.iter().any(|(id, _)| *id == stmt.id()) {
+            let oids = stmt.params().iter().map(Type::oid);
+            frontend::parse(stmt.name(), stmt.sql(), oids, &mut st.wbuf)
+                .and_then(|()| frontend::describe(b'S', stmt.name(), &mut st.wbuf))
+                .map_err(|e| Error::io(ErrorKind::Conversion, "statement", e))?;
+            frontend::sync(&mut st.wbuf);
+            st.prepared.push((stmt.id(), None));
+            st.queue
+                .push_back(Slot::new(SlotKind::Prepare(stmt.id()), deadline));
+        }
+        let mark = st.wbuf.len();
+        let formats = (!params.is_empty()).then_some(1i16);
+        let bound = frontend::bind(
+            "",
+            stmt.name(),
+            formats,
+            params.iter().zip(stmt.params()),
+            |(p, ty), buf| match p.to_sql_checked(ty, buf)? {
+                postgres_types::IsNull::Yes => Ok(postgres_protocol::IsNull::Yes),
+                postgres_types::IsNull::No => Ok(postgres_protocol::IsNull::No),
+            },
+            Some(1i16),
+            &mut st.wbuf,
+        );
+        if let Err(e) = bound {
+            st.wbuf.truncate(mark);
+            let why = match e {
+                frontend::BindError::Conversion(e) => e.to_string(),
+                frontend::BindError::Serialization(e) => e.to_string(),
+            };
+            return Err(Error::new(
+                ErrorKind::Conversion,
+                format!("parameter: {why}"),
+            ));
+        }
+        frontend::execute("", 0, &mut st.wbuf)
+            .map_err(|e| Error::io(ErrorKind::Conversion, "execute", e))?;
+        frontend::sync(&mut st.wbuf);
+        let slot = Slot::new(SlotKind::Query(stmt.id()), deadline);
+        st.queue.push_back(slot.clone());
+        Ok(slot)
+    }
+
+    /// Waits for `slot`'s answer (see the module doc); flushes queued queries first.
+    pub(crate) fn wait(&self, slot: &Slot) -> Result<Reply, Error> {
+        self.flush();
+        loop {
+            if let Some(r) = self.take_reply(slot) {
+                return r;
+            }
+            let Some(left) = fibra::time::remaining(slot.deadline) else {
+                return Err(self.time_out(slot));
+            };
+            let lead = {
+                let mut st = self.st.borrow_mut();
+                !std::mem::replace(&mut st.reading, true)
+            };
+            if lead {
+                let guard = FailOnUnwind(self);
+                let timed_out = self.read_until(slot);
+                std::mem::forget(guard);
+                self.st.borrow_mut().reading = false;
+                self.hand_over();
+                if timed_out && !slot.st.borrow().done {
+                    return Err(self.time_out(slot));
+                }
+            } else {
+                slot.notify.wait_timeout(left);
+            }
+        }
+    }
+
+    /// Writes the write buffer unless another fiber is writing or about to (it writes what
+    /// we added); first lets the worker's other runnable fibers add their queries.
+    fn flush(&self) {
+        {
+            let mut st = self.st.borrow_mut();
+            if st.writing || st.wbuf.is_empty() || st.failed.is_some() {
+                return;
+            }
+            st.writing = true;
+        }
+        let guard = FailOnUnwind(self);
+        fibra::yield_now();
+        let mut buf = {
+            let mut st = self.st.borrow_mut();
+            if st.failed.is_some() {
+                st.writing = false;
+                drop(st);
+                std::mem::forget(guard);
+                return;
+            }
+            st.wbuf.split()
+        };
+        loop {
+            let r = self.stream.write_all(&buf);
+            let mut st = self.st.borrow_mut();
+            if let Err(e) = r {
+                st.writing = false;
+                drop(st);
+                std::mem::forget(guard);
+                self.fail(Error::io(ErrorKind::Closed, "write to the server", e));
+                return;
+            }
+            buf.clear();
+            if st.wbuf.is_empty() {
+                // Give the (empty, allocated) buffer back so its memory is reused.
+                st.wbuf.unsplit(buf);
+                st.writing = false;
+                std::mem::forget(guard);
+                return;
+            }
+            std::mem::swap(&mut buf, &mut st.wbuf);
+        }
+    }
+
+    /// As the reader: reads and dispatches until `slot` is done or the connection failed
+    /// (false), or its deadline passed (true).
+    fn read_until(&self, slot: &Slot) -> bool {
+        let (mut rbuf, mut scratch) = {
+            let mut st = self.st.borrow_mut();
+            (
+                std::mem::take(&mut st.rbuf),
+                std::mem::take(&mut st.scratch),
+            )
+        };
+        let timed_out = loop {
+            loop {
+                match Message::parse(&mut rbuf) {
+                    Ok(Some(msg)) => {
+                        if let Err(e) = self.dispatch(msg) {
+                            self.fail(e);
+                            break;
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        self.fail(Error::io(ErrorKind::Protocol, "bad message", e));
+                        break;
+                    }
+                }
+            }
+            if slot.st.borrow().done {
+                break false;
+            }
+            let Some(left) = fibra::time::remaining(slot.deadline) else {
+                break true;
+            };
+            let _ = self.stream.set_read_timeout(Some(left));
+            match self.stream.read(&mut scratch) {
+                Ok(0) => self.fail(Error::new(
+                    ErrorKind::Closed,
+                    "the server closed the connection",
+                )),
+                Ok(n) => rbuf.extend_from_slice(&scratch[..n]),
+                Err(e) if is_timeout(&e) => break true,
+                Err(e) => self.fail(Error::io(ErrorKind::Closed, "read from the server", e)),
+            }
+        };
+        let mut st = self.st.borrow_mut();
+        st.rbuf = rbuf;
+        st.scratch = scratch;
+        timed_out
+    }
+
+    /// Gives one message to the front slot; an error fails the connection.
+    fn dispatch(&self, msg: Message) -> Result<(), Error> {
+        let mut st = self.st.borrow_mut();
+        let front = match msg {
+            Message::NoticeResponse(_)
+            | Message::ParameterStatus(_)
+            | Message::NotificationResponse(_) => return Ok(()),
+            Message::ErrorResponse(ref body) if st.queue.is_empty() => {
+                // FATAL with nothing pending: the server is shutting this session down.
+                return Err(Error::db(ErrorKind::Closed, DbError::parse(body)));
+            }
+            _ => match st.queue.front() {
+                Some(s) => s.clone(),
+                None => {
+                    return Err(Error::new(
+                        ErrorKind::Protocol,
+                        "a message arrived with no query waiting",
+                    ))
+                }
+            },
+        };
+        let mut s = front.st.borrow_mut();
+        match msg {
+            Message::DataRow(row) => s.rows.push(row),
+            Message::CommandComplete(body) => {
+                s.affected = body
+                    .tag()
+                    .ok()
+                    .and_then(|t| t.rsplit(' ').next()?.parse().ok())
+                    .unwrap_or(0);
+            }
+            Message::RowDescription(body) => {
+                let mut fields = body.fields();
+                while let Some(f) = fields
+                    .next()
+                    .map_err(|e| Error::io(ErrorKind::Protocol, "row description", e))?
+                {
+                    s.columns
+                        .push(Type::from_oid(f.type_oid()).unwrap_or(Type::UNKNOWN));
+                }
+            }
+            Message::ErrorResponse(body) => {
+                s.error = Some(Error::db(ErrorKind::Db, DbError::parse(&body)));
+            }
+            Message::ReadyForQuery(_) => {
+                st.queue.pop_front();
+                s.done = true;
+                if let SlotKind::Prepare(id) = front.kind {
+                    let i = st.prepared.iter().position(|(p, _)| *p == id);
+                    match (i, s.error.is_some()) {
+                        // Failed to prepare: forget it, so the next use tries again, and give
+                        // the reason to the queries queued behind it.
+                        (Some(i), true) => {
+                            st.prepared.swap_remove(i);
+                            let e = s.error.clone();
+                            for q in st.queue.iter() {
+                                match q.kind {
+                                    SlotKind::Prepare(p) if p == id => break,
+                                    SlotKind::Query(p) if p == id => {
+                                        q.st.borrow_mut().prepare_error = e.clone()
+                                    }
+                                    _ => {}
+                                }
+                            }
+                        }
+                        (Some(i), false) => {
+                            st.prepared[i].1 = Some(std::mem::take(&mut s.columns).into());
+                        }
+                        (None, _) => {}
+                    }
+                }
+                drop(s);
+                drop(st);
+                front.notify.notify_one();
+            }
+            Message::ParseComplete
+            | Message::BindComplete
+            | Message::ParameterDescription(_)
+            | Message::NoData
+            | Message::EmptyQueryResponse
+            | Message::PortalSuspended
+            | Message::CloseComplete => {}
+            _ => {
+                return Err(Error::new(
+                    ErrorKind::Protocol,
+                    "unexpected message in a query's answer",
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    /// The answer, if `slot` is complete.
+    fn take_reply(&self, slot: &Slot) -> Option<Result<Reply, Error>> {
+        let mut s = slot.st.borrow_mut();
+        if !s.done {
+            return None;
+        }
+        if let Some(e) = s.error.take() {
+            return Some(Err(s.prepare_error.take().unwrap_or(e)));
+        }
+        let SlotKind::Query(id) = slot.kind else {
+            return Some(Ok(Reply::default()));
+        };
+        let columns = self
+            .st
+            .borrow()
+            .prepared
+            .iter()
+            .find(|(p, _)| *p == id)
+            .and_then(|(_, c)| c.clone());
+        let rows = std::mem::take(&mut s.rows);
+        let Some(columns) = columns else {
+            if rows.is_empty() {
+                return Some(Ok(Reply {
+                    rows: Vec::new(),
+                    affected: s.affected,
+                }));
+            }
+            return Some(Err(Error::new(
+                ErrorKind::Protocol,
+                "rows for a statement that was never described",
+            )));
+        };
+        Some(Ok(Reply {
+            rows: rows
+                .into_iter()
+                .map(|r| Row::new(columns.clone(), r))
+                .collect(),
+            affected: s.affected,
+        }))
+    }
+
+    /// Wakes the owner of the oldest slot still waited for, to take over reading.
+    fn hand_over(&self) {
+        let next = {
+            let st = self.st.borrow();
+            st.queue
+                .iter()
+                .find(|s| matches!(s.kind, SlotKind::Query(_)) && !s.abandoned.get())
+                .cloned()
+        };
+        if let Some(s) = next {
+            s.notify.notify_one();
+        }
+    }
+
+    /// Gives up on `slot` after its deadline: retires the connection and cancels the query.
+    fn time_out(&self, slot: &Slot) -> Error {
+        slot.abandoned.set(true);
+        let first = {
+            let mut st = self.st.borrow_mut();
+            !std::mem::replace(&mut st.retired, true)
+        };
+        if first {
+            let (config, key) = (self.config.clone(), self.key);
+            fibra::spawn(move || {
+                let _ = startup::cancel(&config, key);
+            });
+        }
+        Error::new(
+            ErrorKind::Timeout,
+            format!(
+                "no answer within {:?} (query cancelled)",
+                self.config.get_query_timeout()
+            ),
+        )
+    }
+
+    /// Marks the connection failed: every queued slot gets `e` and the socket is shut.
+    fn fail(&self, e: Error) {
+        let slots: Vec<Rc<Slot>> = {
+            let mut st = self.st.borrow_mut();
+            if st.failed.is_some() {
+                return;
+            }
+            st.failed = Some(e.clone());
+            st.queue.drain(..).collect()
+        };
+        self.stream.shutdown();
+        for s in slots {
+            {
+                let mut ss = s.st.borrow_mut();
+                ss.error = Some(e.clone());
+                ss.done = true;
+            }
+            s.notify.notify_one();
+        }
+    }
+}
+
+/// Fails the connection if the fiber reading or writing for the others unwinds (it is
+/// cancelled at runtime shutdown): the buffers it holds are gone, so the byte stream cannot
+/// be followed any more. Forgotten on every normal exit.
+struct FailOnUnwind<'a>(&'a Connection);
+
+impl Drop for FailOnUnwind<'_> {
+    fn drop(&mut self) {
+        {
+            let mut st = self.0.st.borrow_mut();
+            st.reading = false;
+            st.writing = false;
+        }
+        self.0.fail(Error::new(
+            ErrorKind::Closed,
+            "the fiber reading or writing for this connection was cancelled",
+        ));
+    }
+}
+
+impl Slot {
+    fn new(kind: SlotKind, deadline: Instant) -> Rc<Slot> {
+        Rc::new(Slot {
+            kind,
+            deadline,
+            notify: Notify::new(),
+            st: RefCell::new(SlotState::default()),
+            abandoned: Cell::new(matches!(kind, SlotKind::Prepare(_))),
+        })
+    }
+
+    /// The owner will not wait for it.
+    pub(crate) fn abandon(&self) {
+        self.abandoned.set(true);
+    }
+}
+
+fn is_timeout(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
+    )
+}
