@@ -11,17 +11,17 @@
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use fibra_http::tls::{server_config_from_pem, ALPN_HTTP1};
 use fibra_http::{Request, Response, Server, ServerHandle};
 use rustls::pki_types::ServerName;
-use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
+use rustls::{ClientConnection, StreamOwned};
 
-/// Generous client-side bound so a broken server fails a test instead of hanging it.
-const CLIENT_TIMEOUT: Duration = Duration::from_secs(20);
+mod tls_util;
+
+use tls_util::{tcp, Certs, CLIENT_TIMEOUT};
 /// The large response: over 1 MiB, not a multiple of a TLS record.
 const BIG: usize = (1 << 20) + 12_345;
 
@@ -41,55 +41,6 @@ fn mappings() -> usize {
         .unwrap()
         .lines()
         .count()
-}
-
-/// A temporary directory with a fresh self-signed certificate (`cert.pem`, `key.pem`) for
-/// `localhost`, removed when dropped.
-struct Certs {
-    dir: PathBuf,
-    cert_der: rustls::pki_types::CertificateDer<'static>,
-}
-
-impl Certs {
-    fn new(name: &str) -> Certs {
-        let dir = std::env::temp_dir().join(format!("fibra-tls-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
-        std::fs::write(dir.join("cert.pem"), ck.cert.pem()).unwrap();
-        std::fs::write(dir.join("key.pem"), ck.signing_key.serialize_pem()).unwrap();
-        Certs {
-            dir,
-            cert_der: ck.cert.der().clone(),
-        }
-    }
-
-    fn cert(&self) -> PathBuf {
-        self.dir.join("cert.pem")
-    }
-
-    fn key(&self) -> PathBuf {
-        self.dir.join("key.pem")
-    }
-
-    fn client_config(&self) -> Arc<ClientConfig> {
-        let mut roots = RootCertStore::empty();
-        roots.add(self.cert_der.clone()).unwrap();
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-        let mut config = ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        config.alpn_protocols = vec![ALPN_HTTP1.to_vec()];
-        Arc::new(config)
-    }
-}
-
-impl Drop for Certs {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
 }
 
 /// `/echo` returns the request body, `/big` `BIG` patterned bytes, anything else its path.
@@ -112,13 +63,6 @@ fn tls_server(certs: &Certs) -> ServerHandle {
         .tls(config)
         .serve(handler)
         .expect("server starts")
-}
-
-fn tcp(addr: SocketAddr) -> TcpStream {
-    let s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(CLIENT_TIMEOUT)).unwrap();
-    s.set_write_timeout(Some(CLIENT_TIMEOUT)).unwrap();
-    s
 }
 
 fn connect(certs: &Certs, addr: SocketAddr) -> Tls {

@@ -7,63 +7,30 @@
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
-use std::path::PathBuf;
 use std::sync::mpsc;
-use std::sync::Arc;
 use std::time::Duration;
 
 use fibra_http::tls::{server_config_from_pem, Tls};
 use fibra_http::{Outbox, Request, Response, Server, ServerHandle, Tcp, Transport};
 use http::StatusCode;
 use rustls::pki_types::ServerName;
-use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
+use rustls::{ClientConnection, StreamOwned};
 
-const TIMEOUT: Duration = Duration::from_secs(20);
+mod tls_util;
+
+use tls_util::{tcp, Certs, CLIENT_TIMEOUT as TIMEOUT};
+
 const LINES: usize = 200;
 
-struct Certs {
-    dir: PathBuf,
-    cert_der: rustls::pki_types::CertificateDer<'static>,
-}
-
-impl Certs {
-    fn new(name: &str) -> Certs {
-        let dir = std::env::temp_dir().join(format!("fibra-outbox-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
-        std::fs::write(dir.join("cert.pem"), ck.cert.pem()).unwrap();
-        std::fs::write(dir.join("key.pem"), ck.signing_key.serialize_pem()).unwrap();
-        Certs {
-            dir,
-            cert_der: ck.cert.der().clone(),
-        }
-    }
-
-    fn client(&self, addr: std::net::SocketAddr) -> StreamOwned<ClientConnection, TcpStream> {
-        let mut roots = RootCertStore::empty();
-        roots.add(self.cert_der.clone()).unwrap();
-        let config = ClientConfig::builder()
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        let name = ServerName::try_from("localhost").unwrap();
-        let conn = ClientConnection::new(Arc::new(config), name).unwrap();
-        let tcp = TcpStream::connect(addr).unwrap();
-        tcp.set_read_timeout(Some(TIMEOUT)).unwrap();
-        tcp.set_write_timeout(Some(TIMEOUT)).unwrap();
-        StreamOwned::new(conn, tcp)
-    }
-}
-
-impl Drop for Certs {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+/// A rustls client to `addr` trusting the test certificate.
+fn client(certs: &Certs, addr: std::net::SocketAddr) -> StreamOwned<ClientConnection, TcpStream> {
+    let name = ServerName::try_from("localhost").unwrap();
+    let conn = ClientConnection::new(certs.client_config(), name).unwrap();
+    StreamOwned::new(conn, tcp(addr))
 }
 
 fn server(certs: &Certs, on_upgrade: fn(Tls<Tcp>)) -> ServerHandle {
-    let config = server_config_from_pem(certs.dir.join("cert.pem"), certs.dir.join("key.pem"))
-        .expect("server config");
+    let config = server_config_from_pem(certs.cert(), certs.key()).expect("server config");
     Server::bind("127.0.0.1:0")
         .workers(2)
         .tls(config)
@@ -150,7 +117,7 @@ fn echo_and_tick(mut tls: Tls<Tcp>) {
 fn another_fiber_sends_through_the_owner_while_it_echoes() {
     let certs = Certs::new("echo");
     let handle = server(&certs, echo_and_tick);
-    let mut client = certs.client(handle.local_addr());
+    let mut client = client(&certs, handle.local_addr());
     upgrade(&mut client);
     let mut got = Vec::new();
     let mut buf = [0u8; 4096];
@@ -260,7 +227,7 @@ fn a_client_that_stops_reading_holds_the_sender_and_the_outbox_stays_bounded() {
     let (tx, rx) = mpsc::channel();
     *STALLED.lock().unwrap() = Some(tx);
     let handle = server(&certs, stalled);
-    let mut client = certs.client(handle.local_addr());
+    let mut client = client(&certs, handle.local_addr());
     upgrade(&mut client);
     // The client reads nothing more.
     let (kind, sent, max_queued) = rx.recv_timeout(Duration::from_secs(60)).unwrap();

@@ -7,61 +7,26 @@
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fibra_http::tls::{choose_config_with_resolver, CertResolver, ALPN_HTTP1};
+use fibra_http::tls::{choose_config_with_resolver, CertResolver};
 use fibra_http::{Request, Response, Server, ServerHandle};
-use rustls::crypto::CryptoProvider;
-use rustls::pki_types::{CertificateDer, ServerName};
-use rustls::{CipherSuite, ClientConfig, ClientConnection, RootCertStore, StreamOwned};
+use rustls::pki_types::ServerName;
+use rustls::{CipherSuite, ClientConfig, ClientConnection, StreamOwned};
 
-const TIMEOUT: Duration = Duration::from_secs(20);
+mod tls_util;
 
-struct Certs {
-    dir: PathBuf,
-    cert_der: CertificateDer<'static>,
-}
-
-impl Certs {
-    fn new(name: &str) -> Certs {
-        let dir = std::env::temp_dir().join(format!("fibra-suites-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
-        std::fs::write(dir.join("cert.pem"), ck.cert.pem()).unwrap();
-        std::fs::write(dir.join("key.pem"), ck.signing_key.serialize_pem()).unwrap();
-        Certs {
-            dir,
-            cert_der: ck.cert.der().clone(),
-        }
-    }
-}
-
-impl Drop for Certs {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
+use tls_util::{tcp, Certs};
 
 fn server(certs: &Certs) -> ServerHandle {
-    let resolver =
-        CertResolver::from_pem(&[(certs.dir.join("cert.pem"), certs.dir.join("key.pem"))])
-            .expect("certificates");
+    let resolver = CertResolver::from_pem(&[(certs.cert(), certs.key())]).expect("certificates");
     let choose = choose_config_with_resolver(resolver).expect("configurations");
     Server::bind("127.0.0.1:0")
         .workers(1)
         .tls_choosing(choose)
         .serve(|_req: Request| Response::new("ok".into()))
         .expect("server starts")
-}
-
-fn tcp(addr: SocketAddr) -> TcpStream {
-    let s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(TIMEOUT)).unwrap();
-    s.set_write_timeout(Some(TIMEOUT)).unwrap();
-    s
 }
 
 /// A client offering exactly `suites`, in that order, over `version`.
@@ -76,16 +41,7 @@ fn client(
         .iter()
         .map(|want| *all.iter().find(|s| s.suite() == *want).expect("suite"))
         .collect();
-    let provider: Arc<CryptoProvider> = Arc::new(provider);
-    let mut roots = RootCertStore::empty();
-    roots.add(certs.cert_der.clone()).unwrap();
-    let mut config = ClientConfig::builder_with_provider(provider)
-        .with_protocol_versions(&[version])
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = vec![ALPN_HTTP1.to_vec()];
-    Arc::new(config)
+    certs.client_config_with(provider, &[version])
 }
 
 /// One request over a new connection; returns the negotiated suite and the response.
