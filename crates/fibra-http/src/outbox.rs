@@ -109,6 +109,11 @@ impl Outbox {
         }
     }
 
+    /// Whether the outbox was closed ([`Outbox::close`], or [`OutboxSender::abort`]).
+    pub fn is_closed(&self) -> bool {
+        self.shared.closed.load(Ordering::SeqCst)
+    }
+
     /// Bytes queued and not yet written.
     pub fn queued_bytes(&self) -> usize {
         self.shared.lock().bytes
@@ -118,10 +123,20 @@ impl Outbox {
     /// (`TimedOut`). Queued output wins when both are there, so the owner writes before it
     /// reads.
     pub fn wait_readable<T: Transport>(&self, io: &T) -> io::Result<Woken> {
+        self.wait_with(|notify| io.wait_readable_or(notify))
+    }
+
+    /// [`Outbox::wait_readable`] with the wait of something other than a [`Transport`]
+    /// (e.g. [`crate::Upgraded::wait_readable_or`]): `wait_readable_or` must wait until
+    /// input may have come or the `Notify` it gets is notified (true).
+    pub fn wait_with(
+        &self,
+        wait_readable_or: impl FnOnce(&Notify) -> io::Result<bool>,
+    ) -> io::Result<Woken> {
         if self.queued_bytes() > 0 {
             return Ok(Woken::Queued);
         }
-        if io.wait_readable_or(&self.shared.queued)? || self.queued_bytes() > 0 {
+        if wait_readable_or(&self.shared.queued)? || self.queued_bytes() > 0 {
             Ok(Woken::Queued)
         } else {
             Ok(Woken::Readable)
@@ -230,9 +245,24 @@ impl OutboxSender {
         }
     }
 
-    /// Whether the owner has closed the outbox.
+    /// Whether the owner has closed the outbox (or a sender aborted it).
     pub fn is_closed(&self) -> bool {
         self.shared.closed.load(Ordering::SeqCst)
+    }
+
+    /// Gives the connection up from the sending side (a client too slow to keep): the
+    /// outbox closes, queued bytes are dropped, and the owner, woken, sees
+    /// [`Outbox::is_closed`] and ends the connection.
+    pub fn abort(&self) {
+        let sh = &*self.shared;
+        sh.closed.store(true, Ordering::SeqCst);
+        {
+            let mut q = sh.lock();
+            q.chunks.clear();
+            q.bytes = 0;
+        }
+        sh.queued.notify_one();
+        sh.space.notify_one();
     }
 }
 

@@ -39,7 +39,10 @@ use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue};
 use http::{Extensions, HeaderMap, StatusCode, Version};
 
+use fibra::sync::Notify;
+
 use crate::lazy::{Lazy, NO_EXTENSIONS, NO_HEADERS};
+use crate::transport::Transport;
 
 /// The response type handlers return. See the module docs.
 pub struct Response {
@@ -541,14 +544,22 @@ impl Write for BodyWriter<'_> {
 pub(crate) trait UpgradeIo: Read + Write {
     fn as_any(&self) -> &dyn Any;
     fn into_any(self: Box<Self>) -> Box<dyn Any>;
+    fn try_read(&mut self, buf: &mut [u8]) -> io::Result<usize>;
+    fn wait_readable_or(&self, notify: &Notify) -> io::Result<bool>;
 }
 
-impl<T: Read + Write + 'static> UpgradeIo for T {
+impl<T: Transport> UpgradeIo for T {
     fn as_any(&self) -> &dyn Any {
         self
     }
     fn into_any(self: Box<Self>) -> Box<dyn Any> {
         self
+    }
+    fn try_read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        Transport::try_read(self, buf)
+    }
+    fn wait_readable_or(&self, notify: &Notify) -> io::Result<bool> {
+        Transport::wait_readable_or(self, notify)
     }
 }
 
@@ -558,6 +569,8 @@ pub struct Upgraded {
     pub(crate) io: Box<dyn UpgradeIo>,
     pub(crate) buffered: Vec<u8>,
     pub(crate) pos: usize,
+    /// Reads say `WouldBlock` instead of waiting (see [`Upgraded::set_nonblocking`]).
+    pub(crate) nonblocking: bool,
 }
 
 impl fmt::Debug for Upgraded {
@@ -580,6 +593,7 @@ impl Upgraded {
             io,
             mut buffered,
             pos,
+            ..
         } = self;
         match io.into_any().downcast::<T>() {
             Ok(t) => {
@@ -591,6 +605,24 @@ impl Upgraded {
     }
 }
 
+impl Upgraded {
+    /// With `true`, a read finding nothing says `WouldBlock` instead of waiting: for a
+    /// connection whose fiber also waits for other work ([`Upgraded::wait_readable_or`]).
+    pub fn set_nonblocking(&mut self, nonblocking: bool) {
+        self.nonblocking = nonblocking;
+    }
+
+    /// Waits until a read may make progress (at once while bytes read past the request head
+    /// are left) or `notify` is notified: true if it was notified. See
+    /// [`crate::Transport::wait_readable_or`].
+    pub fn wait_readable_or(&self, notify: &Notify) -> io::Result<bool> {
+        if self.pos < self.buffered.len() {
+            return Ok(false);
+        }
+        self.io.wait_readable_or(notify)
+    }
+}
+
 impl Read for Upgraded {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
         if self.pos < self.buffered.len() {
@@ -599,6 +631,9 @@ impl Read for Upgraded {
             self.pos += n;
             return Ok(n);
         }
+        if self.nonblocking {
+            return self.io.try_read(out);
+        }
         self.io.read(out)
     }
 }
@@ -606,6 +641,9 @@ impl Read for Upgraded {
 impl Write for Upgraded {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         self.io.write(data)
+    }
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        self.io.write_vectored(bufs)
     }
     fn flush(&mut self) -> io::Result<()> {
         self.io.flush()

@@ -29,9 +29,13 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 //!
-//! Not yet here: subprotocol selection, `permessage-deflate`, an idle ping, sending from
-//! another fiber (through the connection's [`crate::outbox::Outbox`]), `1001` at graceful
-//! shutdown.
+//! Other fibers send through a [`Sender`] ([`split`]): frames they encode go into the
+//! connection's [`Outbox`], bounded in bytes, and the connection's fiber ([`Connection::run`])
+//! writes them between its reads. A broadcast gives up on a client whose queue stays full
+//! ([`Sender::abort`]) instead of letting its memory grow.
+//!
+//! Not yet here: subprotocol selection, `permessage-deflate`, an idle ping, `1001` at
+//! graceful shutdown.
 
 use http::header::{
     CONNECTION, SEC_WEBSOCKET_ACCEPT, SEC_WEBSOCKET_KEY, SEC_WEBSOCKET_VERSION, UPGRADE,
@@ -42,6 +46,137 @@ use crate::{Request, Response, ResponseBody, Upgraded};
 
 pub use tungstenite::protocol::{CloseFrame, WebSocketConfig};
 pub use tungstenite::{Error, Message};
+
+use std::io;
+use std::time::Duration;
+
+use tungstenite::protocol::frame::coding::{Data, OpCode};
+use tungstenite::protocol::frame::Frame;
+
+use crate::outbox::{Outbox, OutboxSender};
+
+/// Sends messages on a WebSocket from any fiber or thread; clones share the connection. The
+/// frames are encoded by the caller and queued in the connection's [`Outbox`]; its fiber
+/// ([`Connection::run`]) writes them.
+#[derive(Clone, Debug)]
+pub struct Sender {
+    outbox: OutboxSender,
+    timeout: Option<Duration>,
+}
+
+impl Sender {
+    /// Queues `msg` (text, binary, ping, pong). Waits while the connection's queue is full, up
+    /// to the send timeout given to [`split`] (then `TimedOut`; a zero timeout never waits);
+    /// `BrokenPipe` once the connection has ended.
+    pub fn send(&self, msg: Message) -> io::Result<()> {
+        let frame = match msg {
+            Message::Text(t) => Frame::message(t, OpCode::Data(Data::Text), true),
+            Message::Binary(b) => Frame::message(b, OpCode::Data(Data::Binary), true),
+            Message::Ping(p) => Frame::ping(p),
+            Message::Pong(p) => Frame::pong(p),
+            Message::Close(_) | Message::Frame(_) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "a Sender sends data and ping/pong messages; the connection closes itself",
+                ))
+            }
+        };
+        let mut bytes = Vec::with_capacity(frame.len());
+        frame.format(&mut bytes).map_err(io::Error::other)?;
+        self.outbox.send(bytes, self.timeout)
+    }
+
+    /// Gives the client up (too slow to keep): what is queued is dropped and the connection
+    /// ends at once.
+    pub fn abort(&self) {
+        self.outbox.abort();
+    }
+
+    /// Whether the connection has ended (or was aborted).
+    pub fn is_closed(&self) -> bool {
+        self.outbox.is_closed()
+    }
+}
+
+/// The connection's side of a [`split`] WebSocket: [`Connection::run`] in the connection's
+/// fiber.
+pub struct Connection {
+    socket: WebSocket,
+    outbox: Outbox,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("outbox", &self.outbox)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Splits `socket` into its [`Connection`] (run it in the connection's fiber) and a
+/// [`Sender`] for other fibers. At most `queue_bytes` of frames wait to be written (one frame
+/// is always taken); a sender waits up to `send_timeout` for room.
+pub fn split(
+    socket: WebSocket,
+    queue_bytes: usize,
+    send_timeout: Option<Duration>,
+) -> (Connection, Sender) {
+    let (outbox, tx) = Outbox::new(queue_bytes);
+    (
+        Connection { socket, outbox },
+        Sender {
+            outbox: tx,
+            timeout: send_timeout,
+        },
+    )
+}
+
+impl Connection {
+    /// Another sender.
+    pub fn sender(&self, send_timeout: Option<Duration>) -> Sender {
+        Sender {
+            outbox: self.outbox.sender(),
+            timeout: send_timeout,
+        }
+    }
+
+    /// Runs the connection until it ends: hands every text and binary message to
+    /// `on_message`, writes what the senders queue (between whole frames), answers pings,
+    /// completes the close handshake, and closes with the right code on bad input
+    /// ([`fail`]). Returns when the client has closed, the connection failed, or a sender
+    /// aborted it; senders then get `BrokenPipe`.
+    pub fn run(mut self, mut on_message: impl FnMut(Message)) {
+        self.socket.get_mut().set_nonblocking(true);
+        loop {
+            if self.outbox.is_closed() || self.outbox.flush_to(self.socket.get_mut()).is_err() {
+                return;
+            }
+            match self.socket.read() {
+                Ok(msg) if msg.is_text() || msg.is_binary() => on_message(msg),
+                // Nothing may follow our close frame: drop what senders still queue.
+                Ok(Message::Close(_)) => self.outbox.close(),
+                Ok(_) => {}
+                Err(Error::Io(e)) if e.kind() == io::ErrorKind::WouldBlock => {
+                    // Pongs and a close reply the framing queued go out before the wait.
+                    match self.socket.flush() {
+                        Ok(()) => {}
+                        Err(Error::Io(e)) if e.kind() == io::ErrorKind::WouldBlock => {}
+                        Err(_) => return,
+                    }
+                    let socket = &self.socket;
+                    if self
+                        .outbox
+                        .wait_with(|notify| socket.get_ref().wait_readable_or(notify))
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+                Err(e) => return fail(&mut self.socket, &e),
+            }
+        }
+    }
+}
 
 /// A server-side WebSocket over the upgraded connection.
 pub type WebSocket = tungstenite::WebSocket<Upgraded>;

@@ -319,6 +319,7 @@ where
             io: Box::new(io),
             buffered,
             pos: 0,
+            nonblocking: false,
         };
         if let Err(p) = catch_unwind(AssertUnwindSafe(|| f(up))) {
             report_caught(self.settings, self.peer(), p);
