@@ -8,61 +8,39 @@
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fibra_http::tls::{server_config_from_pem, ALPN_HTTP1};
+use fibra_http::tls::server_config_from_pem;
 use fibra_http::{Request, Response, Server, ServerHandle};
-use rustls::pki_types::{CertificateDer, ServerName};
-use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
+use rustls::pki_types::ServerName;
+use rustls::{ClientConfig, ClientConnection, StreamOwned};
 
-/// Generous client-side bound so a broken server fails a test instead of hanging it.
-const CLIENT_TIMEOUT: Duration = Duration::from_secs(20);
+mod tls_util;
 
-/// A temporary directory with a self-signed certificate for `localhost`, removed when dropped.
-struct Certs {
-    dir: PathBuf,
-    cert_der: CertificateDer<'static>,
+use tls_util::{Certs, CLIENT_TIMEOUT};
+
+/// What the tests need of the certificate beyond `tls_util`.
+trait ClientHellos {
+    fn client_config_for(&self, tls12_only: bool) -> Arc<ClientConfig>;
+    fn client_hello(&self, tls12_only: bool) -> Vec<u8>;
 }
 
-impl Certs {
-    fn new(name: &str) -> Certs {
-        let dir = std::env::temp_dir().join(format!("fibra-tls-bad-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
-        std::fs::write(dir.join("cert.pem"), ck.cert.pem()).unwrap();
-        std::fs::write(dir.join("key.pem"), ck.signing_key.serialize_pem()).unwrap();
-        Certs {
-            dir,
-            cert_der: ck.cert.der().clone(),
-        }
-    }
-
+impl ClientHellos for Certs {
     /// A client configuration trusting this certificate; `tls12_only`: offer TLS 1.2 alone.
-    fn client_config(&self, tls12_only: bool) -> Arc<ClientConfig> {
-        let mut roots = RootCertStore::empty();
-        roots.add(self.cert_der.clone()).unwrap();
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-        let builder = ClientConfig::builder_with_provider(provider);
-        let builder = if tls12_only {
-            builder.with_protocol_versions(&[&rustls::version::TLS12])
+    fn client_config_for(&self, tls12_only: bool) -> Arc<ClientConfig> {
+        let versions: &[&'static rustls::SupportedProtocolVersion] = if tls12_only {
+            &[&rustls::version::TLS12]
         } else {
-            builder.with_safe_default_protocol_versions()
+            rustls::DEFAULT_VERSIONS
         };
-        let mut config = builder
-            .unwrap()
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        config.alpn_protocols = vec![ALPN_HTTP1.to_vec()];
-        Arc::new(config)
+        self.client_config_with(rustls::crypto::aws_lc_rs::default_provider(), versions)
     }
 
     /// The first TLS bytes a rustls client sends: its ClientHello record.
     fn client_hello(&self, tls12_only: bool) -> Vec<u8> {
         let name = ServerName::try_from("localhost").unwrap();
-        let mut conn = ClientConnection::new(self.client_config(tls12_only), name).unwrap();
+        let mut conn = ClientConnection::new(self.client_config_for(tls12_only), name).unwrap();
         let mut out = Vec::new();
         conn.write_tls(&mut out).unwrap();
         assert_eq!(out[0], 0x16, "a handshake record");
@@ -71,15 +49,8 @@ impl Certs {
     }
 }
 
-impl Drop for Certs {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
 fn server(certs: &Certs) -> ServerHandle {
-    let config = server_config_from_pem(certs.dir.join("cert.pem"), certs.dir.join("key.pem"))
-        .expect("server config");
+    let config = server_config_from_pem(certs.cert(), certs.key()).expect("server config");
     Server::bind("127.0.0.1:0")
         .workers(2)
         .header_timeout(Duration::from_millis(300))
@@ -132,7 +103,7 @@ fn assert_alerts_or_nothing(got: &[u8]) {
 /// A normal TLS client gets a response (the server is unaffected).
 fn assert_served(certs: &Certs, addr: SocketAddr) {
     let name = ServerName::try_from("localhost").unwrap();
-    let conn = ClientConnection::new(certs.client_config(false), name).unwrap();
+    let conn = ClientConnection::new(certs.client_config_for(false), name).unwrap();
     let mut s = StreamOwned::new(conn, tcp(addr));
     s.write_all(b"GET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         .unwrap();
