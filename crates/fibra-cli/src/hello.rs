@@ -32,9 +32,15 @@ fn status(code: StatusCode) -> Response {
 }
 
 /// The app: `GET /plaintext`, `GET /json`, `/echo` (any method), `/ws` (a WebSocket echo of
-/// text and binary messages up to 16 MiB), else 404.
+/// text and binary messages up to 16 MiB), `OPTIONS` (200 with `Allow`), `CONNECT` (405),
+/// else 404.
 pub fn handler(mut req: Request) -> Response {
     let get = req.is_get_or_head();
+    if !get {
+        if let Some(resp) = options_or_connect(&req) {
+            return resp;
+        }
+    }
     match req.uri().path() {
         "/plaintext" if get => with_type(PLAINTEXT.into(), TEXT_PLAIN),
         "/json" if get => with_type(JSON.into(), APPLICATION_JSON),
@@ -54,6 +60,31 @@ pub fn handler(mut req: Request) -> Response {
         "/ws" => ws::upgrade(&req, ws_config(), echo_messages),
         _ => status(StatusCode::NOT_FOUND),
     }
+}
+
+/// `OPTIONS` (of a path, or `*` for the server) answered `200` with the methods allowed, and
+/// `CONNECT` (no tunnels here) `405`; `None` for other methods.
+#[cold]
+fn options_or_connect(req: &Request) -> Option<Response> {
+    let method = req.method();
+    if method != http::Method::OPTIONS && method != http::Method::CONNECT {
+        return None;
+    }
+    let allow = match req.uri().path() {
+        "/plaintext" | "/json" => "GET, HEAD, OPTIONS",
+        "/ws" => "GET, OPTIONS",
+        // `*` and `/echo`: the server takes any method on `/echo`.
+        _ => "GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS",
+    };
+    let code = if method == http::Method::OPTIONS {
+        StatusCode::OK
+    } else {
+        StatusCode::METHOD_NOT_ALLOWED
+    };
+    let mut r = status(code);
+    r.headers_mut()
+        .insert(http::header::ALLOW, HeaderValue::from_static(allow));
+    Some(r)
 }
 
 /// The largest message (and frame) `/ws` takes: 16 MiB (close code 1009 beyond).
@@ -86,4 +117,40 @@ fn echo_messages(mut socket: ws::WebSocket) {
 pub fn run(args: HelloArgs) -> std::io::Result<()> {
     args.server
         .serve_until_signal("fibra hello", "fibra hello listening on", handler)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fibra_http::Body;
+
+    fn call(method: &str, target: &str) -> Response {
+        let req = http::Request::builder()
+            .method(method)
+            .uri(target)
+            .body(Body::empty())
+            .unwrap();
+        handler(Request::from(req))
+    }
+
+    #[test]
+    fn options_gets_allow_and_connect_gets_405() {
+        for (target, allow) in [
+            ("*", "GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS"),
+            ("/plaintext", "GET, HEAD, OPTIONS"),
+            ("/ws", "GET, OPTIONS"),
+        ] {
+            let r = call("OPTIONS", target);
+            assert_eq!(r.status(), StatusCode::OK, "OPTIONS {target}");
+            assert_eq!(r.headers()[http::header::ALLOW], allow, "OPTIONS {target}");
+        }
+        let r = call("CONNECT", "x:443");
+        assert_eq!(r.status(), StatusCode::METHOD_NOT_ALLOWED);
+        assert!(r.headers().contains_key(http::header::ALLOW));
+        assert_eq!(call("GET", "/plaintext").status(), StatusCode::OK);
+        assert_eq!(
+            call("POST", "/plaintext").status(),
+            StatusCode::METHOD_NOT_ALLOWED
+        );
+    }
 }

@@ -56,9 +56,17 @@ fn get_and_head() {
     let r = c.get("/", &[]);
     assert_eq!((r.status, r.text().as_str()), (200, "<h1>home</h1>\n"));
     assert_eq!(r.h("content-type"), "text/html; charset=utf-8");
-    for m in ["POST", "PUT", "DELETE", "OPTIONS", "PATCH"] {
+    for m in ["POST", "PUT", "DELETE", "PATCH"] {
         let r = c.request(m, "/hello.txt", &["Content-Length: 0"]);
-        assert_eq!((r.status, r.h("allow")), (405, "GET, HEAD"), "{m}");
+        assert_eq!((r.status, r.h("allow")), (405, "GET, HEAD, OPTIONS"), "{m}");
+    }
+    for target in ["/hello.txt", "*"] {
+        let r = c.request("OPTIONS", target, &["Content-Length: 0"]);
+        assert_eq!(
+            (r.status, r.h("allow")),
+            (200, "GET, HEAD, OPTIONS"),
+            "OPTIONS {target}"
+        );
     }
     assert_eq!(c.get("/missing.txt", &[]).status, 404);
 }

@@ -24,7 +24,8 @@
 //!
 //! Behaviour, in the order a request meets it:
 //!
-//! - `GET`/`HEAD` only; anything else is `405` with `Allow: GET, HEAD`.
+//! - `GET`/`HEAD` only; `OPTIONS` (of a path or `*`) is `200` with `Allow: GET, HEAD,
+//!   OPTIONS`, anything else `405` with the same `Allow`.
 //! - The path is percent-decoded segment by segment and may never leave the root
 //!   ([`path`]): `..`, `%2e%2e`, `%2f`, `\`, NUL are `400`; hidden names (`.git`, `.env`) are
 //!   `404` unless allowed; symlinks resolving outside the root are `403` unless allowed

@@ -20,6 +20,9 @@ use super::open::{FileData, Lookup, Resolver};
 use super::path::{self, PathError};
 use super::range::{parse_range, RangeRequest};
 
+/// The methods the file server answers (`Allow` of its `405` and `OPTIONS` responses).
+const ALLOW: &str = "GET, HEAD, OPTIONS";
+
 /// Everything a [`FileServer`] can be told, each with its default.
 #[derive(Debug, Clone)]
 pub struct FileServerConfig {
@@ -268,8 +271,13 @@ impl FileServer {
     ) -> FileReply {
         let is_get = *method == Method::GET;
         if !is_get && *method != Method::HEAD {
-            let mut r = FileReply::error(StatusCode::METHOD_NOT_ALLOWED);
-            r.header(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+            // OPTIONS (for a path, or `*` for the server) is answered with what is allowed.
+            let mut r = if *method == Method::OPTIONS {
+                FileReply::new(StatusCode::OK)
+            } else {
+                FileReply::error(StatusCode::METHOD_NOT_ALLOWED)
+            };
+            r.header(header::ALLOW, HeaderValue::from_static(ALLOW));
             return r;
         }
         let Some(rest) = path::strip_prefix(path, &self.prefix) else {

@@ -101,10 +101,16 @@ fn plain_get_and_head() {
     let h = req(&s, Method::HEAD, "/hello.txt", &[("range", "bytes=0-1")]);
     assert_eq!(h.status, StatusCode::OK, "HEAD ignores Range");
     assert_eq!(h.body.len(), 20);
-    for m in [Method::POST, Method::PUT, Method::DELETE, Method::OPTIONS] {
+    for m in [Method::POST, Method::PUT, Method::DELETE, Method::CONNECT] {
         let r = req(&s, m, "/hello.txt", &[]);
         assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED);
-        assert_eq!(hv(&r, header::ALLOW), "GET, HEAD");
+        assert_eq!(hv(&r, header::ALLOW), "GET, HEAD, OPTIONS");
+    }
+    for target in ["/hello.txt", "*"] {
+        let r = req(&s, Method::OPTIONS, target, &[]);
+        assert_eq!(r.status, StatusCode::OK, "OPTIONS {target}");
+        assert_eq!(hv(&r, header::ALLOW), "GET, HEAD, OPTIONS");
+        assert!(r.body.is_empty());
     }
 }
 
