@@ -40,6 +40,20 @@ impl Shared {
     fn lock(&self) -> MutexGuard<'_, Queue> {
         self.queue.lock().unwrap_or_else(|e| e.into_inner())
     }
+
+    /// Closes the outbox, from either side: queued bytes are dropped, the owner wakes (and
+    /// sees it closed), and a sender about to wait finds the permit stored on `space`; each
+    /// one that wakes passes it on (see `OutboxSender::send`).
+    fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        {
+            let mut q = self.lock();
+            q.chunks.clear();
+            q.bytes = 0;
+        }
+        self.queued.notify_one();
+        self.space.notify_one();
+    }
 }
 
 /// The owner's end of a connection's outbox: waits for input or queued output and writes
@@ -181,15 +195,7 @@ impl Outbox {
 
     /// Closes the outbox: queued bytes are dropped and senders get `BrokenPipe` from now on.
     pub fn close(&self) {
-        self.shared.closed.store(true, Ordering::SeqCst);
-        {
-            let mut q = self.shared.lock();
-            q.chunks.clear();
-            q.bytes = 0;
-        }
-        // A sender about to wait finds the permit this stores; each one that wakes passes it
-        // on (see `OutboxSender::send`).
-        self.shared.space.notify_one();
+        self.shared.close();
     }
 }
 
@@ -254,15 +260,7 @@ impl OutboxSender {
     /// outbox closes, queued bytes are dropped, and the owner, woken, sees
     /// [`Outbox::is_closed`] and ends the connection.
     pub fn abort(&self) {
-        let sh = &*self.shared;
-        sh.closed.store(true, Ordering::SeqCst);
-        {
-            let mut q = sh.lock();
-            q.chunks.clear();
-            q.bytes = 0;
-        }
-        sh.queued.notify_one();
-        sh.space.notify_one();
+        self.shared.close();
     }
 }
 

@@ -181,30 +181,24 @@ impl<A: Acceptor> Server<A> {
     /// Serves HTTPS: every worker's acceptor is wrapped in a [`TlsAcceptor`] with `config`
     /// (e.g. from [`crate::tls::server_config_from_pem`]). See [`crate::tls`].
     pub fn tls(self, config: Arc<rustls::ServerConfig>) -> Server<TlsAcceptor<A>> {
-        let listen = self.listen.map(|mut listen| {
-            Box::new(move |worker, workers| {
-                Ok(TlsAcceptor::new(listen(worker, workers)?, config.clone()))
-            }) as Listen<TlsAcceptor<A>>
-        });
-        Server {
-            listen,
-            workers: self.workers,
-            stack_size: self.stack_size,
-            settings: self.settings,
-        }
+        self.wrap_tls(move |inner| TlsAcceptor::new(inner, config.clone()))
     }
 
     /// Serves HTTPS with the configuration `choose` picks for each ClientHello (e.g.
     /// [`crate::tls::choose_config_with_resolver`], which prefers AES-128-GCM as Go does):
     /// every worker's acceptor is wrapped in [`TlsAcceptor::choosing`].
     pub fn tls_choosing(self, choose: Arc<crate::tls::ChooseConfig>) -> Server<TlsAcceptor<A>> {
+        self.wrap_tls(move |inner| TlsAcceptor::choosing(inner, choose.clone()))
+    }
+
+    /// Wraps every worker's acceptor with `wrap`, keeping the other settings.
+    fn wrap_tls(
+        self,
+        wrap: impl Fn(A) -> TlsAcceptor<A> + Send + 'static,
+    ) -> Server<TlsAcceptor<A>> {
         let listen = self.listen.map(|mut listen| {
-            Box::new(move |worker, workers| {
-                Ok(TlsAcceptor::choosing(
-                    listen(worker, workers)?,
-                    choose.clone(),
-                ))
-            }) as Listen<TlsAcceptor<A>>
+            Box::new(move |worker, workers| Ok(wrap(listen(worker, workers)?)))
+                as Listen<TlsAcceptor<A>>
         });
         Server {
             listen,

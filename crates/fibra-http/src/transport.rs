@@ -90,19 +90,32 @@ pub trait Transport: Read + Write + 'static {
     /// Sends `len` bytes of `file` from `offset`; returns the bytes sent (fewer only if the
     /// file is shorter). Default: positional reads into a buffer, then `write_all`.
     fn send_file(&mut self, file: &File, offset: u64, len: u64) -> io::Result<u64> {
-        let mut buf = vec![0u8; len.min(64 * 1024) as usize];
-        let mut sent = 0u64;
-        while sent < len {
-            let want = (len - sent).min(buf.len() as u64) as usize;
-            let n = file.read_at(&mut buf[..want], offset + sent)?;
-            if n == 0 {
-                break;
-            }
-            self.write_all(&buf[..n])?;
-            sent += n as u64;
-        }
-        Ok(sent)
+        copy_file(self, file, offset, len, 64 * 1024)
     }
+}
+
+/// Writes `len` bytes of `file` from `offset` to `out`, read in pieces of at most `piece`
+/// bytes, each written with `write_all`; returns the bytes sent (fewer only if the file is
+/// shorter). The default [`Transport::send_file`], and TLS's with larger pieces.
+pub(crate) fn copy_file<W: Write + ?Sized>(
+    out: &mut W,
+    file: &File,
+    offset: u64,
+    len: u64,
+    piece: usize,
+) -> io::Result<u64> {
+    let mut buf = vec![0u8; len.min(piece as u64) as usize];
+    let mut sent = 0u64;
+    while sent < len {
+        let want = (len - sent).min(buf.len() as u64) as usize;
+        let n = file.read_at(&mut buf[..want], offset + sent)?;
+        if n == 0 {
+            break;
+        }
+        out.write_all(&buf[..n])?;
+        sent += n as u64;
+    }
+    Ok(sent)
 }
 
 /// Shuts a connection down from another fiber or thread (see

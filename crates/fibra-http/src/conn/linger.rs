@@ -1,9 +1,10 @@
 //! Lingering close: how a connection that answered its last response closes without
 //! resetting it (RFC 9112 §9.6).
 
+use std::io;
 use std::time::{Duration, Instant};
 
-use super::buffered::Shared;
+use super::buffered::{not_connected, Shared};
 use crate::transport::Transport;
 
 /// Lingering close: how long and how much to read after `shutdown(Write)` so the client
@@ -20,9 +21,15 @@ impl<T: Transport> Shared<T> {
     #[cold]
     #[inline(never)]
     pub(super) fn close_now(&mut self) {
-        let Some(io) = self.io.as_mut() else { return };
-        let _ = io.write_last(&self.wbuf);
+        let _ = self.write_last();
+    }
+
+    /// Sends what is buffered and the end of our side together (one write over TLS).
+    fn write_last(&mut self) -> io::Result<()> {
+        let io = self.io.as_mut().ok_or_else(not_connected)?;
+        let sent = io.write_last(&self.wbuf);
         self.wbuf.clear();
+        sent
     }
 
     /// Closes gracefully: push what is pending, stop sending, and read (bounded) what the
@@ -31,13 +38,10 @@ impl<T: Transport> Shared<T> {
     #[cold]
     #[inline(never)]
     pub(super) fn linger(&mut self) {
-        let Some(io) = self.io.as_mut() else { return };
-        // What is buffered and the end of our side leave together (one write over TLS).
-        let sent = io.write_last(&self.wbuf);
-        self.wbuf.clear();
-        if sent.is_err() {
+        if self.write_last().is_err() {
             return;
         }
+        let Some(io) = self.io.as_mut() else { return };
         if self.rbuf.is_empty() {
             self.rbuf.resize(512, 0);
         }

@@ -49,15 +49,25 @@ pub const SESSION_CACHE_SIZE: usize = 4096;
 /// resumed session keeps the certificate of the handshake it resumes, even across a
 /// [`CertResolver::reload`].
 pub fn server_config_with_resolver(resolver: Arc<CertResolver>) -> io::Result<Arc<ServerConfig>> {
-    let mut config = ServerConfig::builder_with_provider(provider())
+    let mut config = base_config(provider(), resolver)?;
+    config.ticketer = rustls::crypto::aws_lc_rs::Ticketer::new().map_err(io::Error::other)?;
+    config.session_storage = ServerSessionMemoryCache::new(SESSION_CACHE_SIZE);
+    Ok(Arc::new(config))
+}
+
+/// A configuration over `provider` with the certificates of `resolver`: TLS 1.3 and 1.2,
+/// ALPN `http/1.1`, no client authentication (resumption is the caller's).
+fn base_config(
+    provider: Arc<CryptoProvider>,
+    resolver: Arc<CertResolver>,
+) -> io::Result<ServerConfig> {
+    let mut config = ServerConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
         .map_err(io::Error::other)?
         .with_no_client_auth()
         .with_cert_resolver(resolver);
     config.alpn_protocols = vec![ALPN_HTTP1.to_vec()];
-    config.ticketer = rustls::crypto::aws_lc_rs::Ticketer::new().map_err(io::Error::other)?;
-    config.session_storage = ServerSessionMemoryCache::new(SESSION_CACHE_SIZE);
-    Ok(Arc::new(config))
+    Ok(config)
 }
 
 /// The crypto provider of the configurations built here.
@@ -113,12 +123,7 @@ fn prefers_chacha(hello: &ClientHello<'_>) -> bool {
 /// session resumes whichever one made it.
 pub fn choose_config_with_resolver(resolver: Arc<CertResolver>) -> io::Result<Arc<ChooseConfig>> {
     let client_order = server_config_with_resolver(resolver.clone())?;
-    let mut server_order = ServerConfig::builder_with_provider(provider_aes128_first())
-        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
-        .map_err(io::Error::other)?
-        .with_no_client_auth()
-        .with_cert_resolver(resolver);
-    server_order.alpn_protocols = client_order.alpn_protocols.clone();
+    let mut server_order = base_config(provider_aes128_first(), resolver)?;
     server_order.ticketer = client_order.ticketer.clone();
     server_order.session_storage = client_order.session_storage.clone();
     server_order.ignore_client_order = true;

@@ -443,29 +443,19 @@ impl<T: Transport> Transport for Tls<T> {
     }
 
     /// Reads the file in 256 KiB pieces and encrypts each into 16 records that leave in one
-    /// write (rustls's default 64 KiB buffer limit is lifted for the piece): four writes per
-    /// MiB instead of sixteen.
+    /// write (rustls's default 64 KiB buffer limit is lifted meanwhile): four writes per MiB
+    /// instead of sixteen.
     fn send_file(&mut self, file: &std::fs::File, offset: u64, len: u64) -> io::Result<u64> {
-        use std::os::unix::fs::FileExt;
         const PIECE: usize = 256 * 1024;
-        let mut buf = vec![0u8; len.min(PIECE as u64) as usize];
-        let mut sent = 0u64;
-        while sent < len {
-            let want = (len - sent).min(buf.len() as u64) as usize;
-            let n = file.read_at(&mut buf[..want], offset + sent)?;
-            if n == 0 {
-                break;
+        let limit = |tls: &mut Self, limit| {
+            if let Some(conn) = tls.state.get_mut().conn.as_mut() {
+                conn.set_buffer_limit(limit);
             }
-            let st = self.state.get_mut();
-            let conn = st.conn.as_mut().ok_or_else(handshake_not_started)?;
-            conn.set_buffer_limit(None);
-            let taken = conn.writer().write_all(&buf[..n]);
-            conn.set_buffer_limit(Some(DEFAULT_BUFFER_LIMIT));
-            taken?;
-            st.send_pending()?;
-            sent += n as u64;
-        }
-        Ok(sent)
+        };
+        limit(self, None);
+        let sent = crate::transport::copy_file(self, file, offset, len, PIECE);
+        limit(self, Some(DEFAULT_BUFFER_LIMIT));
+        sent
     }
 
     /// The inner transport's cork: a response head's record and the file records after it
