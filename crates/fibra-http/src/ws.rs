@@ -153,8 +153,13 @@ impl Connection {
             }
             match self.socket.read() {
                 Ok(msg) if msg.is_text() || msg.is_binary() => on_message(msg),
-                // Nothing may follow our close frame: drop what senders still queue.
-                Ok(Message::Close(_)) => self.outbox.close(),
+                // The client closed: send the framing's close reply and end. Nothing may
+                // follow our close frame, so what senders still queue is dropped.
+                Ok(Message::Close(_)) => {
+                    self.outbox.close();
+                    let _ = self.socket.flush();
+                    return;
+                }
                 Ok(_) => {}
                 Err(Error::Io(e)) if e.kind() == io::ErrorKind::WouldBlock => {
                     // Pongs and a close reply the framing queued go out before the wait.
