@@ -44,10 +44,10 @@ pub fn handler(mut req: Request) -> Response {
     match req.uri().path() {
         "/plaintext" if get => with_type(PLAINTEXT.into(), TEXT_PLAIN),
         "/json" if get => with_type(JSON.into(), APPLICATION_JSON),
-        "/plaintext" | "/json" => {
+        path @ ("/plaintext" | "/json") => {
             let mut r = status(StatusCode::METHOD_NOT_ALLOWED);
             r.headers_mut()
-                .insert(http::header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+                .insert(http::header::ALLOW, HeaderValue::from_static(allowed(path)));
             r
         }
         "/echo" => match req.body_mut().read_to_vec(8 << 20) {
@@ -62,6 +62,16 @@ pub fn handler(mut req: Request) -> Response {
     }
 }
 
+/// The methods `path` answers (`Allow` of its `405` and `OPTIONS` responses).
+fn allowed(path: &str) -> &'static str {
+    match path {
+        "/plaintext" | "/json" => "GET, HEAD, OPTIONS",
+        "/ws" => "GET, OPTIONS",
+        // `*` and `/echo`: the server takes any method on `/echo`.
+        _ => "GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS",
+    }
+}
+
 /// `OPTIONS` (of a path, or `*` for the server) answered `200` with the methods allowed, and
 /// `CONNECT` (no tunnels here) `405`; `None` for other methods.
 #[cold]
@@ -70,12 +80,7 @@ fn options_or_connect(req: &Request) -> Option<Response> {
     if method != http::Method::OPTIONS && method != http::Method::CONNECT {
         return None;
     }
-    let allow = match req.uri().path() {
-        "/plaintext" | "/json" => "GET, HEAD, OPTIONS",
-        "/ws" => "GET, OPTIONS",
-        // `*` and `/echo`: the server takes any method on `/echo`.
-        _ => "GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS",
-    };
+    let allow = allowed(req.uri().path());
     let code = if method == http::Method::OPTIONS {
         StatusCode::OK
     } else {
