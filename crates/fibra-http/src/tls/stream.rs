@@ -191,15 +191,29 @@ impl<T: Transport> State<T> {
             }
             Err(e) => {
                 self.ready = false;
-                if conn.is_handshaking() && self.plain_http() {
-                    // Plain HTTP on the TLS port: a readable answer, not an alert.
-                    let _ = self.io.write_all(PLAIN_HTTP_REPLY);
-                } else {
-                    let _ = self.send_pending();
-                }
-                Err(io::Error::new(io::ErrorKind::InvalidData, e))
+                let plain = conn.is_handshaking() && self.plain_http();
+                Err(self.refuse(e, plain, |st| {
+                    let _ = st.send_pending();
+                }))
             }
         }
+    }
+
+    /// Ends a connection whose TLS failed with `e`: plain HTTP on the TLS port (`plain`) gets
+    /// a readable 400 rather than an alert, anything else the alert `send_alert` sends (best
+    /// effort). Returns the error to report.
+    fn refuse(
+        &mut self,
+        e: rustls::Error,
+        plain: bool,
+        send_alert: impl FnOnce(&mut Self),
+    ) -> io::Error {
+        if plain {
+            let _ = self.io.write_all(PLAIN_HTTP_REPLY);
+        } else {
+            send_alert(self);
+        }
+        io::Error::new(io::ErrorKind::InvalidData, e)
     }
 
     /// Whether the connection's first bytes look like an HTTP/1 request line.
@@ -275,12 +289,10 @@ impl<T: Transport> State<T> {
             Ok(Some(accepted)) => accepted,
             Err((e, mut alert)) => {
                 self.hello = None;
-                if self.plain_http() {
-                    let _ = self.io.write_all(PLAIN_HTTP_REPLY);
-                } else {
-                    let _ = alert.write_all(&mut self.io);
-                }
-                return Err(io::Error::new(io::ErrorKind::InvalidData, e));
+                let plain = self.plain_http();
+                return Err(self.refuse(e, plain, |st| {
+                    let _ = alert.write_all(&mut st.io);
+                }));
             }
         };
         let config = (hello.choose)(&accepted.client_hello());
@@ -290,10 +302,9 @@ impl<T: Transport> State<T> {
                 self.conn = Some(conn);
                 self.process()
             }
-            Err((e, mut alert)) => {
-                let _ = alert.write_all(&mut self.io);
-                Err(io::Error::new(io::ErrorKind::InvalidData, e))
-            }
+            Err((e, mut alert)) => Err(self.refuse(e, false, |st| {
+                let _ = alert.write_all(&mut st.io);
+            })),
         }
     }
 
