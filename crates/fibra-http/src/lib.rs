@@ -86,6 +86,7 @@ pub mod conn;
 mod date;
 mod error;
 pub mod files;
+pub mod http2;
 mod lazy;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]

@@ -453,6 +453,14 @@ fn run_server<A, H>(
             if st.idle.load(Ordering::Relaxed) && !st.woken.swap(true, Ordering::Relaxed) {
                 let _ = c.shutdown(Shutdown::Read);
             }
+            let waker = st
+                .wake_on_shutdown
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
+            if let Some(w) = waker {
+                w.wake();
+            }
         })
     };
     close_idle();
@@ -499,6 +507,8 @@ impl Drop for ConnGuard {
 struct ConnOwner {
     entry: ConnEntry,
     guard: ConnGuard,
+    /// `Settings::http2`.
+    h2: bool,
 }
 
 impl Owner for ConnOwner {
@@ -506,6 +516,8 @@ impl Owner for ConnOwner {
         ConnCtl {
             idle: &state_of(&*self.entry).idle,
             shutting_down: &self.guard.state.shutting_down,
+            h2: self.h2,
+            wake_on_shutdown: Some(&state_of(&*self.entry).wake_on_shutdown),
         }
     }
 }
@@ -566,10 +578,15 @@ fn accept_loop<A, H>(
             state: state.clone(),
             id,
         };
+        let owner = ConnOwner {
+            entry,
+            guard,
+            h2: settings.http2,
+        };
         let (settings, handler) = (settings.clone(), handler.clone());
         let spawned = fibra::fiber::Builder::new()
             .worker(worker)
-            .spawn_steps(move || serve_steps(io, settings, handler, ConnOwner { entry, guard }));
+            .spawn_steps(move || serve_steps(io, settings, handler, owner));
         if let Err(e) = spawned {
             log::warn!("cannot spawn a connection fiber: {e}");
             fibra::time::sleep(ACCEPT_BACKOFF);

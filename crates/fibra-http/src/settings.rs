@@ -73,6 +73,10 @@ pub struct Settings {
     /// facade instead: panics at level error, rejected requests at debug, accept failures at
     /// warn (at most once a second). Default: `None`.
     pub on_error: Option<ErrorHook>,
+    /// Whether a connection that opens with the HTTP/2 preface (cleartext with prior
+    /// knowledge, or TLS after ALPN chose `h2`) is served as HTTP/2 (see [`crate::http2`]).
+    /// Applies to [`crate::Server`]'s connections. Default: true.
+    pub http2: bool,
 }
 
 impl Default for Settings {
@@ -94,6 +98,7 @@ impl Default for Settings {
             access_log: false,
             access_log_sink: None,
             on_error: None,
+            http2: true,
         }
     }
 }

@@ -182,6 +182,21 @@ where
                 if sh.rpos >= sh.rend {
                     return true;
                 }
+                if sh.first && self.ctl.h2 {
+                    let negotiated = sh.io.as_ref().is_some_and(|io| io.negotiated_h2());
+                    match preface(&sh.rbuf[sh.rpos..sh.rend]) {
+                        _ if negotiated => {
+                            sh.h2 = true;
+                            return false;
+                        }
+                        Preface::No => {}
+                        Preface::Partial => return true,
+                        Preface::Whole => {
+                            sh.h2 = true;
+                            return false;
+                        }
+                    }
+                }
                 let cache: *const RefCell<HeadCache> = HEAD_CACHE.with(|c| c as *const _);
                 // SAFETY: `with` returned, so this thread's value is alive; it lives until the
                 // thread's thread-locals are destroyed, which cannot happen during this call on
@@ -203,6 +218,12 @@ where
                     Ok(None) => return true,
                     Err(e) => {
                         settings.report_rejected(sh.peer, e);
+                        if sh.first && self.ctl.h2 && !names_http(&sh.rbuf[sh.rpos..sh.rend]) {
+                            // Not HTTP/1.x at all, where HTTP/2 is on: most likely a broken
+                            // HTTP/2 preface, which RFC 9113 §3.4 makes a connection error. An
+                            // HTTP/1.1 answer would mean nothing to such a client: close.
+                            return false;
+                        }
                         put_error(&mut sh.wbuf, &e, self.server(), false);
                         sh.linger();
                         return false;
@@ -488,4 +509,37 @@ where
     ) -> Option<Option<UpgradeFn>> {
         self.send(resp, is_head, http11, close, logged)
     }
+}
+
+/// How far the start of a connection's input matches the HTTP/2 preface.
+enum Preface {
+    No,
+    /// Every byte so far matches, but the preface is not complete.
+    Partial,
+    Whole,
+}
+
+/// Compares the first bytes of a connection with the HTTP/2 client preface (no HTTP/1.1
+/// request starts with `PRI * HTTP/2.0`).
+fn preface(input: &[u8]) -> Preface {
+    let p = crate::http2::PREFACE;
+    let n = input.len().min(p.len());
+    if input[..n] != p[..n] {
+        Preface::No
+    } else if n < p.len() {
+        Preface::Partial
+    } else {
+        Preface::Whole
+    }
+}
+
+/// Whether the first line of `input` looks like an HTTP/1.x request line, malformed or not:
+/// it names an HTTP version (`HTTP/` after a space), or its target is a path.
+fn names_http(input: &[u8]) -> bool {
+    let line = input.split(|&b| b == b'\n').next().unwrap_or(input);
+    memchr::memmem::find(line, b" HTTP/").is_some()
+        || line
+            .split(|&b| b == b' ')
+            .nth(1)
+            .is_some_and(|target| target.starts_with(b"/"))
 }

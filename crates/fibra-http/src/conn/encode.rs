@@ -187,7 +187,7 @@ pub(super) fn bad_101(resp: &mut Response) {
     *resp.body_mut() = "101 without an upgrade body\n".into();
 }
 
-pub(super) fn error_response(status: StatusCode, text: &'static str) -> Response {
+pub(crate) fn error_response(status: StatusCode, text: &'static str) -> Response {
     let body =
         ResponseBody::from(text).with_content_type(http::HeaderValue::from_static("text/plain"));
     let mut r = Response::new(body);
@@ -197,7 +197,7 @@ pub(super) fn error_response(status: StatusCode, text: &'static str) -> Response
 
 /// Statuses whose responses carry no body and no framing (RFC 9112 §6.3): 1xx, 204, 304.
 #[inline(always)] // a few compares on every response; called from the inlined send path
-pub(super) fn is_bodiless(status: StatusCode) -> bool {
+pub(crate) fn is_bodiless(status: StatusCode) -> bool {
     status.is_informational()
         || status == StatusCode::NO_CONTENT
         || status == StatusCode::NOT_MODIFIED
