@@ -117,6 +117,21 @@ impl Settings {
     }
 
     /// Reports a request rejected with `e`.
+    /// Whether answered requests are logged (a sink, or the `log` facade).
+    pub(crate) fn logs_access(&self) -> bool {
+        self.access_log_sink.is_some() || self.access_log
+    }
+
+    /// Hands `entry` to the access-log sink and the `log` facade, as configured.
+    pub(crate) fn log_access(&self, entry: &crate::access_log::LogEntry<'_>) {
+        if let Some(sink) = &self.access_log_sink {
+            sink.log(entry);
+        }
+        if self.access_log {
+            crate::access_log::AccessLogSink::log(&crate::access_log::LogFacade, entry);
+        }
+    }
+
     pub(crate) fn report_rejected(&self, peer: Option<SocketAddr>, e: ProtocolError) {
         self.report(ServerError::new(peer, ServerErrorKind::Protocol(e)));
     }

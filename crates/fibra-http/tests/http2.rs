@@ -220,3 +220,49 @@ fn version_is_http2_for_the_handler() {
         assert_eq!((status, body.as_slice()), (StatusCode::OK, &b"ok"[..]));
     });
 }
+
+/// Collects access-log lines.
+struct Collect(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl fibra_http::AccessLogSink for Collect {
+    fn log(&self, e: &fibra_http::access_log::LogEntry<'_>) {
+        let line = format!(
+            "{} {} {} {} {} {:?}",
+            e.method,
+            e.target,
+            e.version,
+            e.status,
+            e.bytes,
+            e.user_agent
+                .map(|u| String::from_utf8_lossy(u).into_owned())
+        );
+        self.0.lock().unwrap().push(line);
+    }
+}
+
+#[test]
+fn streams_are_access_logged() {
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let settings = Settings {
+        access_log_sink: Some(std::sync::Arc::new(Collect(lines.clone()))),
+        ..Settings::default()
+    };
+    let srv = util::start(settings, app);
+    runtime().block_on(async {
+        let mut c = client(srv.addr).await;
+        exchange(&mut c, Method::GET, "/hello?x=1", None).await;
+        exchange(&mut c, Method::HEAD, "/big", None).await;
+        exchange(&mut c, Method::GET, "/stream", None).await;
+    });
+    srv.shutdown(Duration::from_secs(5));
+    let mut lines = lines.lock().unwrap().clone();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            "GET /hello?x=1 HTTP/2.0 200 5 None",
+            "GET /stream HTTP/2.0 200 100000 None",
+            "HEAD /big HTTP/2.0 200 0 None",
+        ]
+    );
+}

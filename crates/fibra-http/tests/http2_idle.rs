@@ -41,6 +41,9 @@ fn idle_http2_connections_hold_no_stack() {
         .collect();
     let growth = mappings().saturating_sub(before);
     eprintln!("{IDLE} idle HTTP/2 connections: {growth} new mappings");
-    assert!(growth < IDLE / 10, "idle HTTP/2 connections mapped {growth} regions");
+    assert!(
+        growth < IDLE / 10,
+        "idle HTTP/2 connections mapped {growth} regions"
+    );
     drop(conns);
 }

@@ -17,7 +17,7 @@ use super::buffered::{read_sizes, HotBuffers, Shared};
 use super::decode::{BodyError, BodyState};
 use super::encode::{bad_101, error_response, is_bodiless, put_error, write_response};
 use super::ConnCtl;
-use crate::access_log::{AccessLogSink, LogEntry, LogFacade};
+use crate::access_log::LogEntry;
 use crate::body::{Body, BodySource};
 use crate::chunked::ChunkedDecoder;
 use crate::error::ProtocolError;
@@ -315,12 +315,7 @@ where
             user_agent: header(http::header::USER_AGENT),
             time: SystemTime::now(),
         };
-        if let Some(sink) = &self.settings.access_log_sink {
-            sink.log(&entry);
-        }
-        if self.settings.access_log {
-            LogFacade.log(&entry);
-        }
+        self.settings.log_access(&entry);
     }
 
     /// After a 101: hands the raw connection (and what was read past the request) to `f`.

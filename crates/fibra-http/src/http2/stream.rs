@@ -11,6 +11,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
+use std::time::SystemTime;
 
 use bytes::{Bytes, BytesMut};
 use h2::server::SendResponse;
@@ -19,6 +20,7 @@ use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, StatusCode};
 
 use super::park::Parker;
+use crate::access_log::LogEntry;
 use crate::body::{Body, BodySource};
 use crate::conn::{error_response, is_bodiless};
 use crate::date::with_date;
@@ -71,6 +73,7 @@ pub(crate) fn run<H>(
         left: settings.max_body_bytes,
         peer,
     }));
+    let logged = settings.logs_access().then(|| Logged::of(&parts));
     let body = Body::from_conn(src.clone(), 0);
     let request = Request::from(http::Request::from_parts(parts, body));
     let response = match catch_unwind(AssertUnwindSafe(|| handler(request))) {
@@ -88,11 +91,18 @@ pub(crate) fn run<H>(
             error_response(StatusCode::INTERNAL_SERVER_ERROR, "internal server error")
         }
     };
+    let status = response.status();
     let mut respond = respond.borrow_mut();
-    if let Err(e) = send(&mut respond, response, is_head, settings, &parker) {
-        log::debug!("HTTP/2 stream {:?} from {peer:?}: {e}", respond.stream_id());
-        respond.send_reset(Reason::CANCEL);
-        return;
+    let sent = match send(&mut respond, response, is_head, settings, &parker) {
+        Ok(sent) => sent,
+        Err(e) => {
+            log::debug!("HTTP/2 stream {:?} from {peer:?}: {e}", respond.stream_id());
+            respond.send_reset(Reason::CANCEL);
+            return;
+        }
+    };
+    if let Some(logged) = logged {
+        logged.log(settings, peer, status, sent);
     }
     // The client may still be sending a body the handler did not read: read it to its end
     // (up to `max_drain_bytes`), as HTTP/1.1 drains, so that the stream stays open on our
@@ -112,13 +122,14 @@ const CONNECTION_SPECIFIC: [HeaderName; 4] = [
 ];
 
 /// Sends `response` on the stream: its head, then its body as DATA within the windows.
+/// Returns the body bytes sent.
 fn send(
     respond: &mut SendResponse<Bytes>,
     response: Response,
     is_head: bool,
     settings: &Settings,
     parker: &Rc<Parker>,
-) -> io::Result<()> {
+) -> io::Result<u64> {
     let (mut parts, body) = response.into_parts();
     parts.version = http::Version::HTTP_2;
     let headers = &mut parts.headers;
@@ -160,14 +171,17 @@ fn send(
     let head = http::Response::from_parts(parts, ());
     let mut out = respond.send_response(head, end).map_err(h2_error)?;
     if end {
-        return Ok(());
+        return Ok(0);
     }
     let timeout = settings.write_timeout;
     let data = match std::mem::replace(&mut kind, Kind::Empty) {
         Kind::Static(b) => Bytes::from_static(b),
         Kind::Vec(v) => Bytes::from(v),
         Kind::Bytes(b) => b,
-        Kind::File(range) => return send_file(&mut out, &range, parker, timeout),
+        Kind::File(range) => {
+            send_file(&mut out, &range, parker, timeout)?;
+            return Ok(range.len());
+        }
         Kind::Stream { len, f } => {
             let sink = RefCell::new(Sink {
                 out,
@@ -188,13 +202,56 @@ fn send(
                     "streamed body shorter than its declared length",
                 ));
             }
+            let written = writer.written;
             let mut sink = sink.into_inner();
             let rest = sink.buf.split().freeze();
-            return send_data(&mut sink.out, rest, true, parker, timeout);
+            send_data(&mut sink.out, rest, true, parker, timeout)?;
+            return Ok(written);
         }
         Kind::Empty | Kind::Upgrade(_) => Bytes::new(),
     };
-    send_data(&mut out, data, true, parker, timeout)
+    let len = data.len() as u64;
+    send_data(&mut out, data, true, parker, timeout)?;
+    Ok(len)
+}
+
+/// What the access log needs of a request, kept while the handler owns the request.
+struct Logged {
+    method: http::Method,
+    target: String,
+    referer: Option<HeaderValue>,
+    user_agent: Option<HeaderValue>,
+}
+
+impl Logged {
+    fn of(parts: &http::request::Parts) -> Logged {
+        let uri = &parts.uri;
+        Logged {
+            method: parts.method.clone(),
+            target: uri
+                .path_and_query()
+                .map_or(uri.path(), |pq| pq.as_str())
+                .to_owned(),
+            referer: parts.headers.get(header::REFERER).cloned(),
+            user_agent: parts.headers.get(header::USER_AGENT).cloned(),
+        }
+    }
+
+    /// Hands the entry of the answered request to the server's sinks.
+    fn log(&self, settings: &Settings, peer: Option<SocketAddr>, status: StatusCode, bytes: u64) {
+        let entry = LogEntry {
+            peer,
+            method: self.method.as_str(),
+            target: &self.target,
+            version: "HTTP/2.0",
+            status: status.as_u16(),
+            bytes,
+            referer: self.referer.as_ref().map(HeaderValue::as_bytes),
+            user_agent: self.user_agent.as_ref().map(HeaderValue::as_bytes),
+            time: SystemTime::now(),
+        };
+        settings.log_access(&entry);
+    }
 }
 
 /// `Date`, and `Server` if configured, unless the handler set them.
