@@ -150,7 +150,7 @@ impl Upgraded {
 
     /// A blocking read that graceful shutdown interrupts (once).
     fn read_or_going_away(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        let Some(going_away) = self.going_away.clone() else {
+        let Some(going_away) = &self.going_away else {
             return self.io.read(out);
         };
         loop {
