@@ -147,7 +147,8 @@ pub struct WebSocket {
     inner: tungstenite::WebSocket<Upgraded>,
     keepalive: KeepAlive,
     protocol: Option<String>,
-    /// The server's shutdown has been answered with a close (1001).
+    /// A close of ours (1001: the server's shutdown, or a peer silent after a ping) went
+    /// out: no more frames may follow it (a split connection drops what senders queue).
     said_goodbye: bool,
 }
 
