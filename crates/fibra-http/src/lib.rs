@@ -86,6 +86,7 @@ pub mod conn;
 mod date;
 mod error;
 pub mod files;
+mod going_away;
 mod lazy;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
@@ -101,6 +102,7 @@ mod server;
 pub mod settings;
 pub mod tls;
 pub mod transport;
+mod upgraded;
 pub mod ws;
 
 pub use acceptor::{Acceptor, TcpAcceptor, UnixAcceptor};

@@ -453,6 +453,11 @@ fn run_server<A, H>(
             if st.idle.load(Ordering::Relaxed) && !st.woken.swap(true, Ordering::Relaxed) {
                 let _ = c.shutdown(Shutdown::Read);
             }
+            // An upgraded connection (a WebSocket) closes itself (1001), reading on for the
+            // peer's answer.
+            if let Some(going_away) = st.going_away.get() {
+                going_away.set();
+            }
         })
     };
     close_idle();
@@ -506,6 +511,7 @@ impl Owner for ConnOwner {
         ConnCtl {
             idle: &state_of(&*self.entry).idle,
             shutting_down: &self.guard.state.shutting_down,
+            going_away: Some(&state_of(&*self.entry).going_away),
         }
     }
 }

@@ -10,12 +10,14 @@ use std::net::{Shutdown, SocketAddr};
 use std::ops::Deref;
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use fibra::fiber::Wait;
 use fibra::net::{TcpStream, UnixStream};
 use fibra::sync::Notify;
+
+use crate::going_away::GoingAway;
 
 /// A connection's transport. See the module docs.
 pub trait Transport: Read + Write + 'static {
@@ -149,6 +151,8 @@ pub struct ConnState {
     pub(crate) idle: AtomicBool,
     /// Shutdown has shut its reading side (once).
     pub(crate) woken: AtomicBool,
+    /// Made when the connection is upgraded; shutdown sets it (see [`GoingAway`]).
+    pub(crate) going_away: OnceLock<Arc<GoingAway>>,
 }
 
 /// A socket shared by its connection and the server's shutdown logic, with the server's

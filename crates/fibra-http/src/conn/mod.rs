@@ -28,11 +28,12 @@ use std::io;
 use std::ops::Deref;
 use std::rc::Rc;
 use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use fibra::fiber::{Resume, Step, Wait};
 
 use crate::body::BodySource;
+use crate::going_away::GoingAway;
 use crate::request::Request;
 use crate::response::Response;
 use crate::settings::Settings;
@@ -62,6 +63,8 @@ pub(crate) struct ConnCtl<'a> {
     /// Set by the server when shutting down: finish the current request with
     /// `Connection: close`, and do not wait for another.
     pub shutting_down: &'a AtomicBool,
+    /// Where an upgrade keeps the signal graceful shutdown sets (`None`: nobody will).
+    pub going_away: Option<&'a OnceLock<Arc<GoingAway>>>,
 }
 
 /// Serves HTTP/1.1 on one connection until it closes, running `handler` for each request.
@@ -98,6 +101,7 @@ impl Owner for Detached {
         ConnCtl {
             idle: &self.idle,
             shutting_down: &self.down,
+            going_away: None,
         }
     }
 }
