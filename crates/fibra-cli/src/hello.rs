@@ -96,7 +96,7 @@ fn options_or_connect(req: &Request) -> Option<Response> {
 const WS_MAX_MESSAGE: usize = 16 << 20;
 
 fn ws_config() -> ws::WebSocketConfig {
-    ws::WebSocketConfig::default()
+    ws::default_frames()
         .max_message_size(Some(WS_MAX_MESSAGE))
         .max_frame_size(Some(WS_MAX_MESSAGE))
 }

@@ -107,3 +107,38 @@ fn head_pipeline_and_not_found() {
         "without -k every request connects: {v}"
     );
 }
+
+#[test]
+fn ws_echo_counts_add_up() {
+    let hello = Hello::start();
+    let url = format!("{}/ws", hello.url.replacen("http://", "ws://", 1));
+    // Three message sizes: the 7-bit, 16-bit and 64-bit length forms.
+    for (size, n) in [(64usize, 3000u64), (300, 500), (70_000, 100)] {
+        let size_arg = size.to_string();
+        let n_arg = n.to_string();
+        let (code, v) = bench(
+            &[
+                "--ws", "--size", &size_arg, "-n", &n_arg, "-c", "8", "-t", "2", "--json",
+            ],
+            &url,
+        );
+        assert_eq!(code, 0, "{v}");
+        let r = &v["requests"];
+        assert_eq!(r["succeeded"], n, "every message echoed intact: {v}");
+        assert_eq!(r["failed"], 0, "{v}");
+        assert_eq!(r["errored"], 0, "{v}");
+        assert_eq!(v["latency_us"]["count"], n, "{v}");
+        assert_eq!(v["ws"]["message_bytes"], size, "{v}");
+        assert!(v["ws"]["messages_per_sec"].as_f64().unwrap() > 0.0, "{v}");
+        assert_eq!(v["traffic"]["connections"], 8, "{v}");
+    }
+    // Not a WebSocket endpoint: every upgrade is refused, and the run says so.
+    let (code, v) = bench(
+        &["--ws", "-n", "20", "-c", "2", "--json"],
+        &format!("{}/plaintext", hello.url),
+    );
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["requests"]["failed"], 20, "{v}");
+    let why = v["errors"]["malformed"]["first"].as_str().unwrap();
+    assert!(why.contains("upgrade was refused"), "{why}");
+}

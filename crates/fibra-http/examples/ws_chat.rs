@@ -49,7 +49,7 @@ fn main() -> std::io::Result<()> {
     println!("chat on ws://127.0.0.1:{port}/");
     Server::bind(("127.0.0.1", port)).run(move |req: Request| {
         let room = room.clone();
-        ws::upgrade(&req, ws::WebSocketConfig::default(), move |socket| {
+        ws::upgrade(&req, ws::Config::default(), move |socket| {
             // No waiting for a full queue: that client is too slow to keep.
             let (conn, tx) = ws::split(socket, 256 * 1024, Some(Duration::ZERO));
             let id = room.next_id.fetch_add(1, Ordering::Relaxed);

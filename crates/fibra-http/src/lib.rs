@@ -86,6 +86,7 @@ pub mod conn;
 mod date;
 mod error;
 pub mod files;
+mod going_away;
 pub mod http2;
 mod lazy;
 #[cfg(feature = "fuzzing")]
@@ -102,6 +103,7 @@ mod server;
 pub mod settings;
 pub mod tls;
 pub mod transport;
+mod upgraded;
 pub mod ws;
 
 pub use acceptor::{Acceptor, TcpAcceptor, UnixAcceptor};

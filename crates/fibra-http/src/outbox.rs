@@ -27,8 +27,9 @@ struct Queue {
 
 struct Shared {
     queue: Mutex<Queue>,
-    /// Notified when something is queued: wakes the owner.
-    queued: Notify,
+    /// Notified when something is queued: wakes the owner. (It may be shared with other
+    /// reasons to wake the owner, see [`Outbox::with_notify`].)
+    queued: Arc<Notify>,
     /// Notified when the owner took bytes out, or closed: wakes waiting senders.
     space: Notify,
     /// The owner is gone (or closed the outbox): sends fail.
@@ -98,12 +99,19 @@ impl Outbox {
     /// A new outbox holding at most `limit_bytes` queued bytes (at least one message is
     /// always accepted, however large), and its first sender.
     pub fn new(limit_bytes: usize) -> (Outbox, OutboxSender) {
+        Outbox::with_notify(limit_bytes, Arc::default())
+    }
+
+    /// [`Outbox::new`] whose owner is woken through `queued`, which may also be notified for
+    /// other reasons (an upgraded connection's graceful-shutdown signal): a wake-up with
+    /// nothing queued is reported as [`Woken::Queued`] all the same.
+    pub(crate) fn with_notify(limit_bytes: usize, queued: Arc<Notify>) -> (Outbox, OutboxSender) {
         let shared = Arc::new(Shared {
             queue: Mutex::new(Queue {
                 chunks: VecDeque::new(),
                 bytes: 0,
             }),
-            queued: Notify::new(),
+            queued,
             space: Notify::new(),
             closed: AtomicBool::new(false),
             limit: limit_bytes,

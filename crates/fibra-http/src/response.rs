@@ -32,17 +32,15 @@
 use std::any::Any;
 use std::fmt;
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::sync::Arc;
 
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue};
 use http::{Extensions, HeaderMap, StatusCode, Version};
 
-use fibra::sync::Notify;
-
 use crate::lazy::{Lazy, NO_EXTENSIONS, NO_HEADERS};
-use crate::transport::Transport;
+pub use crate::upgraded::Upgraded;
 
 /// The response type handlers return. See the module docs.
 pub struct Response {
@@ -537,116 +535,6 @@ impl Write for BodyWriter<'_> {
     }
     fn flush(&mut self) -> io::Result<()> {
         self.sink.borrow_mut().sink_flush()
-    }
-}
-
-/// Object-safe view of a transport handed over by an upgrade.
-pub(crate) trait UpgradeIo: Read + Write {
-    fn as_any(&self) -> &dyn Any;
-    fn into_any(self: Box<Self>) -> Box<dyn Any>;
-    fn try_read(&mut self, buf: &mut [u8]) -> io::Result<usize>;
-    fn wait_readable_or(&self, notify: &Notify) -> io::Result<bool>;
-}
-
-impl<T: Transport> UpgradeIo for T {
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-    fn into_any(self: Box<Self>) -> Box<dyn Any> {
-        self
-    }
-    fn try_read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        Transport::try_read(self, buf)
-    }
-    fn wait_readable_or(&self, notify: &Notify) -> io::Result<bool> {
-        Transport::wait_readable_or(self, notify)
-    }
-}
-
-/// The raw connection after a `101` response: bytes the client sent after the request head
-/// come first when reading, then the socket.
-pub struct Upgraded {
-    pub(crate) io: Box<dyn UpgradeIo>,
-    pub(crate) buffered: Vec<u8>,
-    pub(crate) pos: usize,
-    /// Reads say `WouldBlock` instead of waiting (see [`Upgraded::set_nonblocking`]).
-    pub(crate) nonblocking: bool,
-}
-
-impl fmt::Debug for Upgraded {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Upgraded")
-            .field("buffered", &(self.buffered.len() - self.pos))
-            .finish()
-    }
-}
-
-impl Upgraded {
-    /// The underlying transport (for a fibra server: [`crate::Tcp`], which derefs to
-    /// `fibra::net::TcpStream`) and the bytes already read past the request head.
-    /// Fails (giving `self` back) if the transport is not a `T`.
-    pub fn downcast<T: 'static>(self) -> Result<(T, Vec<u8>), Self> {
-        if !(*self.io).as_any().is::<T>() {
-            return Err(self);
-        }
-        let Upgraded {
-            io,
-            mut buffered,
-            pos,
-            ..
-        } = self;
-        match io.into_any().downcast::<T>() {
-            Ok(t) => {
-                buffered.drain(..pos);
-                Ok((*t, buffered))
-            }
-            Err(_) => unreachable!("type checked above"),
-        }
-    }
-}
-
-impl Upgraded {
-    /// With `true`, a read finding nothing says `WouldBlock` instead of waiting: for a
-    /// connection whose fiber also waits for other work ([`Upgraded::wait_readable_or`]).
-    pub fn set_nonblocking(&mut self, nonblocking: bool) {
-        self.nonblocking = nonblocking;
-    }
-
-    /// Waits until a read may make progress (at once while bytes read past the request head
-    /// are left) or `notify` is notified: true if it was notified. See
-    /// [`crate::Transport::wait_readable_or`].
-    pub fn wait_readable_or(&self, notify: &Notify) -> io::Result<bool> {
-        if self.pos < self.buffered.len() {
-            return Ok(false);
-        }
-        self.io.wait_readable_or(notify)
-    }
-}
-
-impl Read for Upgraded {
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        if self.pos < self.buffered.len() {
-            let n = out.len().min(self.buffered.len() - self.pos);
-            out[..n].copy_from_slice(&self.buffered[self.pos..self.pos + n]);
-            self.pos += n;
-            return Ok(n);
-        }
-        if self.nonblocking {
-            return self.io.try_read(out);
-        }
-        self.io.read(out)
-    }
-}
-
-impl Write for Upgraded {
-    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        self.io.write(data)
-    }
-    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
-        self.io.write_vectored(bufs)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        self.io.flush()
     }
 }
 

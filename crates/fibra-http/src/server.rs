@@ -453,13 +453,10 @@ fn run_server<A, H>(
             if st.idle.load(Ordering::Relaxed) && !st.woken.swap(true, Ordering::Relaxed) {
                 let _ = c.shutdown(Shutdown::Read);
             }
-            let waker = st
-                .wake_on_shutdown
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .take();
-            if let Some(w) = waker {
-                w.wake();
+            // An upgraded connection (a WebSocket) closes itself (1001), reading on for the
+            // peer's answer.
+            if let Some(going_away) = st.going_away.get() {
+                going_away.set();
             }
         })
     };
@@ -517,7 +514,7 @@ impl Owner for ConnOwner {
             idle: &state_of(&*self.entry).idle,
             shutting_down: &self.guard.state.shutting_down,
             h2: self.h2,
-            wake_on_shutdown: Some(&state_of(&*self.entry).wake_on_shutdown),
+            going_away: Some(&state_of(&*self.entry).going_away),
         }
     }
 }

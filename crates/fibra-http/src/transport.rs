@@ -10,12 +10,14 @@ use std::net::{Shutdown, SocketAddr};
 use std::ops::Deref;
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use fibra::fiber::Wait;
 use fibra::net::{TcpStream, UnixStream};
 use fibra::sync::Notify;
+
+use crate::going_away::GoingAway;
 
 /// A connection's transport. See the module docs.
 pub trait Transport: Read + Write + 'static {
@@ -154,9 +156,8 @@ pub struct ConnState {
     pub(crate) idle: AtomicBool,
     /// Shutdown has shut its reading side (once).
     pub(crate) woken: AtomicBool,
-    /// A waker shutdown calls (once) for a connection that is not idle but must learn of
-    /// the shutdown: an HTTP/2 connection with streams in flight, which then sends GOAWAY.
-    pub(crate) wake_on_shutdown: std::sync::Mutex<Option<std::task::Waker>>,
+    /// Made when the connection is upgraded; shutdown sets it (see [`GoingAway`]).
+    pub(crate) going_away: OnceLock<Arc<GoingAway>>,
 }
 
 /// A socket shared by its connection and the server's shutdown logic, with the server's

@@ -51,7 +51,7 @@ fn server(room: Arc<Room>) -> ServerHandle {
         .workers(2)
         .serve(move |req: Request| {
             let room = room.clone();
-            ws::upgrade(&req, ws::WebSocketConfig::default(), move |socket| {
+            ws::upgrade(&req, ws::Config::default(), move |socket| {
                 // A zero send timeout: a full queue fails at once (the room drops the client).
                 let (conn, tx) = ws::split(socket, QUEUE, Some(Duration::ZERO));
                 let id = room.next.fetch_add(1, Ordering::SeqCst);

@@ -84,7 +84,16 @@ pub struct BenchArgs {
     #[arg(long, value_name = "FILE")]
     pub cacert: Option<PathBuf>,
 
-    /// Target URL: http[s]://host[:port][/path]
+    /// WebSocket echo load: every connection upgrades, then sends a binary message and
+    /// waits for its echo, again and again; -n counts messages. The URL may say ws://.
+    #[arg(long)]
+    pub ws: bool,
+
+    /// --ws: the size of each message in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 64, requires = "ws")]
+    pub size: usize,
+
+    /// Target URL: http[s]://host[:port][/path] (ws://host[:port][/path] with --ws)
     #[arg(value_name = "URL")]
     pub url: String,
 }
@@ -127,6 +136,8 @@ pub struct Config {
     pub request: Vec<u8>,
     /// The TLS client configuration, for an `https://` target.
     pub tls: Option<Arc<rustls::ClientConfig>>,
+    /// `--ws`: the size of each echoed message (`None`: HTTP requests).
+    pub ws_message: Option<usize>,
 }
 
 /// A flag or combination of flags that cannot work.
@@ -200,7 +211,19 @@ fn parse_header(text: &str) -> Result<(String, String), ArgError> {
 impl BenchArgs {
     /// Checks the flags against each other and renders the request.
     pub fn validate(&self) -> Result<Config, ArgError> {
-        let target = Target::parse(&self.url).map_err(|e| ArgError(e.to_string()))?;
+        let url = match self.url.split_once("://") {
+            Some((scheme, rest)) if self.ws && scheme.eq_ignore_ascii_case("ws") => {
+                format!("http://{rest}")
+            }
+            Some((scheme, _)) if scheme.eq_ignore_ascii_case("wss") => {
+                return err("wss:// is not supported: --ws speaks plain ws://")
+            }
+            _ => self.url.clone(),
+        };
+        let target = Target::parse(&url).map_err(|e| ArgError(e.to_string()))?;
+        if self.ws {
+            self.check_ws(&target)?;
+        }
         let limit = match (self.requests, &self.duration) {
             (Some(_), Some(_)) => return err("-n and -d contradict each other: give one of them"),
             (None, None) => {
@@ -299,7 +322,29 @@ impl BenchArgs {
             method,
             request,
             tls,
+            ws_message: self.ws.then_some(self.size),
         })
+    }
+
+    /// The flags `--ws` cannot go with.
+    fn check_ws(&self, target: &Target) -> Result<(), ArgError> {
+        if target.tls {
+            return err("--ws speaks plain ws://, not https");
+        }
+        if self.size > 64 << 20 {
+            return err("--size: at most 64 MiB");
+        }
+        let http_only = [
+            (self.pipeline.is_some(), "--pipeline"),
+            (self.batch, "--batch"),
+            (self.method.is_some(), "--method"),
+            (self.body.is_some(), "--body"),
+            (self.http10, "--http1.0"),
+        ];
+        match http_only.iter().find(|(given, _)| *given) {
+            Some((_, flag)) => err(format!("{flag} is for HTTP requests, not --ws")),
+            None => Ok(()),
+        }
     }
 }
 

@@ -122,3 +122,25 @@ fn https_flags() {
         "cannot be used with",
     );
 }
+
+#[test]
+fn websocket_load() {
+    let c = parse("--ws -n 1000 -c 8 ws://127.0.0.1:8080/ws").unwrap();
+    assert_eq!(c.ws_message, Some(64));
+    assert_eq!(c.target.path, "/ws");
+    assert_eq!(c.target.port, 8080);
+    let c = parse("--ws --size 70000 -d 1s http://h/ws").unwrap();
+    assert_eq!(c.ws_message, Some(70000));
+    assert_eq!(parse("-n 1 http://h/").unwrap().ws_message, None);
+    rejects("--size 10 -n 1 http://h/", "--ws");
+    rejects("-n 1 ws://h/", "unsupported scheme");
+    rejects("--ws -n 1 wss://h/", "wss:// is not supported");
+    rejects("--ws -n 1 --insecure https://h/", "not https");
+    rejects(
+        "--ws -n 4 -k --pipeline 2 ws://h/",
+        "--pipeline is for HTTP",
+    );
+    rejects("--ws -n 4 --batch ws://h/", "--batch");
+    rejects("--ws -n 4 --method PUT ws://h/", "--method");
+    rejects("--ws -n 1 --size 100000000 ws://h/", "at most 64 MiB");
+}

@@ -21,6 +21,7 @@ use rustls::pki_types::ServerName;
 use super::args::{Config, Limit};
 use super::conn::{Conn, RecvError, TlsClient};
 use super::stats::{self, Problem, Stats, WorkerState};
+use super::ws::{self, WsLoad};
 
 /// Pause after a failed connect in a timed run, so a refused port is not
 /// hammered in a busy loop for the whole duration.
@@ -33,8 +34,8 @@ const STOP_POLL: Duration = Duration::from_millis(100);
 
 /// Read-only state shared by every connection fiber.
 #[derive(Debug)]
-struct Shared {
-    addr: SocketAddr,
+pub(super) struct Shared {
+    pub(super) addr: SocketAddr,
     /// The request repeated `pipeline` times.
     requests: Vec<u8>,
     request_len: usize,
@@ -43,11 +44,13 @@ struct Shared {
     head_request: bool,
     /// For an `https` target.
     tls: Option<TlsClient>,
-    timeout: Option<Duration>,
+    pub(super) timeout: Option<Duration>,
     /// End of a timed run.
-    deadline: Option<Instant>,
+    pub(super) deadline: Option<Instant>,
     /// Set when the user interrupts the run: start nothing more.
     stop: Arc<AtomicBool>,
+    /// `--ws`: the WebSocket echo load instead of HTTP requests.
+    ws: Option<WsLoad>,
 }
 
 impl Shared {
@@ -58,7 +61,7 @@ impl Shared {
 
     /// Takes up to `want` requests from this worker's budget.
     #[inline]
-    fn take(&self, want: u64) -> u64 {
+    pub(super) fn take(&self, want: u64) -> u64 {
         if self.stop.load(Ordering::Relaxed)
             || self.deadline.is_some_and(|d| fibra::time::now() >= d)
         {
@@ -113,6 +116,9 @@ pub fn execute(
         timeout: config.timeout,
         deadline: None,
         stop,
+        ws: config
+            .ws_message
+            .map(|size| WsLoad::new(&config.target, size)),
     };
     let (limit, connections, batch) = (config.limit, config.connections, config.batch);
     let grace = config.timeout.unwrap_or(DEFAULT_GRACE);
@@ -145,6 +151,12 @@ pub fn execute(
             if batch {
                 let conns = share(connections as u64, workers, i) as usize;
                 builder.spawn(move || batch_fiber(&shared, conns, done))?;
+            } else if shared.ws.is_some() {
+                builder.spawn(move || {
+                    if let Some(load) = &shared.ws {
+                        ws::connection_fiber(&shared, load, i, done);
+                    }
+                })?;
             } else {
                 builder.spawn(move || connection_fiber(&shared, done))?;
             }
@@ -196,7 +208,7 @@ pub fn execute(
 }
 
 /// Signals the root fiber when a driver fiber ends, even by panic.
-struct FinishGuard(mpsc::Sender<()>);
+pub(super) struct FinishGuard(mpsc::Sender<()>);
 
 impl Drop for FinishGuard {
     fn drop(&mut self) {

@@ -5,7 +5,7 @@
 //! `http::Uri`), [`request`] (rendered once), [`conn`] (one connection and its
 //! buffer, read with [`fibra_http::client`]'s response parser), [`driver`]
 //! (fibers on a runtime), [`tls`] (the client configuration for `https://`),
-//! [`stats`] (per-worker counters and histogram),
+//! [`ws`] (`--ws`: WebSocket echo load), [`stats`] (per-worker counters and histogram),
 //! [`report`] (text and JSON), [`progress`].
 //!
 //! Exit status: 0 after a run in which some request succeeded, 1 when none
@@ -20,6 +20,7 @@ pub mod request;
 pub mod stats;
 pub mod target;
 pub mod tls;
+pub mod ws;
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::process::ExitCode;

@@ -74,6 +74,9 @@ impl Summary<'_> {
 
     fn mode(&self) -> String {
         let c = self.config;
+        if let Some(size) = c.ws_message {
+            return format!("WebSocket echo of {size}-byte binary messages");
+        }
         let mut mode = String::from(if c.keep_alive {
             "keep-alive"
         } else {
@@ -92,11 +95,15 @@ impl Summary<'_> {
     pub fn text(&self) -> String {
         let (c, s) = (self.config, self.stats);
         let mut out = String::new();
+        // A WebSocket run counts messages (each echo a "2xx"), not requests.
+        let (method, scheme, unit) = match c.ws_message {
+            Some(_) => ("", "ws", "messages"),
+            None => (c.method.as_str(), c.target.scheme(), "requests"),
+        };
         let _ = writeln!(
             out,
-            "fibra bench: {} {}://{}:{}{}, {} connections, {} workers, {}",
-            c.method,
-            c.target.scheme(),
+            "fibra bench: {method}{}{scheme}://{}:{}{}, {} connections, {} workers, {}",
+            if method.is_empty() { "" } else { " " },
             c.target.host,
             c.target.port,
             c.target.path,
@@ -106,14 +113,19 @@ impl Summary<'_> {
         );
         let _ = writeln!(
             out,
-            "finished in {:.3} sec, {:.0} req/s, {:.0} kbyte/s",
+            "finished in {:.3} sec, {:.0} {}/s, {:.0} kbyte/s",
             self.elapsed.as_secs_f64(),
             self.requests_per_sec(),
+            if c.ws_message.is_some() {
+                "messages"
+            } else {
+                "req"
+            },
             self.kbytes_per_sec()
         );
         let _ = writeln!(
             out,
-            "requests: {} total, {} started, {} done, {} succeeded, {} failed, {} errored",
+            "{unit}: {} total, {} started, {} done, {} succeeded, {} failed, {} errored",
             self.total(),
             s.started,
             s.done(),
@@ -121,15 +133,17 @@ impl Summary<'_> {
             s.failed,
             s.errored
         );
-        let _ = write!(
-            out,
-            "status codes: {} 2xx, {} 3xx, {} 4xx, {} 5xx",
-            s.status[2], s.status[3], s.status[4], s.status[5]
-        );
-        if s.status[0] + s.status[1] > 0 {
-            let _ = write!(out, ", {} other", s.status[0] + s.status[1]);
+        if c.ws_message.is_none() {
+            let _ = write!(
+                out,
+                "status codes: {} 2xx, {} 3xx, {} 4xx, {} 5xx",
+                s.status[2], s.status[3], s.status[4], s.status[5]
+            );
+            if s.status[0] + s.status[1] > 0 {
+                let _ = write!(out, ", {} other", s.status[0] + s.status[1]);
+            }
+            out.push('\n');
         }
-        out.push('\n');
         let _ = writeln!(
             out,
             "traffic: {} bytes total, {} bytes http, {} bytes data, {} bytes sent, {} connections opened",
@@ -189,7 +203,12 @@ impl Summary<'_> {
             );
         }
         json!({
-            "url": format!("{}://{}{}", c.target.scheme(), c.target.authority, c.target.path),
+            "url": format!(
+                "{}://{}{}",
+                if c.ws_message.is_some() { "ws" } else { c.target.scheme() },
+                c.target.authority,
+                c.target.path
+            ),
             "method": c.method,
             "connections": c.connections,
             "workers": c.workers,
@@ -220,6 +239,11 @@ impl Summary<'_> {
             },
             "latency_us": latency,
             "errors": errors,
+            // `--ws`: messages (counted above as requests, each echo a 2xx).
+            "ws": c.ws_message.map(|size| json!({
+                "message_bytes": size,
+                "messages_per_sec": self.requests_per_sec(),
+            })),
         })
     }
 }

@@ -331,12 +331,16 @@ where
         let buffered = sh.rbuf[sh.rpos..sh.rend].to_vec();
         let _ = io.set_read_timeout(None);
         drop(sh);
-        let up = Upgraded {
-            io: Box::new(io),
-            buffered,
-            pos: 0,
-            nonblocking: false,
-        };
+        // Graceful shutdown reaches the upgraded connection through this (one that began
+        // after shutdown did finds it set already).
+        let going_away = self.ctl.going_away.map(|cell| {
+            let g = cell.get_or_init(Default::default).clone();
+            if self.ctl.shutting_down.load(Ordering::SeqCst) {
+                g.set();
+            }
+            g
+        });
+        let up = Upgraded::new(Box::new(io), buffered, going_away);
         if let Err(p) = catch_unwind(AssertUnwindSafe(|| f(up))) {
             report_caught(self.settings, self.peer(), p);
         }

@@ -28,11 +28,12 @@ use std::io;
 use std::ops::Deref;
 use std::rc::Rc;
 use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use fibra::fiber::{Resume, Step, Wait};
 
 use crate::body::BodySource;
+use crate::going_away::GoingAway;
 use crate::request::Request;
 use crate::response::Response;
 use crate::settings::Settings;
@@ -65,9 +66,8 @@ pub(crate) struct ConnCtl<'a> {
     /// Whether a connection that opens with the HTTP/2 preface switches to HTTP/2 (only
     /// where the handler can run in fibers of its own: the server's connections).
     pub h2: bool,
-    /// Where a connection that is busy but must hear of a shutdown leaves its waker (see
-    /// [`crate::transport::ConnState`]); `None` when nobody shuts it down.
-    pub wake_on_shutdown: Option<&'a std::sync::Mutex<Option<std::task::Waker>>>,
+    /// Where an upgrade keeps the signal graceful shutdown sets (`None`: nobody will).
+    pub going_away: Option<&'a OnceLock<Arc<GoingAway>>>,
 }
 
 /// Serves HTTP/1.1 on one connection until it closes, running `handler` for each request.
@@ -105,7 +105,7 @@ impl Owner for Detached {
             idle: &self.idle,
             shutting_down: &self.down,
             h2: false,
-            wake_on_shutdown: None,
+            going_away: None,
         }
     }
 }

@@ -42,6 +42,7 @@ use fibra::fiber::{Resume, Step};
 use h2::server::SendResponse;
 
 use crate::conn::Owner;
+use crate::going_away::GoingAway;
 use crate::request::Request;
 use crate::response::Response;
 use crate::settings::Settings;
@@ -86,7 +87,15 @@ where
 {
     let peer = io.peer_addr();
     let link = Link::new(io, early);
-    let parker = Parker::new();
+    // Graceful shutdown wakes the owner through the same `Notify` as the streams do, so a
+    // busy connection learns of it at once and sends GOAWAY.
+    let parker = match owner.ctl().going_away {
+        Some(cell) => {
+            let going_away = cell.get_or_init(|| Arc::new(GoingAway::default()));
+            Parker::with_notify(going_away.notify().clone())
+        }
+        None => Parker::new(),
+    };
 
     let mut builder = h2::server::Builder::new();
     builder
@@ -115,9 +124,6 @@ where
             }
         }
     };
-    if let Some(slot) = owner.ctl().wake_on_shutdown {
-        *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(parker.waker().clone());
-    }
     Box::new(Connection {
         conn,
         link,

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use fibra::sync::Notify;
 
 /// The waker's target.
-struct Woken(Notify);
+struct Woken(Arc<Notify>);
 
 impl Wake for Woken {
     fn wake(self: Arc<Self>) {
@@ -34,7 +34,13 @@ pub(crate) struct Parker {
 
 impl Parker {
     pub(crate) fn new() -> Parker {
-        let woken = Arc::new(Woken(Notify::new()));
+        Parker::with_notify(Arc::new(Notify::new()))
+    }
+
+    /// A parker whose waker notifies `notify`, which others may notify too (graceful
+    /// shutdown's [`crate::going_away::GoingAway`]).
+    pub(crate) fn with_notify(notify: Arc<Notify>) -> Parker {
+        let woken = Arc::new(Woken(notify));
         let waker = Waker::from(woken.clone());
         Parker { woken, waker }
     }
