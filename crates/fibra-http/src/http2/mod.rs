@@ -48,9 +48,9 @@ use crate::response::Response;
 use crate::settings::Settings;
 use crate::transport::{is_timeout, Transport};
 
-mod park;
+pub mod park;
 mod stream;
-mod wire;
+pub mod wire;
 
 use park::Parker;
 use wire::{H2Io, Link};
@@ -104,8 +104,7 @@ where
         .initial_window_size(STREAM_WINDOW)
         .initial_connection_window_size(CONNECTION_WINDOW);
     let _ = link
-        .io
-        .borrow()
+        .transport()
         .set_read_timeout(Some(settings.header_timeout));
     let handshake = builder.handshake::<_, Bytes>(H2Io(link.clone()));
     let mut handshake = std::pin::pin!(handshake);
@@ -118,7 +117,7 @@ where
                 return Step::done();
             }
             Poll::Pending => {
-                if !wait(&link, &parker) {
+                if !link.wait(&parker) {
                     return Step::done();
                 }
             }
@@ -176,15 +175,15 @@ where
                 continue;
             }
             let timeout = idle.then_some(self.settings.idle_timeout);
-            let _ = self.link.io.borrow().set_read_timeout(timeout);
+            let _ = self.link.transport().set_read_timeout(timeout);
             if idle && self.link.wants_read() {
-                let wait = self.link.io.borrow().when_readable();
+                let wait = self.link.transport().when_readable();
                 if let Some(wait) = wait {
                     self.link.take_wants_read();
                     return wait.resume_with(self);
                 }
             }
-            if !wait(&self.link, &self.parker) && !self.timed_out() {
+            if !self.link.wait(&self.parker) && !self.timed_out() {
                 return Step::done();
             }
         }
@@ -242,7 +241,7 @@ where
         }
         self.go_away();
         // One more round to write the GOAWAY, not to wait for the client again.
-        let _ = self.link.io.borrow().set_read_timeout(Some(Duration::ZERO));
+        let _ = self.link.transport().set_read_timeout(Some(Duration::ZERO));
         true
     }
 }
@@ -260,18 +259,6 @@ where
             Err(e) if is_timeout(&e) && self.timed_out() => self.run(),
             Err(_) => Step::done(),
         }
-    }
-}
-
-/// Waits for input or a wake-up after a poll returned `Pending`; false when the connection
-/// should end (the read timeout, an error).
-fn wait<T: Transport>(link: &Link<T>, parker: &Parker) -> bool {
-    if link.take_wants_read() {
-        link.io.borrow().wait_readable_or(parker.notify()).is_ok()
-    } else {
-        // Only a stream fiber can move the connection on: wait for its wake-up.
-        parker.notify().wait();
-        true
     }
 }
 

@@ -27,38 +27,45 @@ impl Wake for Woken {
 }
 
 /// A waker and the [`Notify`] it wakes. One per fiber that polls.
-pub(crate) struct Parker {
+pub struct Parker {
     woken: Arc<Woken>,
     waker: Waker,
 }
 
+impl Default for Parker {
+    fn default() -> Self {
+        Parker::new()
+    }
+}
+
 impl Parker {
-    pub(crate) fn new() -> Parker {
+    /// A parker with a `Notify` of its own.
+    pub fn new() -> Parker {
         Parker::with_notify(Arc::new(Notify::new()))
     }
 
     /// A parker whose waker notifies `notify`, which others may notify too (graceful
     /// shutdown's [`crate::going_away::GoingAway`]).
-    pub(crate) fn with_notify(notify: Arc<Notify>) -> Parker {
+    pub fn with_notify(notify: Arc<Notify>) -> Parker {
         let woken = Arc::new(Woken(notify));
         let waker = Waker::from(woken.clone());
         Parker { woken, waker }
     }
 
     /// The waker to poll with.
-    pub(crate) fn waker(&self) -> &Waker {
+    pub fn waker(&self) -> &Waker {
         &self.waker
     }
 
     /// What the waker notifies.
-    pub(crate) fn notify(&self) -> &Notify {
+    pub fn notify(&self) -> &Notify {
         &self.woken.0
     }
 
     /// Polls `f` until it returns `Ready`, waiting for a wake-up between polls; `TimedOut`
     /// after `timeout`. In a fiber being cancelled (the runtime is stopping) the wait ends at
     /// once, also as `TimedOut`.
-    pub(crate) fn poll_until<R>(
+    pub fn poll_until<R>(
         &self,
         timeout: Duration,
         mut f: impl FnMut(&mut Context<'_>) -> Poll<R>,

@@ -8,7 +8,7 @@
 //! backpressure towards a slow reader should do. The bytes the HTTP/1.1 loop had already
 //! read (the connection preface, and whatever followed it) are read first.
 
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, Ref, RefCell};
 use std::io;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -16,12 +16,13 @@ use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+use super::park::Parker;
 use crate::transport::Transport;
 
-/// The transport, shared by the adapter (inside the `h2` connection) and the owner fiber's
+/// The transport, shared by the adapter (inside the `h2` connection) and the owning fiber's
 /// waits between polls.
-pub(crate) struct Link<T> {
-    pub(crate) io: RefCell<T>,
+pub struct Link<T> {
+    io: RefCell<T>,
     /// Bytes read before the switch to HTTP/2, served first.
     early: RefCell<(Vec<u8>, usize)>,
     /// A read found nothing since the last [`Link::take_wants_read`].
@@ -29,7 +30,8 @@ pub(crate) struct Link<T> {
 }
 
 impl<T: Transport> Link<T> {
-    pub(crate) fn new(io: T, early: Vec<u8>) -> Rc<Link<T>> {
+    /// A link over `io` whose first reads return `early` (bytes already read off it).
+    pub fn new(io: T, early: Vec<u8>) -> Rc<Link<T>> {
         Rc::new(Link {
             io: RefCell::new(io),
             early: RefCell::new((early, 0)),
@@ -38,18 +40,37 @@ impl<T: Transport> Link<T> {
     }
 
     /// Whether the last poll ended waiting for input (and forgets it).
-    pub(crate) fn take_wants_read(&self) -> bool {
+    pub fn take_wants_read(&self) -> bool {
         self.wants_read.replace(false)
     }
 
     /// Whether the last poll ended waiting for input.
-    pub(crate) fn wants_read(&self) -> bool {
+    pub fn wants_read(&self) -> bool {
         self.wants_read.get()
+    }
+
+    /// The transport, between polls (a poll of the `h2` connection borrows it).
+    pub fn transport(&self) -> Ref<'_, T> {
+        self.io.borrow()
+    }
+
+    /// Waits after a poll returned `Pending`: for input or a wake-up of `parker`'s waker
+    /// when the poll wanted input, else for the wake-up alone. False when the wait failed
+    /// (the read timeout, an error): the connection should end.
+    pub fn wait(&self, parker: &Parker) -> bool {
+        if self.take_wants_read() {
+            self.io.borrow().wait_readable_or(parker.notify()).is_ok()
+        } else {
+            parker.notify().wait();
+            true
+        }
     }
 }
 
-/// The `h2` crate's view of a [`Link`].
-pub(crate) struct H2Io<T>(pub(crate) Rc<Link<T>>);
+/// The `h2` crate's view of a [`Link`]: pass it to `h2::server::handshake` or
+/// `h2::client::handshake`, and poll what they return from the fiber that owns the link,
+/// with a [`Parker`]'s waker, calling [`Link::wait`] whenever a poll returns `Pending`.
+pub struct H2Io<T>(pub Rc<Link<T>>);
 
 impl<T: Transport> AsyncRead for H2Io<T> {
     fn poll_read(
