@@ -32,7 +32,7 @@ use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -41,7 +41,7 @@ use bytes::Bytes;
 use fibra::fiber::{Resume, Step};
 use h2::server::SendResponse;
 
-use crate::conn::Owner;
+use crate::conn::{ConnCtl, Owner};
 use crate::going_away::GoingAway;
 use crate::request::Request;
 use crate::response::Response;
@@ -85,6 +85,66 @@ where
     H: Fn(Request) -> Response + Send + Sync + 'static,
     O: Owner + 'static,
 {
+    match open(io, early, settings, handler, owner) {
+        Some(mut conn) => {
+            conn.stackless = true;
+            conn.run()
+        }
+        None => Step::done(),
+    }
+}
+
+/// Serves HTTP/2 on `io` on the caller's fiber until the connection ends: the client's first
+/// bytes must be the connection preface. Each request stream runs `handler` in a fiber of
+/// its own (on the caller's worker), so this must run inside a fibra runtime. The server
+/// switches its connections to HTTP/2 by itself; this is for other transports (and tests,
+/// and the fuzz target), as [`crate::serve_connection`] is for HTTP/1.1.
+pub fn serve_connection_h2<T, H>(io: T, settings: Arc<Settings>, handler: Arc<H>)
+where
+    T: Transport,
+    H: Fn(Request) -> Response + Send + Sync + 'static,
+{
+    let owner = Alone {
+        idle: AtomicBool::new(false),
+        down: AtomicBool::new(false),
+    };
+    if let Some(conn) = open(io, Vec::new(), settings, handler, owner) {
+        // Not stackless: `run` waits on this stack and returns only when the connection has
+        // ended (a finished step).
+        drop(conn.run());
+    }
+}
+
+/// The owner of a connection served by [`serve_connection_h2`]: flags nobody else looks at.
+struct Alone {
+    idle: AtomicBool,
+    down: AtomicBool,
+}
+
+impl Owner for Alone {
+    fn ctl(&self) -> ConnCtl<'_> {
+        ConnCtl {
+            idle: &self.idle,
+            shutting_down: &self.down,
+            h2: true,
+            going_away: None,
+        }
+    }
+}
+
+/// The handshake, on the caller's stack: the connection, or `None` if it failed.
+fn open<T, H, O>(
+    io: T,
+    early: Vec<u8>,
+    settings: Arc<Settings>,
+    handler: Arc<H>,
+    owner: O,
+) -> Option<Box<Connection<T, H, O>>>
+where
+    T: Transport,
+    H: Fn(Request) -> Response + Send + Sync + 'static,
+    O: Owner + 'static,
+{
     let peer = io.peer_addr();
     let link = Link::new(io, early);
     // Graceful shutdown wakes the owner through the same `Notify` as the streams do, so a
@@ -114,16 +174,16 @@ where
             Poll::Ready(Ok(conn)) => break conn,
             Poll::Ready(Err(e)) => {
                 log::debug!("HTTP/2 handshake with {peer:?}: {e}");
-                return Step::done();
+                return None;
             }
             Poll::Pending => {
                 if !link.wait(&parker) {
-                    return Step::done();
+                    return None;
                 }
             }
         }
     };
-    Box::new(Connection {
+    Some(Box::new(Connection {
         conn,
         link,
         parker,
@@ -134,8 +194,8 @@ where
         peer,
         worker: fibra::current_worker(),
         going_away: false,
-    })
-    .run()
+        stackless: false,
+    }))
 }
 
 /// An HTTP/2 connection between the owner fiber's steps.
@@ -152,6 +212,9 @@ struct Connection<T, H, O> {
     worker: Option<usize>,
     /// GOAWAY has been sent (shutdown, idle timeout).
     going_away: bool,
+    /// Whether an idle connection waits without a stack (a fiber made of steps) or on the
+    /// caller's.
+    stackless: bool,
 }
 
 impl<T, H, O> Connection<T, H, O>
@@ -176,7 +239,7 @@ where
             }
             let timeout = idle.then_some(self.settings.idle_timeout);
             let _ = self.link.transport().set_read_timeout(timeout);
-            if idle && self.link.wants_read() {
+            if self.stackless && idle && self.link.wants_read() {
                 let wait = self.link.transport().when_readable();
                 if let Some(wait) = wait {
                     self.link.take_wants_read();
