@@ -2,20 +2,23 @@
 # Reverse proxy, fibra against nginx, side by side in one run.
 #
 #   bench/proxy.sh [ROUNDS] [SECONDS]        (defaults: 5 rounds of 10 s)
+#   FIBRA_KEEPALIVE=N NGINX_KEEPALIVE=N      idle upstream connections kept per worker
+#                                            (defaults: 64, fibra's default; 32)
 #
 # The backend is `fibra hello --workers 1`, pinned to CPU 1 together with the load generator
 # (`wrk -t1 -c64`, on /plaintext through the front); the front, pinned alone to CPU 0, is
-# either `fibra serve --workers 1 --proxy /=http://127.0.0.1:BACKEND --proxy-keepalive 32` or
-# nginx (one worker)
-# with `proxy_pass` to `upstream { keepalive 32; }`, `proxy_http_version 1.1` and
-# `proxy_set_header Connection ""`. Fronts alternate within each round; each measured run
+# either `fibra serve --workers 1 --proxy /=http://127.0.0.1:BACKEND --proxy-keepalive N` or
+# nginx (one worker) with `proxy_pass` to `upstream { keepalive N; }`, `proxy_http_version
+# 1.1` and `proxy_set_header Connection ""`. With fewer idle connections kept than the 64
+# requests in flight, both fronts close and reopen upstream connections all the time (the
+# TCP connections opened during each run are printed, from nstat's TcpActiveOpens, wrk's own
+# 64 included). Fronts alternate within each round, which goes first alternating too (closed
+# connections linger in TIME_WAIT and slow the next run's connects); each measured run
 # follows a 2 s warm-up of the same front process. Prints per run and the medians: req/s,
 # front CPU µs per request (user+system of the front's process group over the measured run,
 # from /proc/PID/stat, divided by the requests wrk completed), and the ratios fibra ÷ nginx.
 # Every run must be free of socket errors and non-2xx answers (wrk's counts), and each
 # front's answer is checked with curl (status 200, body "Hello, World!") when it starts.
-# Backend connections the front opened are counted from the backend's side (ss), so pool
-# churn shows.
 #
 # Needs nginx and wrk; builds fibra (release) unless NO_BUILD=1.
 set -euo pipefail
@@ -23,7 +26,9 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 ROUNDS=${1:-5}
 SECS=${2:-10}
 CONNS=64
-for tool in nginx wrk taskset curl; do
+FIBRA_KEEPALIVE=${FIBRA_KEEPALIVE:-64}
+NGINX_KEEPALIVE=${NGINX_KEEPALIVE:-32}
+for tool in nginx wrk taskset curl nstat; do
   command -v "$tool" >/dev/null || { echo "proxy.sh: $tool is missing" >&2; exit 2; }
 done
 [ "${NO_BUILD:-0}" = 1 ] || (cd "$ROOT" && cargo build --release -q -p fibra-cli)
@@ -60,7 +65,7 @@ http {
     scgi_temp_path $RUN/nginx/scgi;
     upstream backend {
         server 127.0.0.1:$2;
-        keepalive 32;
+        keepalive $NGINX_KEEPALIVE;
         keepalive_requests 1000000;
     }
     server {
@@ -94,7 +99,7 @@ start() { # NAME PORT -> sets SPID (process group leader)
     nginx) nginx_conf "$2" "$BACKEND_PORT"
            setsid taskset -c 0 nginx -c "$RUN/nginx/nginx.conf" >/dev/null 2>&1 & ;;
     fibra) setsid taskset -c 0 "$FIBRA" serve "$RUN" --workers 1 --port "$2" \
-             --proxy "/=http://127.0.0.1:$BACKEND_PORT" --proxy-keepalive 32 >/dev/null 2>&1 & ;;
+             --proxy "/=http://127.0.0.1:$BACKEND_PORT" --proxy-keepalive "$FIBRA_KEEPALIVE" >/dev/null 2>&1 & ;;
   esac
   SPID=$!
   PIDS+=("$SPID")
@@ -110,22 +115,24 @@ cpu_ticks() { # PGID: user+system ticks of every process in the group
   echo "$sum"
 }
 
-backend_conns() { # connections established to the backend's port
-  ss -Htn state established "( sport = :$BACKEND_PORT )" | wc -l
-}
+active_opens() { nstat -az TcpActiveOpens | awk '/TcpActiveOpens/ {print $2}'; }
 
 HZ=$(getconf CLK_TCK)
 declare -A RPS CPU
+echo "fibra --proxy-keepalive $FIBRA_KEEPALIVE, nginx keepalive $NGINX_KEEPALIVE, wrk -c$CONNS"
 for r in $(seq "$ROUNDS"); do
-  for s in fibra nginx; do
+  order="fibra nginx"
+  [ $((r % 2)) = 0 ] && order="nginx fibra"
+  for s in $order; do
     port=$(free_port)
     start "$s" "$port"
     url="http://127.0.0.1:$port/plaintext"
     taskset -c 1 wrk -t1 -c$CONNS -d2s "$url" >/dev/null 2>&1
+    o0=$(active_opens)
     t0=$(cpu_ticks "$SPID")
     out=$(taskset -c 1 wrk -t1 -c$CONNS -d"${SECS}s" "$url" 2>&1)
     t1=$(cpu_ticks "$SPID")
-    conns=$(backend_conns)
+    opens=$(( $(active_opens) - o0 ))
     kill -- "-$SPID" 2>/dev/null || true
     wait "$SPID" 2>/dev/null || true
     if grep -qE "Socket errors|Non-2xx" <<<"$out"; then
@@ -136,8 +143,8 @@ for r in $(seq "$ROUNDS"); do
     us=$(python3 -c "print(f'{($t1-$t0)/$HZ*1e6/$n:.2f}')")
     RPS[$s]+="$rps "
     CPU[$s]+="$us "
-    printf 'round %d %-6s %10.0f req/s  %6s us front CPU/req  %d requests, no errors, %d backend conns open\n' \
-      "$r" "$s" "$rps" "$us" "$n" "$conns"
+    printf 'round %d %-6s %10.0f req/s  %6s us front CPU/req  %d requests, no errors, %d connections opened\n' \
+      "$r" "$s" "$rps" "$us" "$n" "$opens"
   done
 done
 

@@ -1,7 +1,8 @@
 //! The reverse proxy (`fibra_http::proxy`) on the wire: routing (longest prefix, the prefix
 //! replaced as nginx's `proxy_pass` does, a 301 for the slashless prefix, 400 for a dot
 //! segment), the header fields both ways (hop-by-hop out, forwarding fields in), bodies both
-//! ways (a 1 MiB POST echoed intact with `Content-Length` and chunked, `HEAD`), keep-alive
+//! ways (a 1 MiB POST echoed intact with `Content-Length` and chunked, `HEAD` keeping the
+//! upstream's framing), keep-alive
 //! connections to the upstream, and the one retry after an upstream closed an idle
 //! connection.
 
@@ -199,6 +200,12 @@ fn echoes_a_one_mebibyte_post_intact() {
     let (head, _) = read_response(&mut c, true);
     assert_eq!(status_of(&head), 200, "{head}");
     assert!(head.contains("Content-Length: 16\r\n"), "{head}"); // "echo /some/where"
+                                                                // A HEAD the upstream answers as it would a chunked GET: chunked here too.
+    c.write_all(b"HEAD /stream-echo HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let (head, _) = read_response(&mut c, true);
+    assert_eq!(status_of(&head), 200, "{head}");
+    assert!(head.contains("Transfer-Encoding: chunked\r\n"), "{head}");
     c.write_all(b"GET /after HTTP/1.1\r\nHost: x\r\n\r\n")
         .unwrap();
     assert_eq!(read_response(&mut c, false).1, b"echo /after");

@@ -120,8 +120,10 @@ pub(crate) fn forward(proxy: &Proxy, route: &Route, mut req: Request, target: &s
             pool::put(conn, max_idle, idle_timeout);
         }
         match (is_head, head.content_length) {
-            // The server leaves a `HEAD` answer's body out but sends its length.
+            // The server leaves a `HEAD` answer's body out but sends its framing: the
+            // upstream's length, or chunked as a `GET` would be answered.
             (true, Some(n)) => ResponseBody::stream_sized(n, |_| Ok(())),
+            (true, None) if head.status.is_success() => ResponseBody::stream(|_| Ok(())),
             _ => ResponseBody::from(bytes),
         }
     } else {
