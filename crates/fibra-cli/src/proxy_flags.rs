@@ -20,8 +20,8 @@ pub struct ProxyFlags {
     /// next bytes of the request (then 504).
     #[arg(long, value_name = "SECS", default_value_t = 60.0)]
     proxy_timeout: f64,
-    /// Most idle connections kept open to each upstream, per worker (nginx's `keepalive`);
-    /// the least recently used is closed first.
+    /// Idle connections kept open to each upstream, per worker (nginx's `keepalive`); after
+    /// a burst up to 4N may stay idle for a second; the least recently used is closed first.
     #[arg(long, value_name = "N", default_value_t = 64)]
     proxy_keepalive: usize,
     /// Largest request body accepted, in bytes (default with --proxy: no limit, bodies are

@@ -188,8 +188,9 @@ impl Proxy {
         self.idle_timeout = t;
         self
     }
-    /// Most idle connections kept per upstream and worker (0: none, a connection per
-    /// request); the least recently used goes first.
+    /// Idle connections kept per upstream and worker (0: none, a connection per request);
+    /// the least recently used goes first. After a burst, up to four times as many may stay
+    /// idle for a second, so the next burst finds them instead of connecting anew.
     pub fn max_idle(mut self, n: usize) -> Self {
         self.max_idle = n;
         self
