@@ -2,9 +2,8 @@
 //! replaced as nginx's `proxy_pass` does, a 301 for the slashless prefix, 400 for a dot
 //! segment), the header fields both ways (hop-by-hop out, forwarding fields in), bodies both
 //! ways (a 1 MiB POST echoed intact with `Content-Length` and chunked, `HEAD` keeping the
-//! upstream's framing), keep-alive
-//! connections to the upstream, and the one retry after an upstream closed an idle
-//! connection.
+//! upstream's framing), keep-alive connections to the upstream (and the bound on idle ones),
+//! and the one retry after an upstream closed an idle connection.
 
 mod proxy_util;
 mod util;
@@ -309,4 +308,57 @@ fn keeps_trusted_forwarding_fields() {
         .unwrap();
     let _ = c.read_to_end(&mut rest);
     assert!(rest.is_empty(), "a 204 carries no body: {rest:?}");
+}
+
+/// A burst of responses returning more connections than `max_idle`: at most four times as
+/// many stay idle, and once those over the bound have been idle a second, the next return
+/// closes them, leaving `max_idle`.
+#[test]
+fn idle_connections_over_the_bound_are_closed_after_their_grace() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Barrier};
+    const BURST: usize = 8;
+    let barrier = Arc::new(Barrier::new(BURST));
+    let open = Arc::new(AtomicUsize::new(0));
+    let (b, o) = (barrier.clone(), open.clone());
+    let up = raw_upstream(move |mut s, _| {
+        o.fetch_add(1, Ordering::SeqCst);
+        // The first requests of the burst are answered together, once all have arrived.
+        if read_head(&mut s).is_some() {
+            b.wait();
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nk");
+            answer_all(s, b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nk");
+        }
+        o.fetch_sub(1, Ordering::SeqCst);
+    });
+    let front = front(
+        Proxy::new()
+            .route("/", &url(up.addr, ""))
+            .unwrap()
+            .max_idle(1),
+    );
+    let clients: Vec<_> = (0..BURST)
+        .map(|_| {
+            let addr = front.addr;
+            std::thread::spawn(move || get(addr, "/").1)
+        })
+        .collect();
+    for c in clients {
+        assert_eq!(c.join().unwrap(), b"k");
+    }
+    assert_eq!(up.accepted(), BURST);
+    // Four times the bound at most (fewer if a second passed meanwhile).
+    assert!(util::wait_until(|| open.load(Ordering::SeqCst) <= 4));
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert_eq!(get(front.addr, "/").1, b"k");
+    assert!(
+        util::wait_until(|| open.load(Ordering::SeqCst) == 1),
+        "{} upstream connections open, want max_idle = 1",
+        open.load(Ordering::SeqCst)
+    );
+    assert_eq!(
+        up.accepted(),
+        BURST,
+        "the last request reused a pooled connection"
+    );
 }
