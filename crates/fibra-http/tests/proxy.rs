@@ -362,3 +362,39 @@ fn idle_connections_over_the_bound_are_closed_after_their_grace() {
         "the last request reused a pooled connection"
     );
 }
+
+/// An upstream that answers before taking the whole body (a 413) and closes: the client gets
+/// that answer, and the next request a connection of its own.
+#[test]
+fn an_early_answer_to_an_upload_is_forwarded() {
+    let up = raw_upstream(|mut s, _| {
+        if read_head(&mut s).is_some() {
+            let _ = s
+                .write_all(b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 8\r\n\r\ntoo big\n");
+            proxy_util::pause();
+        }
+        // Closed with most of the body unread: the proxy's next write fails.
+    });
+    let front = front(Proxy::new().route("/", &url(up.addr, "")).unwrap());
+    let data = pattern(8 << 20);
+    let mut c = connect(front.addr);
+    write!(
+        c,
+        "POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n",
+        data.len()
+    )
+    .unwrap();
+    // The front may stop reading the body once it has its answer: write from another thread.
+    let mut w = c.try_clone().unwrap();
+    let writer = std::thread::spawn(move || {
+        let _ = w.write_all(&data);
+    });
+    let (head, body) = read_response(&mut c, false);
+    assert_eq!(status_of(&head), 413, "{head}");
+    assert_eq!(body, b"too big\n");
+    drop(c);
+    writer.join().unwrap();
+    // The next request gets a connection of its own.
+    assert_eq!(get(front.addr, "/x").0.get(9..12), Some("413"));
+    assert_eq!(up.accepted(), 2);
+}

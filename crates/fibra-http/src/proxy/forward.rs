@@ -86,7 +86,10 @@ pub(crate) fn forward(proxy: &Proxy, route: &Route, mut req: Request, target: &s
         conn.start(is_head);
         put_request_head(&mut conn.wbuf, &req, target, &up.authority, body, &fwd);
         let outcome = match send(&mut conn, &mut req, body, &mut sent) {
-            Ok(()) => conn.read_head().map_err(SendError::Upstream),
+            Ok(()) => {
+                conn.request_sent = true;
+                conn.read_head().map_err(SendError::Upstream)
+            }
             // The upstream may have answered early (a 413, say) and stopped reading.
             Err(SendError::Upstream(Failure::Send(e))) if !crate::transport::is_timeout(&e) => conn
                 .read_head()

@@ -70,6 +70,9 @@ pub(crate) struct UpConn {
     pub(crate) reused: bool,
     /// Some byte of the current response has arrived.
     pub(crate) answered: bool,
+    /// The whole request went out: unless it did, the upstream may still expect body bytes
+    /// and the connection cannot carry another request.
+    pub(crate) request_sent: bool,
 }
 
 impl UpConn {
@@ -96,6 +99,7 @@ impl UpConn {
                         upstream: up.id,
                         reused: false,
                         answered: false,
+                        request_sent: false,
                     }));
                 }
                 Err(e) => last = Some(e),
@@ -117,6 +121,7 @@ impl UpConn {
     pub(crate) fn start(&mut self, head_request: bool) {
         self.parser.set_head_request(head_request);
         self.answered = false;
+        self.request_sent = false;
         self.wbuf.clear();
     }
 
@@ -224,9 +229,10 @@ impl UpConn {
     }
 
     /// The response is complete: whether the connection may carry another request (the
-    /// upstream keeps it open and sent nothing beyond the response).
+    /// whole request went out, and the upstream keeps the connection open and sent nothing
+    /// beyond the response).
     pub(crate) fn reusable(&self, response: Parsed) -> bool {
-        response.keep_alive && self.rpos == self.rend
+        self.request_sent && response.keep_alive && self.rpos == self.rend
     }
 
     /// Copies the response body to the client: data is read from the upstream only when the
