@@ -1,5 +1,6 @@
 //! `fibra serve`: a static file server (Mighty's job) over `fibra_http::files`.
 
+use crate::proxy_flags::ProxyFlags;
 use crate::server_flags::ServerFlags;
 use fibra_http::files::{AccessLog, FileServer, FileServerConfig};
 use fibra_http::Request;
@@ -15,6 +16,8 @@ pub struct ServeArgs {
     dir: Option<PathBuf>,
     #[command(flatten)]
     server: ServerFlags,
+    #[command(flatten)]
+    proxy: ProxyFlags,
     /// Index file served for a directory URL.
     #[arg(long, default_value = "index.html")]
     index: String,
@@ -78,14 +81,26 @@ pub fn run(args: ServeArgs) -> std::io::Result<()> {
         None => None,
     };
     let log = access_log.clone();
+    let proxy = args.proxy.proxy("fibra serve", args.server.is_tls())?;
+    let max_body = args.proxy.max_body();
     args.server.serve_until_signal_with(
         "fibra serve",
         &format!("fibra serve: serving {} on", dir.display()),
-        move |server| match log {
-            Some(log) => server.access_log_sink(log),
-            None => server,
+        move |server| {
+            let server = match max_body {
+                Some(n) => server.max_body_bytes(n),
+                None => server,
+            };
+            match log {
+                Some(log) => server.access_log_sink(log),
+                None => server,
+            }
         },
-        move |req: Request| files.handle(&req),
+        // Proxied prefixes first; every other request is a file's.
+        move |req: Request| match &proxy {
+            Some(proxy) => proxy.handle(req).unwrap_or_else(|req| files.handle(&req)),
+            None => files.handle(&req),
+        },
     )?;
     if let Some(log) = access_log {
         log.flush()?;

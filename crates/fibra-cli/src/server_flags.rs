@@ -98,6 +98,11 @@ fn warn_validity(name: &str, pairs: &[(PathBuf, PathBuf)]) {
 }
 
 impl ServerFlags {
+    /// Whether the server speaks HTTPS (--tls-cert given).
+    pub fn is_tls(&self) -> bool {
+        !self.tls_cert.is_empty()
+    }
+
     /// A server on `port` of --addr with `workers` and the timeouts of these flags.
     fn server(&self, port: u16, workers: Option<usize>) -> std::io::Result<Server> {
         let mut server = Server::bind((self.addr.as_str(), port));

@@ -64,7 +64,7 @@
 //! in one file each), [`access_log`] (the entries the loop makes for an [`AccessLogSink`]),
 //! [`request`] (the handler's request), [`body`] (request bodies), [`response`] (response
 //! bodies), [`files`] (static files), [`client`] (the client side: an incremental response
-//! parser, for load generators and proxies), [`outbox`] (how other fibers send on a
+//! parser, for load generators and proxies), [`proxy`] (a reverse proxy handler), [`outbox`] (how other fibers send on a
 //! connection its owner fiber reads and writes), [`ws`] (WebSocket after an upgrade),
 //! `server` (accept loops, the connection limit,
 //! graceful shutdown). Internal: `parse` (request heads) and `chunked` (chunked bodies), public
@@ -96,6 +96,7 @@ pub mod outbox;
 #[cfg(not(feature = "fuzzing"))]
 #[allow(dead_code)]
 mod parse;
+pub mod proxy;
 pub mod request;
 pub mod response;
 mod server;
