@@ -249,6 +249,25 @@ impl Resolver {
         describe(file)
     }
 
+    /// Opens directory `rel` inside the root (for a listing), with the same containment as a
+    /// file: `Err(Forbidden)` if it resolves outside the root (unless following symlinks out
+    /// of it), `Err(NotFound)` if it is missing or not a directory.
+    pub fn open_dir(&self, rel: &Path) -> Result<File, Lookup> {
+        let mut trail = Trail::default();
+        let dir = match self.dir.open_beneath(rel) {
+            Ok(file) => file,
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP | libc::EXDEV)) => {
+                self.open_through_symlinks(rel, &mut trail)?
+            }
+            Err(e) => return Err(io_lookup(&e)),
+        };
+        match dir.metadata() {
+            Ok(md) if md.is_dir() => Ok(dir),
+            Ok(_) => Err(Lookup::NotFound),
+            Err(e) => Err(io_lookup(&e)),
+        }
+    }
+
     /// The slow path: a symlink is on the way (see the module docs).
     #[cold]
     fn open_through_symlinks(&self, rel: &Path, targets: &mut Trail) -> Result<File, Lookup> {

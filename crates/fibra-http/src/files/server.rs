@@ -33,7 +33,9 @@ pub struct FileServerConfig {
     pub prefix: String,
     /// Index file served for a directory URL. Default: `Some("index.html")`.
     pub index: Option<String>,
-    /// Render an HTML listing for a directory without index file (else 403). Default: false.
+    /// Render an HTML listing for a directory without index file (else 403): sortable by
+    /// name, size and date (see [`listing`](super::listing)). Default: false (`fibra serve`
+    /// turns it on unless `--no-list`).
     pub listing: bool,
     /// `Cache-Control` value sent with files and 304s. Default: none.
     pub cache_control: Option<String>,
@@ -399,12 +401,38 @@ impl FileServer {
             t.push('/');
             t
         };
-        match listing::render(
-            &self.catalog.resolver().root.join(p.rel_path()),
-            &title,
-            self.allow_hidden,
-        ) {
-            Ok(html) => {
+        let resolver = self.catalog.resolver();
+        let dir = match resolver.open_dir(&p.rel_path()) {
+            Ok(dir) => dir,
+            Err(Lookup::Forbidden) => return FileReply::error(StatusCode::FORBIDDEN),
+            Err(_) => return FileReply::error(StatusCode::NOT_FOUND),
+        };
+        // A symlink in the directory is described by what serving it would give.
+        let describe_link = |name: &[u8]| {
+            let mut child = p.clone();
+            child.segments.push(name.to_vec());
+            child.trailing_slash = false;
+            match resolver.lookup(&child) {
+                Lookup::File(f) => Some(listing::Entry {
+                    name: name.to_vec(),
+                    kind: listing::Kind::File,
+                    size: Some(f.identity.size),
+                    modified: Some(f.identity.mtime),
+                }),
+                Lookup::Dir => Some(listing::Entry {
+                    name: name.to_vec(),
+                    kind: listing::Kind::Dir,
+                    size: None,
+                    modified: None,
+                }),
+                Lookup::NotFound | Lookup::Forbidden => None,
+            }
+        };
+        match listing::read_entries(&dir, self.allow_hidden, describe_link) {
+            Ok(mut entries) => {
+                let sort = listing::Sort::from_query(query);
+                sort.apply(&mut entries);
+                let html = listing::render(&entries, &title, p.segments.is_empty(), sort);
                 let mut r = FileReply::new(StatusCode::OK);
                 r.header(
                     header::CONTENT_TYPE,
