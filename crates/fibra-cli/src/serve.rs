@@ -18,9 +18,9 @@ pub struct ServeArgs {
     /// Index file served for a directory URL.
     #[arg(long, default_value = "index.html")]
     index: String,
-    /// List directories that have no index file (otherwise 403).
+    /// Answer a directory without index file with 403 instead of a listing of its files.
     #[arg(long)]
-    list: bool,
+    no_list: bool,
     /// Value of the Cache-Control header on file responses.
     #[arg(long, value_name = "VALUE")]
     cache_control: Option<String>,
@@ -46,6 +46,20 @@ pub struct ServeArgs {
     no_cache: bool,
 }
 
+/// The startup line before the URL: what is served, how directories without index file are
+/// answered, and by how many workers.
+fn banner(root: &std::path::Path, listing: bool, workers: usize) -> String {
+    let dirs = match listing {
+        true => "directories without index listed",
+        false => "directories without index refused (403)",
+    };
+    let plural = if workers == 1 { "" } else { "s" };
+    format!(
+        "fibra serve: serving {} ({dirs}, {workers} worker{plural}) on",
+        root.display()
+    )
+}
+
 /// Runs `fibra serve` until SIGINT/SIGTERM.
 pub fn run(args: ServeArgs) -> std::io::Result<()> {
     let dir = match args.dir {
@@ -54,7 +68,7 @@ pub fn run(args: ServeArgs) -> std::io::Result<()> {
     };
     let mut config = FileServerConfig::new(dir.clone());
     config.index = Some(args.index).filter(|s| !s.is_empty());
-    config.listing = args.list;
+    config.listing = !args.no_list;
     config.cache_control = args.cache_control;
     config.allow_hidden = args.allow_hidden;
     config.follow_symlinks = args.follow_symlinks;
@@ -80,7 +94,7 @@ pub fn run(args: ServeArgs) -> std::io::Result<()> {
     let log = access_log.clone();
     args.server.serve_until_signal_with(
         "fibra serve",
-        &format!("fibra serve: serving {} on", dir.display()),
+        &banner(files.root(), !args.no_list, args.server.workers()),
         move |server| match log {
             Some(log) => server.access_log_sink(log),
             None => server,
