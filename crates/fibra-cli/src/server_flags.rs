@@ -28,6 +28,10 @@ pub struct ServerFlags {
     /// seconds; connections still open then are closed. Idle connections close at once.
     #[arg(long, value_name = "SECS", default_value_t = 5.0, alias = "grace")]
     shutdown_timeout: f64,
+    /// Write the error log (permission failures with the path, failed accepts such as EMFILE
+    /// with the address, TLS failures with the client's address) to FILE, or `-` for stderr.
+    #[arg(long, value_name = "FILE|-", default_value = "-")]
+    error_log: String,
     /// Let each worker bind its own socket with SO_REUSEPORT. Other processes of the same user
     /// can then listen on the port too and take a share of its connections (without this, a
     /// second server on the port fails with "address in use").
@@ -176,6 +180,7 @@ impl ServerFlags {
     where
         H: Fn(Request) -> Response + Send + Sync + 'static,
     {
+        crate::error_log::install(&self.error_log)?;
         signals::block_server_signals()?;
         raise_nofile_limit();
         // Loaded first: a bad file is reported before anything listens.

@@ -543,9 +543,12 @@ fn accept_loop<A, H>(
             Err(e) => {
                 let resource = is_resource_error(&e);
                 let quiet = last_warning.is_some_and(|t| t.elapsed() < Duration::from_secs(1));
-                if settings.on_error.is_some() || !quiet {
-                    last_warning = Some(Instant::now());
+                if settings.on_error.is_some() {
                     settings.report(ServerError::new(None, ServerErrorKind::Accept(e)));
+                } else if !quiet {
+                    last_warning = Some(Instant::now());
+                    let on = acceptor.local_addr().map(|a| format!(" on {a}"));
+                    log::warn!("accept{} failed: {e}", on.unwrap_or_default());
                 }
                 // Out of descriptors or memory: the pending connection stays in the backlog,
                 // so the listener stays readable and an immediate retry would spin. Wait.

@@ -46,7 +46,7 @@ pub struct Running {
     pub child: Child,
     /// The first line it printed on stdout.
     pub line: String,
-    /// `host:port` of the URL at the end of that line.
+    /// `host:port` of the http or https URL in that line.
     pub addr: String,
     pub stderr: Option<BufReader<ChildStderr>>,
 }
@@ -78,7 +78,10 @@ pub fn start(args: &[&str]) -> Running {
     BufReader::new(stdout).read_line(&mut line).unwrap();
     let addr = line
         .split_whitespace()
-        .find_map(|w| w.strip_prefix("http://"))
+        .find_map(|w| {
+            w.strip_prefix("http://")
+                .or_else(|| w.strip_prefix("https://"))
+        })
         .unwrap_or_else(|| panic!("no URL in the startup line {line:?}"))
         .trim_end_matches('/')
         .to_string();

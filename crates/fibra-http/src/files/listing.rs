@@ -230,6 +230,13 @@ pub fn human_size(n: u64) -> String {
 
 /// `YYYY-MM-DD HH:MM` in UTC.
 pub fn format_date(t: SystemTime) -> String {
+    let [year, month, day, hour, minute, _] = utc_parts(t);
+    format!("{year:04}-{month:02}-{day:02} {hour:02}:{minute:02}")
+}
+
+/// Year, month, day, hour, minute and second of `t` in UTC (times before 1970 count as
+/// 1970-01-01 00:00:00).
+pub fn utc_parts(t: SystemTime) -> [i64; 6] {
     let secs = t
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
@@ -244,11 +251,7 @@ pub fn format_date(t: SystemTime) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}",
-        rem / 3600,
-        rem % 3600 / 60
-    )
+    [year, month, day, rem / 3600, rem % 3600 / 60, rem % 60]
 }
 
 /// Escapes `& < > " '` for use in HTML text and attribute values.

@@ -244,7 +244,10 @@ impl Resolver {
             Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP | libc::EXDEV)) => {
                 self.open_through_symlinks(rel, targets)?
             }
-            Err(e) => return Err(io_lookup(&e)),
+            Err(e) => {
+                self.log_refusal(rel, &e);
+                return Err(io_lookup(&e));
+            }
         };
         describe(file)
     }
@@ -265,6 +268,14 @@ impl Resolver {
             Ok(md) if md.is_dir() => Ok(dir),
             Ok(_) => Err(Lookup::NotFound),
             Err(e) => Err(io_lookup(&e)),
+        }
+    }
+
+    /// Logs an open that failed for want of permission (the request gets 403), naming the
+    /// file: an operator's mistake to fix, unlike a missing file.
+    fn log_refusal(&self, rel: &Path, e: &io::Error) {
+        if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)) {
+            log::warn!("open {}: {e}", self.root.join(rel).display());
         }
     }
 
