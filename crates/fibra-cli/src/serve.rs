@@ -41,6 +41,14 @@ pub struct ServeArgs {
     /// cannot see (a network filesystem written from another machine).
     #[arg(long, value_name = "SECS", default_value_t = 60.0)]
     cache_ttl: f64,
+    /// gzip level (1 fastest .. 9 smallest) for compressible files (text, JSON, JS, CSS, SVG)
+    /// of 1 KiB to 8 MiB without a precompressed .gz/.br sibling, for clients that accept it.
+    /// Each file is compressed once: the results are cached (at most 64 MiB).
+    #[arg(long, value_name = "N", default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=9))]
+    gzip_level: u32,
+    /// Never compress on the fly (precompressed siblings are still served).
+    #[arg(long)]
+    no_compress: bool,
     /// Look every file up on every request (no cache).
     #[arg(long, conflicts_with_all = ["cache_entries", "cache_ttl"])]
     no_cache: bool,
@@ -78,6 +86,10 @@ pub fn run(args: ServeArgs) -> std::io::Result<()> {
             format!("--cache-ttl {}: {e}", args.cache_ttl),
         )
     })?;
+    config.compress = (!args.no_compress).then(|| fibra_http::files::compress::CompressConfig {
+        level: args.gzip_level,
+        ..Default::default()
+    });
     config.cache_capacity = if args.no_cache { 0 } else { args.cache_entries };
     let files = Arc::new(FileServer::new(config)?);
     if !args.no_cache && args.cache_entries > 0 && !files.caching() {

@@ -13,9 +13,10 @@ use http::{HeaderMap, Method, StatusCode};
 
 use super::cache::CacheStats;
 use super::catalog::Catalog;
+use super::compress::{CompressConfig, Compressor};
 use super::conditional::{evaluate, Conditionals, Precondition};
 use super::listing;
-use super::meta::accepted_encodings;
+use super::meta::{accepted_encodings, Encoding};
 use super::open::{FileData, Lookup, Resolver};
 use super::path::{self, PathError};
 use super::range::{parse_range, RangeRequest};
@@ -53,6 +54,9 @@ pub struct FileServerConfig {
     pub cache_capacity: usize,
     /// Most bytes of file contents the cache holds in memory. Default: 64 MiB.
     pub cache_max_bytes: u64,
+    /// On-the-fly gzip of compressible files without a precompressed sibling (see
+    /// [`compress`](super::compress)). Default: `None` (off; `fibra serve` turns it on).
+    pub compress: Option<CompressConfig>,
 }
 
 impl FileServerConfig {
@@ -69,6 +73,7 @@ impl FileServerConfig {
             cache_ttl: Duration::from_secs(60),
             cache_capacity: 4096,
             cache_max_bytes: 64 << 20,
+            compress: None,
         }
     }
 }
@@ -202,6 +207,7 @@ pub struct FileServer {
     listing: bool,
     allow_hidden: bool,
     cache_control: Option<HeaderValue>,
+    compressor: Option<Compressor>,
 }
 
 impl FileServer {
@@ -232,6 +238,7 @@ impl FileServer {
             listing: config.listing,
             allow_hidden: config.allow_hidden,
             cache_control,
+            compressor: config.compress.map(Compressor::new),
         })
     }
 
@@ -299,7 +306,17 @@ impl FileServer {
                 let fields = RequestFields::of(headers);
                 let (br_ok, gz_ok) = accepted_encodings(fields.accept_encoding);
                 let (file, encoding) = entry.select(br_ok, gz_ok);
-                let precondition = evaluate(&fields.conds, file.etag.as_bytes(), file.mtime);
+                // On-the-fly gzip (cached): a compressible file with no sibling chosen, and
+                // no Range (ranges stay offsets into the file itself).
+                let compressible = self
+                    .compressor
+                    .as_ref()
+                    .filter(|c| c.applies(&entry.content_type, entry.identity.size));
+                let gzipped = compressible
+                    .filter(|_| encoding == Encoding::Identity && gz_ok && fields.range.is_none())
+                    .and_then(|c| c.gzip(file));
+                let etag = gzipped.as_ref().map_or(&file.etag, |g| &g.etag);
+                let precondition = evaluate(&fields.conds, etag.as_bytes(), file.mtime);
                 let status = match precondition {
                     Precondition::Failed => {
                         return FileReply::error(StatusCode::PRECONDITION_FAILED)
@@ -308,15 +325,21 @@ impl FileServer {
                     Precondition::Proceed { .. } => StatusCode::OK,
                 };
                 let mut r = FileReply::new(status);
-                r.header(header::ETAG, file.etag.clone());
+                r.header(header::ETAG, etag.clone());
                 r.header(header::LAST_MODIFIED, file.last_modified.clone());
                 if let Some(cc) = &self.cache_control {
                     r.header(header::CACHE_CONTROL, cc.clone());
                 }
-                if entry.has_variants() {
+                if entry.has_variants() || compressible.is_some() {
                     r.header(header::VARY, HeaderValue::from_static("Accept-Encoding"));
                 }
                 if status == StatusCode::NOT_MODIFIED {
+                    return r;
+                }
+                if let Some(g) = gzipped {
+                    r.header(header::CONTENT_TYPE, entry.content_type.clone());
+                    r.header(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+                    r.body = FileBody::Bytes(g.body.clone());
                     return r;
                 }
                 r.header(header::CONTENT_TYPE, entry.content_type.clone());
