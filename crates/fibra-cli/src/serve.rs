@@ -42,8 +42,9 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECS", default_value_t = 60.0)]
     cache_ttl: f64,
     /// gzip level (1 fastest .. 9 smallest) for compressible files (text, JSON, JS, CSS, SVG)
-    /// of 1 KiB to 8 MiB without a precompressed .gz/.br sibling, for clients that accept it.
-    /// Each file is compressed once: the results are cached (at most 64 MiB).
+    /// of 1 KiB to 8 MiB without a precompressed .gz/.br sibling, for clients that accept it;
+    /// clients that accept brotli get brotli (quality 5). Each file is compressed once: the
+    /// results are cached (at most 64 MiB).
     #[arg(long, value_name = "N", default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=9))]
     gzip_level: u32,
     /// Never compress on the fly (precompressed siblings are still served).

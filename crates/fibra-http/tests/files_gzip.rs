@@ -1,5 +1,5 @@
-//! On-the-fly gzip over real sockets: compressible files above the threshold are gzipped for
-//! clients that accept it, with their own ETag and `Vary: Accept-Encoding`; identity for
+//! On-the-fly gzip and brotli over real sockets: compressible files above the threshold are
+//! compressed for clients that accept it (brotli preferred), with their own ETag and `Vary: Accept-Encoding`; identity for
 //! others, for `Range`, for small files and for images; a precompressed sibling still wins;
 //! a changed file is compressed again.
 
@@ -97,7 +97,28 @@ fn compressible_files_are_gzipped_for_clients_that_accept_it() {
         assert_eq!(r.status, 200, "{path}");
         assert!(!r.has("content-encoding") && !r.has("vary"), "{path}");
     }
-    // A precompressed sibling wins.
+    // brotli is preferred when accepted: its own bytes and ETag.
+    let br = c.get("/style.css", &["Accept-Encoding: gzip, br"]);
+    assert_eq!(br.h("content-encoding"), "br");
+    assert_eq!(br.h("vary"), "Accept-Encoding");
+    assert_eq!(br.h("etag"), format!("{}-br\"", etag.trim_end_matches('"')));
+    let mut plain_again = Vec::new();
+    brotli::Decompressor::new(br.body.as_slice(), 4096)
+        .read_to_end(&mut plain_again)
+        .unwrap();
+    assert_eq!(plain_again, style.as_bytes());
+    assert!(
+        br.body.len() < gz.body.len(),
+        "{} vs {}",
+        br.body.len(),
+        gz.body.len()
+    );
+    // A precompressed sibling wins, also over brotli made on the fly.
+    let r = c.get("/app.js", &["Accept-Encoding: br, gzip"]);
+    assert_eq!(
+        (r.h("content-encoding"), r.text().as_str()),
+        ("gzip", "PRECOMPRESSED")
+    );
     let r = c.get("/app.js", &[GZ]);
     assert_eq!(
         (r.h("content-encoding"), r.text().as_str()),

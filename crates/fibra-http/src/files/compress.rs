@@ -1,19 +1,20 @@
-//! On-the-fly gzip for compressible files without a precompressed sibling, with the results
-//! cached so that a popular file is compressed once.
+//! On-the-fly brotli and gzip for compressible files without a precompressed sibling, with
+//! the results cached so that a popular file is compressed once.
 //!
-//! What is compressed: a `GET`/`HEAD` without `Range`, from a client that accepts gzip, for a
+//! What is compressed: a `GET`/`HEAD` without `Range`, from a client that accepts brotli
+//! (preferred, as for siblings) or gzip, for a
 //! file whose type compresses (text, JSON, JavaScript, CSS, SVG, XML, WebAssembly, TrueType/
 //! OpenType fonts, icons) of at least [`CompressConfig::min_bytes`] and at most
 //! [`CompressConfig::max_bytes`]. A `.gz`/`.br` sibling on disk still wins (it is chosen
 //! before this runs). A `Range` request gets the identity bytes, so ranges keep meaning
 //! offsets into the file.
 //!
-//! Validators: the compressed representation has its own strong `ETag`, the file's with
-//! `-gz` before the closing quote (`"5f-1a2b-63e8"` → `"5f-1a2b-63e8-gz"`), so a cache never
+//! Validators: each compressed representation has its own strong `ETag`, the file's with
+//! `-br` or `-gz` before the closing quote (`"5f-1a2b-63e8"` → `"5f-1a2b-63e8-gz"`), so a cache never
 //! mistakes one representation for the other; every response for such a file carries
 //! `Vary: Accept-Encoding`.
 //!
-//! The cache: keyed by the file's `ETag` (which names inode, size and modification time, so
+//! The cache: keyed by the file's `ETag` and the coding (the `ETag` names inode, size and modification time, so
 //! a changed file is a new key and its old entry is never served), bounded by the bytes of
 //! compressed output it holds ([`CompressConfig::cache_bytes`]), evicted by CLOCK (second
 //! chance), shared by all workers behind one lock held only for the lookup or the insert.
@@ -29,6 +30,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use http::HeaderValue;
 
+use super::meta::Encoding;
 use super::open::{FileData, OpenFile};
 
 /// Settings of on-the-fly compression.
@@ -36,6 +38,9 @@ use super::open::{FileData, OpenFile};
 pub struct CompressConfig {
     /// gzip level, 1 (fastest) to 9 (smallest). Default: 6 (zlib's and nginx's usual choice).
     pub level: u32,
+    /// brotli quality, 0 to 11; `None`: gzip only. Default: `Some(5)` (smaller than gzip 6
+    /// and about as fast to make; higher qualities cost many times more on a cache miss).
+    pub brotli_quality: Option<u32>,
     /// Smallest file compressed, in bytes. Default: 1024 (below that, gzip's header and the
     /// `Vary` cost more than they save).
     pub min_bytes: u64,
@@ -50,6 +55,7 @@ impl Default for CompressConfig {
     fn default() -> Self {
         CompressConfig {
             level: 6,
+            brotli_quality: Some(5),
             min_bytes: 1024,
             max_bytes: 8 << 20,
             cache_bytes: 64 << 20,
@@ -57,18 +63,23 @@ impl Default for CompressConfig {
     }
 }
 
-/// A file's gzip representation.
+/// A compressed representation of a file.
 #[derive(Debug)]
-pub struct Gzipped {
+pub struct Compressed {
     /// The compressed bytes.
     pub body: Bytes,
     /// Its strong `ETag`.
     pub etag: HeaderValue,
+    /// Its coding (`Content-Encoding`).
+    pub encoding: Encoding,
 }
 
-/// What compressing a file gave: the gzip form, or nothing worth sending (not smaller, or
-/// the file changed while it was read).
-type Outcome = Option<Arc<Gzipped>>;
+/// What compressing a file gave: the compressed form, or nothing worth sending (not
+/// smaller, or the file changed while it was read).
+type Outcome = Option<Arc<Compressed>>;
+
+/// A cache key: the file's `ETag` and the coding.
+type Key = (HeaderValue, Encoding);
 
 struct Slot {
     outcome: Outcome,
@@ -78,9 +89,9 @@ struct Slot {
 
 #[derive(Default)]
 struct Cache {
-    map: HashMap<HeaderValue, Slot>,
+    map: HashMap<Key, Slot>,
     /// Keys in insertion order: the clock hand walks from the front.
-    ring: VecDeque<HeaderValue>,
+    ring: VecDeque<Key>,
     bytes: u64,
 }
 
@@ -128,13 +139,16 @@ pub fn compressible(content_type: &[u8]) -> bool {
         )
 }
 
-/// The `ETag` of the gzip form of the file whose `ETag` is `etag` (`"x"` → `"x-gz"`).
-pub fn gzip_etag(etag: &HeaderValue) -> HeaderValue {
+/// The `ETag` of the `encoding` form of the file whose `ETag` is `etag` (`"x"` → `"x-gz"`,
+/// `"x-br"`).
+pub fn variant_etag(etag: &HeaderValue, encoding: Encoding) -> HeaderValue {
     let b = etag.as_bytes();
     let inner = b.strip_suffix(b"\"").unwrap_or(b);
     let mut v = Vec::with_capacity(b.len() + 3);
     v.extend_from_slice(inner);
-    v.extend_from_slice(b"-gz\"");
+    v.push(b'-');
+    v.extend_from_slice(encoding.suffix().trim_start_matches('.').as_bytes());
+    v.push(b'"');
     HeaderValue::from_bytes(&v).unwrap_or_else(|_| etag.clone())
 }
 
@@ -153,32 +167,46 @@ impl Compressor {
         &self.config
     }
 
-    /// Whether a file of this type and size is compressed for a client that accepts gzip.
+    /// The coding to make for a client that accepts brotli (`br_ok`) and gzip (`gz_ok`):
+    /// brotli when it is on and accepted, else gzip when accepted.
+    pub fn choose(&self, br_ok: bool, gz_ok: bool) -> Option<Encoding> {
+        match (br_ok && self.config.brotli_quality.is_some(), gz_ok) {
+            (true, _) => Some(Encoding::Brotli),
+            (false, true) => Some(Encoding::Gzip),
+            _ => None,
+        }
+    }
+
+    /// Whether a file of this type and size is compressed for a client that accepts it.
     pub fn applies(&self, content_type: &HeaderValue, size: u64) -> bool {
         size >= self.config.min_bytes
             && size <= self.config.max_bytes
             && compressible(content_type.as_bytes())
     }
 
-    /// The gzip form of `file`, from the cache or made now (on a blocking-pool thread);
-    /// `None` when it is not worth sending.
-    pub fn gzip(&self, file: &OpenFile) -> Outcome {
-        if let Some(hit) = self.lookup(&file.etag) {
+    /// The `encoding` form of `file` (gzip or brotli), from the cache or made now (on a
+    /// blocking-pool thread); `None` when it is not worth sending.
+    pub fn compressed(&self, file: &OpenFile, encoding: Encoding) -> Outcome {
+        let key = (file.etag.clone(), encoding);
+        if let Some(hit) = self.lookup(&key) {
             return hit;
         }
-        let key = file.etag.clone();
-        let level = self.config.level;
-        let etag = gzip_etag(&file.etag);
+        let level = match encoding {
+            Encoding::Brotli => self.config.brotli_quality?,
+            Encoding::Gzip => self.config.level,
+            Encoding::Identity => return None,
+        };
+        let etag = variant_etag(&file.etag, encoding);
         let size = file.size;
         let outcome = match &file.data {
             FileData::Memory(bytes) => {
                 let bytes = bytes.clone();
-                fibra::task::spawn_blocking(move || compress(&bytes, level, etag))
+                fibra::task::spawn_blocking(move || compress(&bytes, encoding, level, etag))
             }
             FileData::Open(f) => {
                 let f = f.clone();
                 fibra::task::spawn_blocking(move || {
-                    read_whole(&f, size).and_then(|bytes| compress(&bytes, level, etag))
+                    read_whole(&f, size).and_then(|b| compress(&b, encoding, level, etag))
                 })
             }
         };
@@ -186,14 +214,14 @@ impl Compressor {
         outcome
     }
 
-    fn lookup(&self, key: &HeaderValue) -> Option<Outcome> {
+    fn lookup(&self, key: &Key) -> Option<Outcome> {
         let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         let slot = cache.map.get(key)?;
         slot.referenced.store(true, Ordering::Relaxed);
         Some(slot.outcome.clone())
     }
 
-    fn insert(&self, key: HeaderValue, outcome: Outcome) {
+    fn insert(&self, key: Key, outcome: Outcome) {
         let cost = cost_of(&key, &outcome);
         if cost > self.config.cache_bytes {
             return;
@@ -240,10 +268,10 @@ impl Compressor {
     }
 }
 
-fn cost_of(key: &HeaderValue, outcome: &Outcome) -> u64 {
+fn cost_of(key: &Key, outcome: &Outcome) -> u64 {
     // A fixed overhead per entry for the map, the ring and the allocation headers.
     let body = outcome.as_ref().map_or(0, |g| g.body.len() as u64);
-    body + key.len() as u64 + 128
+    body + key.0.len() as u64 + 128
 }
 
 /// Reads exactly `size` bytes of `file`, or `None` if it is not that long any more.
@@ -262,18 +290,29 @@ fn read_whole(file: &std::fs::File, size: u64) -> Option<Bytes> {
     Some(buf.into())
 }
 
-/// gzip of `data` at `level`, if smaller than `data`.
-fn compress(data: &[u8], level: u32, etag: HeaderValue) -> Outcome {
-    let mut enc = flate2::write::GzEncoder::new(
-        Vec::with_capacity(data.len() / 3 + 64),
-        flate2::Compression::new(level),
-    );
-    enc.write_all(data).ok()?;
-    let out = enc.finish().ok()?;
+/// `data` in `encoding` at `level`, if smaller than `data`.
+fn compress(data: &[u8], encoding: Encoding, level: u32, etag: HeaderValue) -> Outcome {
+    let out = Vec::with_capacity(data.len() / 3 + 64);
+    let out = match encoding {
+        Encoding::Gzip => {
+            let mut enc = flate2::write::GzEncoder::new(out, flate2::Compression::new(level));
+            enc.write_all(data).ok()?;
+            enc.finish().ok()?
+        }
+        Encoding::Brotli => {
+            // A 4 MiB window (lgwin 22, brotli's default) and its 4 KiB internal buffer.
+            let mut enc = brotli::CompressorWriter::new(out, 4096, level.min(11), 22);
+            enc.write_all(data).ok()?;
+            // Ends the stream (a flush would only end a block).
+            enc.into_inner()
+        }
+        Encoding::Identity => return None,
+    };
     (out.len() < data.len()).then(|| {
-        Arc::new(Gzipped {
+        Arc::new(Compressed {
             body: out.into(),
             etag,
+            encoding,
         })
     })
 }
@@ -302,6 +341,14 @@ mod tests {
         out
     }
 
+    fn unbrotli(b: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        brotli::Decompressor::new(b, 4096)
+            .read_to_end(&mut out)
+            .unwrap();
+        out
+    }
+
     #[test]
     fn types_and_etags() {
         for t in [
@@ -325,7 +372,8 @@ mod tests {
             assert!(!compressible(t.as_bytes()), "{t}");
         }
         let e = HeaderValue::from_static("\"5f-1a2b-63e8\"");
-        assert_eq!(gzip_etag(&e), "\"5f-1a2b-63e8-gz\"");
+        assert_eq!(variant_etag(&e, Encoding::Gzip), "\"5f-1a2b-63e8-gz\"");
+        assert_eq!(variant_etag(&e, Encoding::Brotli), "\"5f-1a2b-63e8-br\"");
     }
 
     #[test]
@@ -333,11 +381,15 @@ mod tests {
         let c = Compressor::new(CompressConfig::default());
         let text = "body { color: red }\n".repeat(200);
         let f = file("\"a\"", text.as_bytes());
-        let g = c.gzip(&f).expect("text shrinks");
+        let g = c.compressed(&f, Encoding::Gzip).expect("text shrinks");
         assert_eq!(g.etag, "\"a-gz\"");
         assert_eq!(gunzip(&g.body), text.as_bytes());
-        let again = c.gzip(&f).unwrap();
+        let again = c.compressed(&f, Encoding::Gzip).unwrap();
         assert!(Arc::ptr_eq(&g, &again), "the second request is a cache hit");
+        let b = c.compressed(&f, Encoding::Brotli).expect("text shrinks");
+        assert_eq!(b.etag, "\"a-br\"");
+        assert_eq!(unbrotli(&b.body), text.as_bytes());
+        assert!(!Arc::ptr_eq(&b, &c.compressed(&f, Encoding::Gzip).unwrap()));
         // Random bytes do not shrink: remembered as not worth it.
         let mut noise = vec![0u8; 4096];
         let mut x = 0x2545_f491_4f6c_dd1du64;
@@ -347,8 +399,9 @@ mod tests {
             x ^= x << 17;
             *b = x as u8;
         }
-        assert!(c.gzip(&file("\"n\"", &noise)).is_none());
-        assert!(c.gzip(&file("\"n\"", &noise)).is_none());
+        for enc in [Encoding::Gzip, Encoding::Gzip, Encoding::Brotli] {
+            assert!(c.compressed(&file("\"n\"", &noise), enc).is_none());
+        }
     }
 
     #[test]
@@ -361,7 +414,7 @@ mod tests {
         for i in 0..200 {
             let text = format!("{i} lorem ipsum dolor sit amet\n").repeat(100);
             let f = file(&format!("\"{i}\""), text.as_bytes());
-            let g = c.gzip(&f).unwrap();
+            let g = c.compressed(&f, Encoding::Gzip).unwrap();
             assert_eq!(gunzip(&g.body), text.as_bytes());
             assert!(c.cached_bytes() <= 4096, "{}", c.cached_bytes());
             held.push(g);

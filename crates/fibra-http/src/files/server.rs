@@ -306,16 +306,17 @@ impl FileServer {
                 let fields = RequestFields::of(headers);
                 let (br_ok, gz_ok) = accepted_encodings(fields.accept_encoding);
                 let (file, encoding) = entry.select(br_ok, gz_ok);
-                // On-the-fly gzip (cached): a compressible file with no sibling chosen, and
+                // On-the-fly brotli or gzip (cached): a compressible file with no sibling chosen, and
                 // no Range (ranges stay offsets into the file itself).
                 let compressible = self
                     .compressor
                     .as_ref()
                     .filter(|c| c.applies(&entry.content_type, entry.identity.size));
-                let gzipped = compressible
-                    .filter(|_| encoding == Encoding::Identity && gz_ok && fields.range.is_none())
-                    .and_then(|c| c.gzip(file));
-                let etag = gzipped.as_ref().map_or(&file.etag, |g| &g.etag);
+                let compressed = compressible
+                    .filter(|_| encoding == Encoding::Identity && fields.range.is_none())
+                    .and_then(|c| Some((c, c.choose(br_ok, gz_ok)?)))
+                    .and_then(|(c, coding)| c.compressed(file, coding));
+                let etag = compressed.as_ref().map_or(&file.etag, |g| &g.etag);
                 let precondition = evaluate(&fields.conds, etag.as_bytes(), file.mtime);
                 let status = match precondition {
                     Precondition::Failed => {
@@ -336,10 +337,12 @@ impl FileServer {
                 if status == StatusCode::NOT_MODIFIED {
                     return r;
                 }
-                if let Some(g) = gzipped {
+                if let Some(c) = compressed {
                     r.header(header::CONTENT_TYPE, entry.content_type.clone());
-                    r.header(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
-                    r.body = FileBody::Bytes(g.body.clone());
+                    if let Some(enc) = c.encoding.header() {
+                        r.header(header::CONTENT_ENCODING, HeaderValue::from_static(enc));
+                    }
+                    r.body = FileBody::Bytes(c.body.clone());
                     return r;
                 }
                 r.header(header::CONTENT_TYPE, entry.content_type.clone());
