@@ -1,8 +1,11 @@
 //! `--error-log FILE`: the servers' `log` records go to FILE, each naming the address or path
-//! involved — here TLS failures, with the client's address — and an error log that cannot be
-//! opened is refused at start, naming the file.
+//! involved — TLS failures with the client's address, failed accepts (EMFILE) with the
+//! listening address — and an error log that cannot be opened is refused at start, naming
+//! the file.
 
 use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
+use std::process::Stdio;
 
 mod serve_util;
 mod tls_util;
@@ -68,4 +71,67 @@ fn an_error_log_that_cannot_be_opened_is_named() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(&log), "{err}");
+}
+
+#[test]
+fn accept_failures_name_the_listening_address() {
+    let certs = Certs::new("error-log-emfile");
+    let log = certs.path("error.log");
+    let mut cmd = serve_util::fibra(&["hello", "-p", "0", "--workers", "1", "--error-log", &log]);
+    // SAFETY: setrlimit is async-signal-safe and touches only the child's own limits. Soft
+    // and hard at 64, so the server's raise to the hard limit changes nothing.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 64,
+                rlim_max: 64,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let addr = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("http://"))
+        .unwrap()
+        .trim_end_matches('/')
+        .to_string();
+    // Far more connections than the server has descriptors for; they stay open while the
+    // log is read, bounded by a generous deadline.
+    let held: Vec<_> = (0..150)
+        .filter_map(|_| std::net::TcpStream::connect(&addr).ok())
+        .collect();
+    let deadline = std::time::Instant::now() + serve_util::PATIENCE;
+    let want = format!("accept on {addr} failed");
+    let text = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if text.contains(&want) || std::time::Instant::now() > deadline {
+            break text;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    drop(held);
+    let _ = child.kill();
+    let _ = child.wait();
+    let l = text
+        .lines()
+        .find(|l| l.contains(&want))
+        .unwrap_or_else(|| panic!("no {want:?} in:\n{text}"));
+    assert!(
+        l.contains("warn") && l.to_lowercase().contains("too many open files"),
+        "{l}"
+    );
 }
