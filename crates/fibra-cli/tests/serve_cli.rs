@@ -205,4 +205,11 @@ fn startup_errors_name_the_path() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(log.to_str().unwrap()), "{err}");
+
+    let out = fibra(&["serve", dir, "-p", "0", "--index", "sub/index.html"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("\"sub/index.html\""), "{err}");
 }

@@ -216,15 +216,18 @@ impl FileServer {
         let invalid = |m: &str| io::Error::new(io::ErrorKind::InvalidInput, m.to_string());
         let prefix = config.prefix.trim_end_matches('/').to_string();
         if !prefix.is_empty() && !prefix.starts_with('/') {
-            return Err(invalid("prefix must start with '/'"));
+            return Err(invalid(&format!("prefix {prefix:?} must start with '/'")));
         }
         let cache_control = match &config.cache_control {
-            Some(v) => Some(HeaderValue::from_str(v).map_err(|_| invalid("bad Cache-Control"))?),
+            Some(v) => Some(
+                HeaderValue::from_str(v)
+                    .map_err(|_| invalid(&format!("Cache-Control {v:?}: not a header value")))?,
+            ),
             None => None,
         };
         if let Some(i) = &config.index {
             if i.is_empty() || i.contains('/') {
-                return Err(invalid("index must be a plain file name"));
+                return Err(invalid(&format!("index {i:?} must be a plain file name")));
             }
         }
         Ok(FileServer {
