@@ -46,7 +46,8 @@
 //!
 //! Entry points:
 //!
-//! - [`Server::bind`]: the TCP server (a listener per worker, `SO_REUSEPORT`, `TCP_NODELAY`);
+//! - [`Server::bind`]: the TCP server (one listening socket shared by the workers,
+//!   `TCP_NODELAY`; a socket per worker with `SO_REUSEPORT` from [`Server::bind_reuse_port`]);
 //! - [`Server::tls`]: the same server over HTTPS (rustls; see [`tls`]);
 //! - [`Server::with_acceptor`]: the same server over any [`Acceptor`] — e.g. a Unix-domain
 //!   socket, [`UnixAcceptor`] — with the same limits, timeouts, stackless idle connections and
@@ -88,6 +89,7 @@ mod error;
 pub mod files;
 mod going_away;
 mod lazy;
+pub mod listen;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod parse;
