@@ -120,8 +120,11 @@ fn echo_messages(mut socket: ws::WebSocket) {
 
 /// Runs `fibra hello` until SIGINT/SIGTERM.
 pub fn run(args: HelloArgs) -> std::io::Result<()> {
+    let workers = args.server.workers();
+    let plural = if workers == 1 { "" } else { "s" };
+    let banner = format!("fibra hello ({workers} worker{plural}) listening on");
     args.server
-        .serve_until_signal("fibra hello", "fibra hello listening on", handler)
+        .serve_until_signal("fibra hello", &banner, handler)
 }
 
 #[cfg(test)]

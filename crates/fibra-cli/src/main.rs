@@ -7,13 +7,17 @@
 //! fibra bench -c 256 -k -d 10s URL    load a server, weighttp-style report
 //! ```
 //!
-//! Modules: `serve` and `hello` (the two servers), `server_flags` (the flags they share:
-//! port, workers, limits, graceful shutdown on a signal), `signals` (SIGINT/SIGTERM, SIGHUP), and
+//! Modules: `serve` and `hello` (the two servers), `proxy_flags` (`serve --proxy`),
+//! `server_flags` (the flags they share: port, workers, limits, graceful shutdown on a
+//! signal), `error_log` (`--error-log`: the `log` facade's records to a file or stderr),
+//! `signals` (SIGINT/SIGTERM, SIGHUP), and
 //! `bench/` (the load generator: arguments, connections on fibers, statistics, the report;
 //! responses are parsed by `fibra_http::client`).
 
 mod bench;
+mod error_log;
 mod hello;
+mod proxy_flags;
 mod serve;
 mod server_flags;
 mod signals;

@@ -1,5 +1,6 @@
 //! `fibra serve`: a static file server (Mighty's job) over `fibra_http::files`.
 
+use crate::proxy_flags::ProxyFlags;
 use crate::server_flags::ServerFlags;
 use fibra_http::files::{AccessLog, FileServer, FileServerConfig};
 use fibra_http::Request;
@@ -15,12 +16,14 @@ pub struct ServeArgs {
     dir: Option<PathBuf>,
     #[command(flatten)]
     server: ServerFlags,
+    #[command(flatten)]
+    proxy: ProxyFlags,
     /// Index file served for a directory URL.
     #[arg(long, default_value = "index.html")]
     index: String,
-    /// List directories that have no index file (otherwise 403).
+    /// Answer a directory without index file with 403 instead of a listing of its files.
     #[arg(long)]
-    list: bool,
+    no_list: bool,
     /// Value of the Cache-Control header on file responses.
     #[arg(long, value_name = "VALUE")]
     cache_control: Option<String>,
@@ -41,9 +44,32 @@ pub struct ServeArgs {
     /// cannot see (a network filesystem written from another machine).
     #[arg(long, value_name = "SECS", default_value_t = 60.0)]
     cache_ttl: f64,
+    /// gzip level (1 fastest .. 9 smallest) for compressible files (text, JSON, JS, CSS, SVG)
+    /// of 1 KiB to 8 MiB without a precompressed .gz/.br sibling, for clients that accept it;
+    /// clients that accept brotli get brotli (quality 5). Each file is compressed once: the
+    /// results are cached (at most 64 MiB).
+    #[arg(long, value_name = "N", default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=9))]
+    gzip_level: u32,
+    /// Never compress on the fly (precompressed siblings are still served).
+    #[arg(long)]
+    no_compress: bool,
     /// Look every file up on every request (no cache).
     #[arg(long, conflicts_with_all = ["cache_entries", "cache_ttl"])]
     no_cache: bool,
+}
+
+/// The startup line before the URL: what is served, how directories without index file are
+/// answered, and by how many workers.
+fn banner(root: &std::path::Path, listing: bool, workers: usize) -> String {
+    let dirs = match listing {
+        true => "directories without index listed",
+        false => "directories without index refused (403)",
+    };
+    let plural = if workers == 1 { "" } else { "s" };
+    format!(
+        "fibra serve: serving {} ({dirs}, {workers} worker{plural}) on",
+        root.display()
+    )
 }
 
 /// Runs `fibra serve` until SIGINT/SIGTERM.
@@ -54,7 +80,7 @@ pub fn run(args: ServeArgs) -> std::io::Result<()> {
     };
     let mut config = FileServerConfig::new(dir.clone());
     config.index = Some(args.index).filter(|s| !s.is_empty());
-    config.listing = args.list;
+    config.listing = !args.no_list;
     config.cache_control = args.cache_control;
     config.allow_hidden = args.allow_hidden;
     config.follow_symlinks = args.follow_symlinks;
@@ -64,6 +90,10 @@ pub fn run(args: ServeArgs) -> std::io::Result<()> {
             format!("--cache-ttl {}: {e}", args.cache_ttl),
         )
     })?;
+    config.compress = (!args.no_compress).then(|| fibra_http::files::compress::CompressConfig {
+        level: args.gzip_level,
+        ..Default::default()
+    });
     config.cache_capacity = if args.no_cache { 0 } else { args.cache_entries };
     let files = Arc::new(FileServer::new(config)?);
     if !args.no_cache && args.cache_entries > 0 && !files.caching() {
@@ -78,14 +108,26 @@ pub fn run(args: ServeArgs) -> std::io::Result<()> {
         None => None,
     };
     let log = access_log.clone();
+    let proxy = args.proxy.proxy("fibra serve", args.server.is_tls())?;
+    let max_body = args.proxy.max_body();
     args.server.serve_until_signal_with(
         "fibra serve",
-        &format!("fibra serve: serving {} on", dir.display()),
-        move |server| match log {
-            Some(log) => server.access_log_sink(log),
-            None => server,
+        &banner(files.root(), !args.no_list, args.server.workers()),
+        move |server| {
+            let server = match max_body {
+                Some(n) => server.max_body_bytes(n),
+                None => server,
+            };
+            match log {
+                Some(log) => server.access_log_sink(log),
+                None => server,
+            }
         },
-        move |req: Request| files.handle(&req),
+        // Proxied prefixes first; every other request is a file's.
+        move |req: Request| match &proxy {
+            Some(proxy) => proxy.handle(req).unwrap_or_else(|req| files.handle(&req)),
+            None => files.handle(&req),
+        },
     )?;
     if let Some(log) = access_log {
         log.flush()?;

@@ -13,20 +13,30 @@ pub struct ServerFlags {
     #[arg(long, default_value = "127.0.0.1")]
     addr: String,
     /// Port to listen on (0: any free port).
-    #[arg(long, default_value_t = 8080)]
+    #[arg(short, long, default_value_t = 8080)]
     port: u16,
-    /// Worker threads (default: one per core).
-    #[arg(long)]
-    workers: Option<usize>,
+    /// Worker threads, one per core by default.
+    #[arg(long, value_name = "N", value_parser = parse_workers, default_value_t = default_workers())]
+    workers: usize,
     /// Total deadline for a request head, in seconds.
-    #[arg(long, value_name = "SECS")]
-    header_timeout: Option<f64>,
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    header_timeout: f64,
     /// Keep-alive idle timeout, in seconds.
-    #[arg(long, value_name = "SECS")]
-    idle_timeout: Option<f64>,
-    /// Grace period for in-flight requests at shutdown, in seconds.
-    #[arg(long, value_name = "SECS", default_value_t = 5.0)]
-    grace: f64,
+    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
+    idle_timeout: f64,
+    /// At shutdown (SIGINT/SIGTERM), how long requests in flight may take to finish, in
+    /// seconds; connections still open then are closed. Idle connections close at once.
+    #[arg(long, value_name = "SECS", default_value_t = 5.0, alias = "grace")]
+    shutdown_timeout: f64,
+    /// Write the error log (permission failures with the path, failed accepts such as EMFILE
+    /// with the address, TLS failures with the client's address) to FILE, or `-` for stderr.
+    #[arg(long, value_name = "FILE|-", default_value = "-")]
+    error_log: String,
+    /// Let each worker bind its own socket with SO_REUSEPORT. Other processes of the same user
+    /// can then listen on the port too and take a share of its connections (without this, a
+    /// second server on the port fails with "address in use").
+    #[arg(long)]
+    reuse_port: bool,
     /// Serve HTTPS with this PEM certificate chain (leaf first); needs --tls-key. Repeat the
     /// --tls-cert/--tls-key pair for several certificates: each client gets the one whose
     /// names (SAN, `*.example.com` wildcards included) cover the name it asks for (SNI), and
@@ -44,12 +54,24 @@ pub struct ServerFlags {
     redirect_http: Option<u16>,
 }
 
-fn secs(s: f64) -> std::io::Result<Duration> {
+/// One worker per core.
+fn default_workers() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// `--workers`: a whole number of at least 1.
+fn parse_workers(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("a server needs at least 1 worker".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("{e} (a whole number of at least 1)")),
+    }
+}
+
+/// The value of the duration flag `flag`, in seconds.
+fn secs(flag: &str, s: f64) -> std::io::Result<Duration> {
     Duration::try_from_secs_f64(s).map_err(|e| {
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!("bad duration {s}: {e}"),
-        )
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("{flag} {s}: {e}"))
     })
 }
 
@@ -98,19 +120,27 @@ fn warn_validity(name: &str, pairs: &[(PathBuf, PathBuf)]) {
 }
 
 impl ServerFlags {
+    /// Whether the server speaks HTTPS (--tls-cert given).
+    pub fn is_tls(&self) -> bool {
+        !self.tls_cert.is_empty()
+    }
+
     /// A server on `port` of --addr with `workers` and the timeouts of these flags.
-    fn server(&self, port: u16, workers: Option<usize>) -> std::io::Result<Server> {
-        let mut server = Server::bind((self.addr.as_str(), port));
-        if let Some(w) = workers {
-            server = server.workers(w);
-        }
-        if let Some(t) = self.header_timeout {
-            server = server.header_timeout(secs(t)?);
-        }
-        if let Some(t) = self.idle_timeout {
-            server = server.idle_timeout(secs(t)?);
-        }
-        Ok(server)
+    fn server(&self, port: u16, workers: usize) -> std::io::Result<Server> {
+        let addr = (self.addr.as_str(), port);
+        let server = match self.reuse_port {
+            true => Server::bind_reuse_port(addr),
+            false => Server::bind(addr),
+        };
+        Ok(server
+            .workers(workers)
+            .header_timeout(secs("--header-timeout", self.header_timeout)?)
+            .idle_timeout(secs("--idle-timeout", self.idle_timeout)?))
+    }
+
+    /// The number of worker threads (`--workers`).
+    pub fn workers(&self) -> usize {
+        self.workers
     }
 
     /// The (certificate, key) pairs of the TLS flags, in order; an error if their counts
@@ -155,6 +185,7 @@ impl ServerFlags {
     where
         H: Fn(Request) -> Response + Send + Sync + 'static,
     {
+        crate::error_log::install(&self.error_log)?;
         signals::block_server_signals()?;
         raise_nofile_limit();
         // Loaded first: a bad file is reported before anything listens.
@@ -168,7 +199,7 @@ impl ServerFlags {
             Some(r) => Some(fibra_http::tls::choose_config_with_resolver(r.clone())?),
             None => None,
         };
-        let grace = secs(self.grace)?;
+        let grace = secs("--shutdown-timeout", self.shutdown_timeout)?;
         let server = configure(self.server(self.port, self.workers)?);
         let (handle, scheme) = match tls {
             Some(choose) => (server.tls_choosing(choose).serve(handler)?, "https"),
@@ -179,7 +210,7 @@ impl ServerFlags {
         let redirect = match self.redirect_http {
             Some(port) => {
                 let to = fibra_http::tls::redirect_to_https(handle.local_addr().port());
-                let redirect = self.server(port, Some(1))?.serve(to)?;
+                let redirect = self.server(port, 1)?.serve(to)?;
                 println!(
                     "{name}: redirecting http://{}/ to https",
                     redirect.local_addr()
@@ -194,7 +225,7 @@ impl ServerFlags {
                 signals::ServerSignal::Reload => reload(name, resolver.as_deref(), &pairs),
             }
         };
-        eprintln!("{name}: {sig}, shutting down (grace {grace:?})");
+        eprintln!("{name}: {sig}, shutting down (requests in flight have {grace:?} to finish)");
         if let Some(redirect) = redirect {
             redirect.shutdown(grace);
         }

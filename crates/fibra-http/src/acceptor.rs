@@ -3,9 +3,9 @@
 //!
 //! A server asks for one acceptor per worker (see [`crate::Server::with_acceptor`]) and runs
 //! one accept fiber on each; a connection's fiber stays on the worker that accepted it. TCP
-//! binds a listener per worker on the same address (`SO_REUSEPORT`), so the kernel balances
-//! connections over the workers; a Unix-domain socket cannot be bound twice, so its workers
-//! share one listener ([`UnixAcceptor`] clones share it).
+//! workers share one listening socket, each through a descriptor of its own (or bind one
+//! each with `SO_REUSEPORT` when asked: see [`crate::listen`]); a Unix-domain socket's
+//! workers share one listener ([`UnixAcceptor`] clones share it).
 
 use std::io;
 use std::net::SocketAddr;
@@ -13,7 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fibra::net::{ListenOptions, TcpListener, UnixListener};
+use fibra::net::{TcpListener, UnixListener};
 
 use crate::transport::{Tcp, Transport, Unix};
 
@@ -47,23 +47,19 @@ pub trait Acceptor: Send + 'static {
 }
 
 /// A TCP listener with `TCP_NODELAY` on accepted connections: what [`crate::Server::bind`]
-/// runs, one per worker.
+/// runs, one per worker (descriptors of one shared socket).
 #[derive(Debug)]
 pub struct TcpAcceptor {
     listener: TcpListener,
 }
 
 impl TcpAcceptor {
-    /// Binds `addr` with `SO_REUSEPORT` if `reuse_port` (so every worker can bind the same
-    /// address; the first binding's real port is then used by the rest).
+    /// Binds `addr` with `SO_REUSEPORT` if `reuse_port` (so several sockets, in this process
+    /// or another of the same user, can bind the same address). See
+    /// [`crate::listen::listen_tcp`].
     pub fn bind(addr: SocketAddr, reuse_port: bool) -> io::Result<TcpAcceptor> {
-        let opts = ListenOptions {
-            reuse_port,
-            nodelay: true,
-            ..ListenOptions::default()
-        };
         Ok(TcpAcceptor {
-            listener: TcpListener::bind_with(addr, &opts)?,
+            listener: crate::listen::listen_tcp(addr, reuse_port)?,
         })
     }
 

@@ -7,7 +7,9 @@
 //!
 //! The entry's `bytes` are the body bytes the loop actually sent: none for `HEAD` and for
 //! bodiless statuses (1xx, 204, 304), the bytes written for a streamed body, what a file
-//! really held when it was shorter than its range.
+//! really held when it was shorter than its range, what had left (to within 1 MiB of a file
+//! body) when writing failed. Requests the server refused itself (400, 408, 413, 414, 431)
+//! get an entry too, with the request line when one had arrived (else `-`).
 
 use std::fmt;
 use std::net::SocketAddr;

@@ -46,7 +46,8 @@
 //!
 //! Entry points:
 //!
-//! - [`Server::bind`]: the TCP server (a listener per worker, `SO_REUSEPORT`, `TCP_NODELAY`);
+//! - [`Server::bind`]: the TCP server (one listening socket shared by the workers,
+//!   `TCP_NODELAY`; a socket per worker with `SO_REUSEPORT` from [`Server::bind_reuse_port`]);
 //! - [`Server::tls`]: the same server over HTTPS (rustls; see [`tls`]);
 //! - [`Server::with_acceptor`]: the same server over any [`Acceptor`] — e.g. a Unix-domain
 //!   socket, [`UnixAcceptor`] — with the same limits, timeouts, stackless idle connections and
@@ -64,7 +65,7 @@
 //! in one file each), [`access_log`] (the entries the loop makes for an [`AccessLogSink`]),
 //! [`request`] (the handler's request), [`body`] (request bodies), [`response`] (response
 //! bodies), [`files`] (static files), [`client`] (the client side: an incremental response
-//! parser, for load generators and proxies), [`outbox`] (how other fibers send on a
+//! parser, for load generators and proxies), [`proxy`] (a reverse proxy handler), [`outbox`] (how other fibers send on a
 //! connection its owner fiber reads and writes), [`ws`] (WebSocket after an upgrade),
 //! `server` (accept loops, the connection limit,
 //! graceful shutdown). Internal: `parse` (request heads) and `chunked` (chunked bodies), public
@@ -89,6 +90,7 @@ pub mod files;
 mod going_away;
 pub mod http2;
 mod lazy;
+pub mod listen;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod parse;
@@ -97,6 +99,7 @@ pub mod outbox;
 #[cfg(not(feature = "fuzzing"))]
 #[allow(dead_code)]
 mod parse;
+pub mod proxy;
 pub mod request;
 pub mod response;
 mod server;

@@ -3,11 +3,11 @@
 //!
 //! Each worker gets its own acceptor and one accept fiber pinned to it; a connection's fiber
 //! (a fiber made of steps running the connection loop, see [`crate::conn`]) is pinned to the
-//! worker that accepted it. For TCP ([`Server::bind`]) each worker has its own listener on the
-//! same address (`SO_REUSEPORT`). Why not one shared listener: the kernel then balances new
-//! connections over the workers by 4-tuple hash, with no thundering herd and no cross-worker
-//! wake-up per accept, and the same setup allows a graceful restart (a new process binds
-//! alongside the old one).
+//! worker that accepted it. For TCP ([`Server::bind`]) the workers share one listening socket,
+//! each through its own descriptor registered with its own poller (see [`crate::listen`]): a
+//! second server on the same address then fails with "address in use". With
+//! [`Server::bind_reuse_port`] each worker binds its own socket (`SO_REUSEPORT`) and the
+//! kernel balances new connections over them by 4-tuple hash.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use crate::acceptor::{Acceptor, TcpAcceptor};
 use crate::access_log::AccessLogSink;
 use crate::conn::{serve_steps, ConnCtl, Owner};
+use crate::listen::TcpListeners;
 use crate::request::Request;
 use crate::response::Response;
 use crate::settings::{ErrorHook, ServerError, ServerErrorKind, Settings};
@@ -137,22 +138,31 @@ impl Server {
     /// A server that will listen on `addr` (the first address it resolves to). Use port 0 for
     /// an ephemeral port and read it back with [`ServerHandle::local_addr`].
     ///
-    /// Each worker gets its own [`TcpAcceptor`] on the address (`SO_REUSEPORT` when there
-    /// are several workers), with `TCP_NODELAY` on its connections.
+    /// The workers share one listening socket ([`crate::listen::listen_tcp`]), made when the
+    /// server starts, with `TCP_NODELAY` on its connections: if another socket already
+    /// listens on the address, [`serve`](Self::serve) fails with `AddrInUse` naming it.
     pub fn bind(addr: impl ToSocketAddrs) -> Server {
+        Server::bind_tcp(addr, false)
+    }
+
+    /// [`bind`](Self::bind), but each worker binds a socket of its own with `SO_REUSEPORT`,
+    /// and the kernel spreads new connections over them by their addresses. Any process of
+    /// the same user may then bind the address too and take a share of the connections (to
+    /// start a new server version next to the old one, say); a server started by mistake on
+    /// the same port does as well, silently.
+    pub fn bind_reuse_port(addr: impl ToSocketAddrs) -> Server {
+        Server::bind_tcp(addr, true)
+    }
+
+    fn bind_tcp(addr: impl ToSocketAddrs, reuse_port: bool) -> Server {
         let addr = addr.to_socket_addrs().and_then(|mut a| {
             a.next()
                 .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no address"))
         });
         Server::with_listen(addr.map(|addr| {
-            // Port 0: the first worker's listener picks the port, the others bind it too.
-            let mut bound = addr;
-            Box::new(move |_worker: usize, workers: usize| {
-                let acceptor = TcpAcceptor::bind(bound, workers > 1)?;
-                bound = acceptor.local_addr().ok_or_else(|| {
-                    io::Error::new(io::ErrorKind::AddrNotAvailable, "listener has no address")
-                })?;
-                Ok(acceptor)
+            let mut listeners = TcpListeners::new(addr, reuse_port);
+            Box::new(move |_worker: usize, _workers: usize| {
+                Ok(TcpAcceptor::from_listener(listeners.next()?))
             }) as Listen<TcpAcceptor>
         }))
     }
@@ -542,9 +552,12 @@ fn accept_loop<A, H>(
             Err(e) => {
                 let resource = is_resource_error(&e);
                 let quiet = last_warning.is_some_and(|t| t.elapsed() < Duration::from_secs(1));
-                if settings.on_error.is_some() || !quiet {
-                    last_warning = Some(Instant::now());
+                if settings.on_error.is_some() {
                     settings.report(ServerError::new(None, ServerErrorKind::Accept(e)));
+                } else if !quiet {
+                    last_warning = Some(Instant::now());
+                    let on = acceptor.local_addr().map(|a| format!(" on {a}"));
+                    log::warn!("accept{} failed: {e}", on.unwrap_or_default());
                 }
                 // Out of descriptors or memory: the pending connection stays in the backlog,
                 // so the listener stays readable and an immediate retry would spin. Wait.

@@ -16,6 +16,7 @@ use http::{Method, StatusCode, Version};
 use super::buffered::{read_sizes, HotBuffers, Shared};
 use super::decode::{BodyError, BodyState};
 use super::encode::{bad_101, error_response, is_bodiless, put_error, write_response};
+use super::reject_log::{log_rejected, log_rejected_request};
 use super::ConnCtl;
 use crate::access_log::LogEntry;
 use crate::body::{Body, BodySource};
@@ -96,6 +97,13 @@ where
                         "request head too large",
                     );
                     self.settings.report_rejected(sh.peer, e);
+                    log_rejected(
+                        self.settings,
+                        sh.peer,
+                        &sh.rbuf[sh.rpos..sh.rend],
+                        &e,
+                        false,
+                    );
                     put_error(&mut sh.wbuf, &e, self.server(), false);
                     sh.linger();
                     return false;
@@ -134,6 +142,13 @@ where
         if sh.rpos < sh.rend {
             let e = ProtocolError::new(StatusCode::REQUEST_TIMEOUT, "request head timeout");
             self.settings.report_rejected(sh.peer, e);
+            log_rejected(
+                self.settings,
+                sh.peer,
+                &sh.rbuf[sh.rpos..sh.rend],
+                &e,
+                false,
+            );
             put_error(&mut sh.wbuf, &e, self.server(), false);
             sh.linger();
         }
@@ -224,6 +239,7 @@ where
                             // HTTP/1.1 answer would mean nothing to such a client: close.
                             return false;
                         }
+                        log_rejected(settings, sh.peer, &sh.rbuf[sh.rpos..sh.rend], &e, false);
                         put_error(&mut sh.wbuf, &e, self.server(), false);
                         sh.linger();
                         return false;
@@ -250,7 +266,13 @@ where
     // Cold and out of line: a rare path of `respond` (see `handler_panicked`).
     #[cold]
     #[inline(never)]
-    fn body_failed(&self, sh: &mut Shared<T>, e: BodyError, is_head: bool) {
+    fn body_failed(
+        &self,
+        sh: &mut Shared<T>,
+        e: BodyError,
+        is_head: bool,
+        logged: Option<&Rc<RequestHead>>,
+    ) {
         let e = match e {
             BodyError::Protocol(e) => e,
             BodyError::Timeout => {
@@ -262,6 +284,9 @@ where
             }
         };
         self.settings.report_rejected(sh.peer, e);
+        if let Some(req) = logged {
+            log_rejected_request(self.settings, sh.peer, req, &e, is_head);
+        }
         put_error(&mut sh.wbuf, &e, self.server(), is_head);
         sh.linger();
     }
@@ -272,16 +297,18 @@ where
     // Cold and out of line: logging is off by default; the request path stays compact.
     #[cold]
     #[inline(never)]
-    fn log_access(&self, req: &RequestHead, resp: &Response, is_head: bool) {
+    fn log_access(&self, req: &RequestHead, resp: &Response, is_head: bool, failed: bool) {
         let status = resp.status();
         let (peer, body_sent) = {
             let mut sh = self.shared.borrow_mut();
             (sh.peer, sh.body_sent.take())
         };
         let bodiless = is_head || is_bodiless(status);
+        // After a failed write, only what is known to have left counts.
         let bytes = match body_sent {
             _ if bodiless => 0,
             Some(n) => n,
+            None if failed => 0,
             None => resp.body().len().unwrap_or(0),
         };
         let uri = &req.uri;
@@ -463,7 +490,7 @@ where
         {
             let mut sh = shared.borrow_mut();
             if let Some(e) = sh.body_error.take() {
-                self.body_failed(&mut sh, e, is_head);
+                self.body_failed(&mut sh, e, is_head, logged);
                 return None;
             }
             if !*close && !matches!(sh.body, BodyState::Done) {
@@ -487,11 +514,16 @@ where
         match write_response(shared, &mut resp, is_head, http11, settings, close) {
             Ok(upgrade) => {
                 if let Some(req) = logged {
-                    self.log_access(req, &resp, is_head);
+                    self.log_access(req, &resp, is_head, false);
                 }
                 Some(upgrade)
             }
-            Err(_) => None,
+            Err(_) => {
+                if let Some(req) = logged {
+                    self.log_access(req, &resp, is_head, true);
+                }
+                None
+            }
         }
     }
 

@@ -20,6 +20,9 @@ use crate::response::{
 use crate::settings::Settings;
 use crate::transport::Transport;
 
+/// A file body is sent in pieces of this size (see `put_file`).
+const SEND_FILE_PIECE: u64 = 1 << 20;
+
 /// In-memory bodies up to this size are copied into the write buffer (one write with the
 /// head); bigger ones are written from where they are.
 const INLINE_BODY_BYTES: usize = 64 * 1024;
@@ -46,7 +49,8 @@ impl<T: Transport> Shared<T> {
         self.io()?.write_all(b)
     }
 
-    /// Sends a file range; returns false if the file was shorter than promised.
+    /// Sends a file range; returns false if the file was shorter than promised. On failure
+    /// too, `body_sent` says how much of it left.
     // Out of line: keeps the file path (and its cork toggles) out of `write_response`.
     #[inline(never)]
     pub(super) fn put_file(&mut self, r: &crate::FileRange) -> io::Result<bool> {
@@ -78,14 +82,28 @@ impl<T: Transport> Shared<T> {
         }
         let io = self.io.as_mut().ok_or_else(not_connected)?;
         let _ = io.set_cork(true);
-        let res = io.write_all(&self.wbuf);
+        let mut res = io.write_all(&self.wbuf);
         self.wbuf.clear();
-        let res = res.and_then(|()| io.send_file(r.file(), r.offset(), r.len()));
+        // In pieces, so that when the client goes away the access log can say how much had
+        // left (to within a piece).
+        let mut sent = 0;
+        while res.is_ok() && sent < r.len() {
+            let piece = (r.len() - sent).min(SEND_FILE_PIECE);
+            match io.send_file(r.file(), r.offset() + sent, piece) {
+                Ok(n) => {
+                    sent += n;
+                    if n < piece {
+                        break;
+                    }
+                }
+                Err(e) => res = Err(e),
+            }
+        }
         let _ = io.set_cork(false);
-        let sent = res?;
         if sent != r.len() {
             self.body_sent = Some(sent);
         }
+        res?;
         Ok(sent == r.len())
     }
 }

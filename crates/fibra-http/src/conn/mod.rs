@@ -21,7 +21,8 @@
 //! - `encode`: response heads and bodies (bytes, files, streams) and the server's own errors;
 //! - `dispatch`: one burst — parse, run the handler, send, re-arm the read timeout;
 //! - `idle`: the idle stage, stackless or on the stack;
-//! - `linger`: lingering close.
+//! - `linger`: lingering close;
+//! - `reject_log`: access-log entries for the requests the server refused itself.
 
 use std::cell::RefCell;
 use std::io;
@@ -45,6 +46,7 @@ mod dispatch;
 mod encode;
 mod idle;
 mod linger;
+mod reject_log;
 #[cfg(test)]
 mod tests;
 

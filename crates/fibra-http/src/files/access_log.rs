@@ -63,9 +63,13 @@ impl AccessLog {
         AccessLog::to_writer(Box::new(io::stdout()))
     }
 
-    /// Appends to `path` (created if missing).
+    /// Appends to `path` (created if missing). An error names the path.
     pub fn file(path: &Path) -> io::Result<AccessLog> {
-        let f = OpenOptions::new().create(true).append(true).open(path)?;
+        let f = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
         Ok(AccessLog::to_writer(Box::new(f)))
     }
 

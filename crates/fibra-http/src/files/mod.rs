@@ -40,6 +40,8 @@
 //!   file** (no `multipart/byteranges`); `If-Range` honoured; `Accept-Ranges: bytes`.
 //! - `NAME.br` / `NAME.gz` siblings served for `NAME` when `Accept-Encoding` allows (brotli
 //!   preferred), with `Content-Encoding`, and `Vary: Accept-Encoding` whenever a sibling exists.
+//! - With [`compress`] on, brotli or gzip made on the fly (and cached) for compressible
+//!   files without a sibling, with its own `ETag` and `Vary: Accept-Encoding`.
 //! - `Content-Type` from the extension, `; charset=utf-8` for text types ([`meta`]).
 //! - Bodies are file ranges sent with `sendfile`; fds, stat results and pre-rendered header
 //!   values live in a TTL cache ([`cache`], 10 s by default).
@@ -48,6 +50,7 @@ pub mod access_log;
 pub mod beneath;
 pub mod cache;
 pub mod catalog;
+pub mod compress;
 pub mod conditional;
 mod handler;
 pub mod listing;

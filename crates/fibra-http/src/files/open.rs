@@ -244,9 +244,39 @@ impl Resolver {
             Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP | libc::EXDEV)) => {
                 self.open_through_symlinks(rel, targets)?
             }
-            Err(e) => return Err(io_lookup(&e)),
+            Err(e) => {
+                self.log_refusal(rel, &e);
+                return Err(io_lookup(&e));
+            }
         };
         describe(file)
+    }
+
+    /// Opens directory `rel` inside the root (for a listing), with the same containment as a
+    /// file: `Err(Forbidden)` if it resolves outside the root (unless following symlinks out
+    /// of it), `Err(NotFound)` if it is missing or not a directory.
+    pub fn open_dir(&self, rel: &Path) -> Result<File, Lookup> {
+        let mut trail = Trail::default();
+        let dir = match self.dir.open_beneath(rel) {
+            Ok(file) => file,
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP | libc::EXDEV)) => {
+                self.open_through_symlinks(rel, &mut trail)?
+            }
+            Err(e) => return Err(io_lookup(&e)),
+        };
+        match dir.metadata() {
+            Ok(md) if md.is_dir() => Ok(dir),
+            Ok(_) => Err(Lookup::NotFound),
+            Err(e) => Err(io_lookup(&e)),
+        }
+    }
+
+    /// Logs an open that failed for want of permission (the request gets 403), naming the
+    /// file: an operator's mistake to fix, unlike a missing file.
+    fn log_refusal(&self, rel: &Path, e: &io::Error) {
+        if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)) {
+            log::warn!("open {}: {e}", self.root.join(rel).display());
+        }
     }
 
     /// The slow path: a symlink is on the way (see the module docs).

@@ -13,9 +13,10 @@ use http::{HeaderMap, Method, StatusCode};
 
 use super::cache::CacheStats;
 use super::catalog::Catalog;
+use super::compress::{CompressConfig, Compressor};
 use super::conditional::{evaluate, Conditionals, Precondition};
 use super::listing;
-use super::meta::accepted_encodings;
+use super::meta::{accepted_encodings, Encoding};
 use super::open::{FileData, Lookup, Resolver};
 use super::path::{self, PathError};
 use super::range::{parse_range, RangeRequest};
@@ -33,7 +34,9 @@ pub struct FileServerConfig {
     pub prefix: String,
     /// Index file served for a directory URL. Default: `Some("index.html")`.
     pub index: Option<String>,
-    /// Render an HTML listing for a directory without index file (else 403). Default: false.
+    /// Render an HTML listing for a directory without index file (else 403): sortable by
+    /// name, size and date (see [`listing`](super::listing)). Default: false (`fibra serve`
+    /// turns it on unless `--no-list`).
     pub listing: bool,
     /// `Cache-Control` value sent with files and 304s. Default: none.
     pub cache_control: Option<String>,
@@ -51,6 +54,9 @@ pub struct FileServerConfig {
     pub cache_capacity: usize,
     /// Most bytes of file contents the cache holds in memory. Default: 64 MiB.
     pub cache_max_bytes: u64,
+    /// On-the-fly gzip of compressible files without a precompressed sibling (see
+    /// [`compress`](super::compress)). Default: `None` (off; `fibra serve` turns it on).
+    pub compress: Option<CompressConfig>,
 }
 
 impl FileServerConfig {
@@ -67,6 +73,7 @@ impl FileServerConfig {
             cache_ttl: Duration::from_secs(60),
             cache_capacity: 4096,
             cache_max_bytes: 64 << 20,
+            compress: None,
         }
     }
 }
@@ -200,6 +207,7 @@ pub struct FileServer {
     listing: bool,
     allow_hidden: bool,
     cache_control: Option<HeaderValue>,
+    compressor: Option<Compressor>,
 }
 
 impl FileServer {
@@ -208,15 +216,18 @@ impl FileServer {
         let invalid = |m: &str| io::Error::new(io::ErrorKind::InvalidInput, m.to_string());
         let prefix = config.prefix.trim_end_matches('/').to_string();
         if !prefix.is_empty() && !prefix.starts_with('/') {
-            return Err(invalid("prefix must start with '/'"));
+            return Err(invalid(&format!("prefix {prefix:?} must start with '/'")));
         }
         let cache_control = match &config.cache_control {
-            Some(v) => Some(HeaderValue::from_str(v).map_err(|_| invalid("bad Cache-Control"))?),
+            Some(v) => Some(
+                HeaderValue::from_str(v)
+                    .map_err(|_| invalid(&format!("Cache-Control {v:?}: not a header value")))?,
+            ),
             None => None,
         };
         if let Some(i) = &config.index {
             if i.is_empty() || i.contains('/') {
-                return Err(invalid("index must be a plain file name"));
+                return Err(invalid(&format!("index {i:?} must be a plain file name")));
             }
         }
         Ok(FileServer {
@@ -230,6 +241,7 @@ impl FileServer {
             listing: config.listing,
             allow_hidden: config.allow_hidden,
             cache_control,
+            compressor: config.compress.map(Compressor::new),
         })
     }
 
@@ -297,7 +309,18 @@ impl FileServer {
                 let fields = RequestFields::of(headers);
                 let (br_ok, gz_ok) = accepted_encodings(fields.accept_encoding);
                 let (file, encoding) = entry.select(br_ok, gz_ok);
-                let precondition = evaluate(&fields.conds, file.etag.as_bytes(), file.mtime);
+                // On-the-fly brotli or gzip (cached): a compressible file with no sibling chosen, and
+                // no Range (ranges stay offsets into the file itself).
+                let compressible = self
+                    .compressor
+                    .as_ref()
+                    .filter(|c| c.applies(&entry.content_type, entry.identity.size));
+                let compressed = compressible
+                    .filter(|_| encoding == Encoding::Identity && fields.range.is_none())
+                    .and_then(|c| Some((c, c.choose(br_ok, gz_ok)?)))
+                    .and_then(|(c, coding)| c.compressed(file, coding));
+                let etag = compressed.as_ref().map_or(&file.etag, |g| &g.etag);
+                let precondition = evaluate(&fields.conds, etag.as_bytes(), file.mtime);
                 let status = match precondition {
                     Precondition::Failed => {
                         return FileReply::error(StatusCode::PRECONDITION_FAILED)
@@ -306,15 +329,23 @@ impl FileServer {
                     Precondition::Proceed { .. } => StatusCode::OK,
                 };
                 let mut r = FileReply::new(status);
-                r.header(header::ETAG, file.etag.clone());
+                r.header(header::ETAG, etag.clone());
                 r.header(header::LAST_MODIFIED, file.last_modified.clone());
                 if let Some(cc) = &self.cache_control {
                     r.header(header::CACHE_CONTROL, cc.clone());
                 }
-                if entry.has_variants() {
+                if entry.has_variants() || compressible.is_some() {
                     r.header(header::VARY, HeaderValue::from_static("Accept-Encoding"));
                 }
                 if status == StatusCode::NOT_MODIFIED {
+                    return r;
+                }
+                if let Some(c) = compressed {
+                    r.header(header::CONTENT_TYPE, entry.content_type.clone());
+                    if let Some(enc) = c.encoding.header() {
+                        r.header(header::CONTENT_ENCODING, HeaderValue::from_static(enc));
+                    }
+                    r.body = FileBody::Bytes(c.body.clone());
                     return r;
                 }
                 r.header(header::CONTENT_TYPE, entry.content_type.clone());
@@ -399,12 +430,38 @@ impl FileServer {
             t.push('/');
             t
         };
-        match listing::render(
-            &self.catalog.resolver().root.join(p.rel_path()),
-            &title,
-            self.allow_hidden,
-        ) {
-            Ok(html) => {
+        let resolver = self.catalog.resolver();
+        let dir = match resolver.open_dir(&p.rel_path()) {
+            Ok(dir) => dir,
+            Err(Lookup::Forbidden) => return FileReply::error(StatusCode::FORBIDDEN),
+            Err(_) => return FileReply::error(StatusCode::NOT_FOUND),
+        };
+        // A symlink in the directory is described by what serving it would give.
+        let describe_link = |name: &[u8]| {
+            let mut child = p.clone();
+            child.segments.push(name.to_vec());
+            child.trailing_slash = false;
+            match resolver.lookup(&child) {
+                Lookup::File(f) => Some(listing::Entry {
+                    name: name.to_vec(),
+                    kind: listing::Kind::File,
+                    size: Some(f.identity.size),
+                    modified: Some(f.identity.mtime),
+                }),
+                Lookup::Dir => Some(listing::Entry {
+                    name: name.to_vec(),
+                    kind: listing::Kind::Dir,
+                    size: None,
+                    modified: None,
+                }),
+                Lookup::NotFound | Lookup::Forbidden => None,
+            }
+        };
+        match listing::read_entries(&dir, self.allow_hidden, describe_link) {
+            Ok(mut entries) => {
+                let sort = listing::Sort::from_query(query);
+                sort.apply(&mut entries);
+                let html = listing::render(&entries, &title, p.segments.is_empty(), sort);
                 let mut r = FileReply::new(StatusCode::OK);
                 r.header(
                     header::CONTENT_TYPE,

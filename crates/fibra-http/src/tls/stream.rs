@@ -208,9 +208,15 @@ impl<T: Transport> State<T> {
         plain: bool,
         send_alert: impl FnOnce(&mut Self),
     ) -> io::Error {
+        let peer = self
+            .io
+            .peer_addr()
+            .map_or("-".to_string(), |p| p.to_string());
         if plain {
+            log::info!("{peer}: plain HTTP on the TLS port ({e})");
             let _ = self.io.write_all(PLAIN_HTTP_REPLY);
         } else {
+            log::info!("{peer}: TLS failed: {e}");
             send_alert(self);
         }
         io::Error::new(io::ErrorKind::InvalidData, e)

@@ -102,6 +102,18 @@ impl TcpListener {
         })
     }
 
+    /// A second descriptor (`dup`) of the same listening socket, with the same `nodelay`
+    /// option and no timeout. It is registered on its own, with the poller of the worker where
+    /// a fiber first waits on it: one listener can so feed fibers on several workers, each
+    /// woken by its own worker when a connection arrives (the one that accepts first gets it,
+    /// the others find nothing and wait again).
+    pub fn try_clone(&self) -> io::Result<TcpListener> {
+        Ok(TcpListener {
+            inner: Evented::new(self.inner.io.try_clone()?),
+            nodelay: self.nodelay,
+        })
+    }
+
     /// Waits for a connection. Errors such as `EMFILE` are returned, not retried.
     pub fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
         let (s, addr) = self.inner.op(Dir::Read, sys::accept_tcp, |_| false)?;

@@ -1,0 +1,215 @@
+//! `fibra serve` and `fibra hello` run as a user runs them: one server per port (a second one
+//! fails naming the address), the flags (`-p`, `--workers 0`, defaults in `--help`,
+//! `--shutdown-timeout`), prompt shutdown on SIGINT, a startup line that says what is served,
+//! a directory listing by default (`--no-list` refuses it), errors that name their path.
+
+use std::io::{Read, Write};
+
+mod serve_util;
+
+use serve_util::{fibra, get, start, Site};
+
+#[test]
+fn a_second_serve_on_a_port_in_use_fails_naming_the_address() {
+    let site = Site::new("port-in-use");
+    site.write("index.html", b"first");
+    let dir = site.path().to_str().unwrap();
+    let first = start(&["serve", dir, "-p", "0", "--workers", "2"]);
+    let port = first.addr.rsplit(':').next().unwrap().to_string();
+    for extra in [
+        &["--workers", "2"][..],
+        &["--workers", "1"],
+        &["--reuse-port"],
+    ] {
+        let mut args = vec!["serve", dir, "-p", &port];
+        args.extend_from_slice(extra);
+        let out = fibra(&args).output().unwrap();
+        assert!(!out.status.success(), "{extra:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("Address already in use"), "{err}");
+        assert!(err.contains(&format!("127.0.0.1:{port}")), "{err}");
+    }
+    assert!(get(&first.addr, "/").ends_with("\r\n\r\nfirst"));
+}
+
+#[test]
+fn flags_short_port_workers_and_help_defaults() {
+    let out = fibra(&["serve", "--workers", "0"]).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--workers") && err.contains("at least 1"),
+        "{err}"
+    );
+
+    let help = fibra(&["serve", "--help"]).output().unwrap();
+    assert!(help.status.success());
+    let help = String::from_utf8_lossy(&help.stdout);
+    for line in [
+        "-p, --port <PORT>",
+        "[default: 8080]",
+        "[default: 127.0.0.1]",
+        "[default: 10]",
+        "[default: 60]",
+        "--shutdown-timeout <SECS>",
+        "[default: 5]",
+        "--reuse-port",
+        "--no-list",
+        "[default: index.html]",
+        "[default: 4096]",
+    ] {
+        assert!(help.contains(line), "--help lacks {line:?}:\n{help}");
+    }
+    // The default worker count is shown too (one per core: some number).
+    let workers = help.lines().find(|l| l.contains("--workers")).unwrap();
+    assert!(workers.contains("[default: "), "{workers}");
+
+    let out = fibra(&["serve", "/", "--header-timeout=-1"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--header-timeout -1"), "{err}");
+}
+
+#[test]
+fn sigint_stops_an_idle_server_with_any_worker_count() {
+    let site = Site::new("sigint");
+    let dir = site.path().to_str().unwrap();
+    for workers in ["1", "2", "4", "16"] {
+        let mut s = start(&["serve", dir, "-p", "0", "--workers", workers]);
+        // An idle keep-alive connection does not hold the shutdown up.
+        let mut idle = serve_util::connect(&s.addr);
+        idle.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            .unwrap();
+        let mut first = [0u8; 12];
+        idle.read_exact(&mut first).unwrap();
+        assert_eq!(&first, b"HTTP/1.1 200");
+        s.signal(libc::SIGINT);
+        let status = s.wait_exit();
+        assert!(status.success(), "workers {workers}: {status}");
+    }
+}
+
+/// A request to `fibra hello`'s /echo that is in its handler (the server asked for the body
+/// with `100 Continue`) with half of its body sent.
+fn in_flight(addr: &str) -> std::net::TcpStream {
+    let mut c = serve_util::connect(addr);
+    c.write_all(
+        b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\nExpect: 100-continue\r\n\r\n",
+    )
+    .unwrap();
+    let mut cont = [0u8; 25];
+    c.read_exact(&mut cont).unwrap();
+    assert_eq!(&cont, b"HTTP/1.1 100 Continue\r\n\r\n");
+    c.write_all(b"hello").unwrap();
+    c
+}
+
+#[test]
+fn shutdown_timeout_lets_a_request_finish_then_ends_it() {
+    // Long enough: the request in flight finishes after the signal and is answered.
+    let mut s = start(&[
+        "hello",
+        "-p",
+        "0",
+        "--workers",
+        "2",
+        "--shutdown-timeout",
+        "60",
+    ]);
+    let mut c = in_flight(&s.addr);
+    s.signal(libc::SIGINT);
+    s.stderr_line_with("SIGINT, shutting down");
+    c.write_all(b"world").unwrap();
+    let mut reply = String::new();
+    c.read_to_string(&mut reply).unwrap();
+    assert!(reply.starts_with("HTTP/1.1 200 OK\r\n"), "{reply}");
+    assert!(
+        reply.to_ascii_lowercase().contains("connection: close"),
+        "{reply}"
+    );
+    assert!(reply.ends_with("\r\n\r\nhelloworld"), "{reply}");
+    assert!(s.wait_exit().success());
+
+    // Short: the unfinished request is cut off and the server exits anyway.
+    let mut s = start(&["hello", "-p", "0", "--shutdown-timeout", "0.2"]);
+    let mut c = in_flight(&s.addr);
+    s.signal(libc::SIGTERM);
+    assert!(s.wait_exit().success());
+    let mut rest = Vec::new();
+    let _ = c.read_to_end(&mut rest);
+    assert!(!String::from_utf8_lossy(&rest).contains("200 OK"));
+}
+
+#[test]
+fn the_startup_line_says_what_where_and_how_many_workers() {
+    let site = Site::new("banner");
+    let dir = site.path().to_str().unwrap();
+    let s = start(&["serve", dir, "-p", "0", "--workers", "3"]);
+    let canon = std::fs::canonicalize(site.path()).unwrap();
+    assert!(s.line.contains(canon.to_str().unwrap()), "{}", s.line);
+    assert!(s.line.contains("3 workers"), "{}", s.line);
+    assert!(s.line.contains("listed"), "{}", s.line);
+    assert!(
+        s.line.trim_end().ends_with(&format!("http://{}/", s.addr)),
+        "{}",
+        s.line
+    );
+    let s = start(&["hello", "-p", "0", "--workers", "1"]);
+    assert!(s.line.contains("(1 worker)"), "{}", s.line);
+}
+
+#[test]
+fn a_directory_without_index_is_listed_unless_no_list() {
+    let site = Site::new("listing");
+    site.write("notes.txt", b"some notes");
+    site.write("sub/a.css", b"a{}");
+    let dir = site.path().to_str().unwrap();
+    let s = start(&["serve", dir, "-p", "0", "--workers", "1"]);
+    let page = get(&s.addr, "/");
+    assert!(page.starts_with("HTTP/1.1 200 OK\r\n"), "{page}");
+    assert!(page.contains("text/html"), "{page}");
+    assert!(page.contains("href=\"./notes.txt\""), "{page}");
+    assert!(page.contains("href=\"./sub/\""), "{page}");
+    drop(s);
+    let s = start(&["serve", dir, "-p", "0", "--workers", "1", "--no-list"]);
+    assert!(s.line.contains("refused"), "{}", s.line);
+    assert!(get(&s.addr, "/").starts_with("HTTP/1.1 403 "));
+    assert!(get(&s.addr, "/notes.txt").ends_with("\r\n\r\nsome notes"));
+}
+
+#[test]
+fn startup_errors_name_the_path() {
+    let site = Site::new("errors");
+    let missing = site.path().join("no-such-dir");
+    let out = fibra(&["serve", missing.to_str().unwrap(), "-p", "0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(missing.to_str().unwrap()), "{err}");
+
+    let log = site.path().join("no-such-dir/access.log");
+    let dir = site.path().to_str().unwrap();
+    let out = fibra(&[
+        "serve",
+        dir,
+        "-p",
+        "0",
+        "--access-log",
+        log.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(log.to_str().unwrap()), "{err}");
+
+    let out = fibra(&["serve", dir, "-p", "0", "--index", "sub/index.html"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("\"sub/index.html\""), "{err}");
+}

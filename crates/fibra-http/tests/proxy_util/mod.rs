@@ -1,0 +1,115 @@
+//! Helpers for the reverse-proxy tests: hand-made upstreams on plain threads (they answer
+//! with whatever bytes a test scripts, well formed or not), and a front server running a
+//! `Proxy`.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use fibra_http::proxy::Proxy;
+use fibra_http::{Request, Settings};
+
+use crate::util;
+
+/// An upstream on plain threads: each connection runs the script on its own thread.
+pub struct RawUpstream {
+    pub addr: SocketAddr,
+    accepted: Arc<AtomicUsize>,
+}
+
+impl RawUpstream {
+    /// Connections accepted so far.
+    pub fn accepted(&self) -> usize {
+        self.accepted.load(Ordering::SeqCst)
+    }
+}
+
+/// Starts an upstream; `script(stream, n)` serves its `n`th connection (from 0).
+pub fn raw_upstream<F>(script: F) -> RawUpstream
+where
+    F: Fn(TcpStream, usize) + Send + Sync + 'static,
+{
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let count = accepted.clone();
+    let script = Arc::new(script);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            stream.set_read_timeout(Some(util::CLIENT_TIMEOUT)).unwrap();
+            stream
+                .set_write_timeout(Some(util::CLIENT_TIMEOUT))
+                .unwrap();
+            let n = count.fetch_add(1, Ordering::SeqCst);
+            let script = script.clone();
+            std::thread::spawn(move || script(stream, n));
+        }
+    });
+    RawUpstream { addr, accepted }
+}
+
+/// Reads one request head (through the empty line); `None` at end of stream.
+pub fn read_head(s: &mut TcpStream) -> Option<String> {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match s.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            _ => return None,
+        }
+    }
+    Some(String::from_utf8(head).unwrap())
+}
+
+/// The value of field `name` in a head (case-insensitive name), if present.
+pub fn field<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+    head.split("\r\n").skip(1).find_map(|line| {
+        let (n, v) = line.split_once(':')?;
+        n.eq_ignore_ascii_case(name).then(|| v.trim())
+    })
+}
+
+/// Reads and discards until the peer closes.
+pub fn wait_for_close(s: &mut TcpStream) {
+    let mut buf = [0u8; 4096];
+    while matches!(s.read(&mut buf), Ok(n) if n > 0) {}
+}
+
+/// Answers every request on the connection with `response` until the peer closes.
+pub fn answer_all(mut s: TcpStream, response: &'static [u8]) {
+    while read_head(&mut s).is_some() {
+        if s.write_all(response).is_err() {
+            return;
+        }
+    }
+}
+
+/// A one-worker front server that proxies with `proxy` (no body size limit) and answers
+/// `fallback` for the paths it does not route.
+pub fn front(proxy: Proxy) -> util::TestServer {
+    let settings = Settings {
+        max_body_bytes: u64::MAX,
+        ..Settings::default()
+    };
+    util::start(settings, move |req: Request| {
+        proxy.handle(req).unwrap_or_else(|req| {
+            fibra_http::Response::new(format!("fallback {}", req.uri().path()).into())
+        })
+    })
+}
+
+/// `len` bytes of a fixed pseudo-random pattern (so misplaced or lost bytes show).
+pub fn pattern(len: usize) -> Vec<u8> {
+    (0..len as u64)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect()
+}
+
+/// A short pause for a test to let the other side act (never a correctness bound).
+pub fn pause() {
+    std::thread::sleep(Duration::from_millis(50));
+}
