@@ -90,6 +90,7 @@ pub mod files;
 mod going_away;
 pub mod http2;
 mod lazy;
+mod lifecycle;
 pub mod listen;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]

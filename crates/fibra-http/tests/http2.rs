@@ -106,7 +106,13 @@ fn requests_and_bodies_over_h2c() {
 fn many_streams_at_once_on_one_connection() {
     let srv = util::start(Settings::default(), app);
     runtime().block_on(async {
-        let c = client(srv.addr).await;
+        let mut c = client(srv.addr).await;
+        // One exchange first: the server's SETTINGS (its stream limit) come before its first
+        // response, so the client knows the limit before the burst. (Until then a client may
+        // open any number of streams, and those past the limit are refused, as RFC 9113
+        // §5.1.2 allows.)
+        let (status, _, _) = exchange(&mut c, Method::GET, "/hello", None).await;
+        assert_eq!(status, StatusCode::OK);
         // More than MAX_CONCURRENT_STREAMS: the client queues the rest as streams end.
         let n = 2 * fibra_http::http2::MAX_CONCURRENT_STREAMS as usize;
         let mut tasks = Vec::new();

@@ -15,7 +15,7 @@ use http::{Method, StatusCode, Version};
 
 use super::buffered::{read_sizes, HotBuffers, Shared};
 use super::decode::{BodyError, BodyState};
-use super::encode::{bad_101, error_response, is_bodiless, put_error, write_response};
+use super::encode::{bad_101, put_error, write_response};
 use super::reject_log::{log_rejected, log_rejected_request};
 use super::ConnCtl;
 use crate::access_log::LogEntry;
@@ -24,7 +24,7 @@ use crate::chunked::ChunkedDecoder;
 use crate::error::ProtocolError;
 use crate::parse::{parse_head_cached, BodyKind, Head, HeadCache, RequestHead};
 use crate::request::Request;
-use crate::response::{Kind, Response, UpgradeFn, Upgraded};
+use crate::response::{error_response, is_bodiless, Kind, Response, UpgradeFn, Upgraded};
 use crate::settings::Settings;
 use crate::transport::{is_timeout, Transport};
 
@@ -564,13 +564,18 @@ fn preface(input: &[u8]) -> Preface {
     }
 }
 
-/// Whether the first line of `input` looks like an HTTP/1.x request line, malformed or not:
-/// it names an HTTP version (`HTTP/` after a space), or its target is a path.
+/// Whether the first line of `input` could be an HTTP/1.x request line, malformed or not:
+/// it names an HTTP version (`HTTP/` after a space), or its target is a path, or it is not
+/// a line of printable words at all (binary input such as a TLS ClientHello, which gets the
+/// usual `400`). What is left is a line of words in another protocol, such as a broken
+/// HTTP/2 preface.
 fn names_http(input: &[u8]) -> bool {
     let line = input.split(|&b| b == b'\n').next().unwrap_or(input);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
     memchr::memmem::find(line, b" HTTP/").is_some()
         || line
             .split(|&b| b == b' ')
             .nth(1)
             .is_some_and(|target| target.starts_with(b"/"))
+        || !line.iter().all(|&b| (b' '..=b'~').contains(&b))
 }

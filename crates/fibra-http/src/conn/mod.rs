@@ -29,12 +29,12 @@ use std::io;
 use std::ops::Deref;
 use std::rc::Rc;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use fibra::fiber::{Resume, Step, Wait};
 
 use crate::body::BodySource;
-use crate::going_away::GoingAway;
+pub(crate) use crate::lifecycle::{ConnCtl, Owner};
 use crate::request::Request;
 use crate::response::Response;
 use crate::settings::Settings;
@@ -52,25 +52,8 @@ mod tests;
 
 use buffered::{open, Shared};
 use dispatch::Conn;
-pub(crate) use encode::{error_response, is_bodiless, INLINE_FILE_BYTES};
+pub(crate) use encode::INLINE_FILE_BYTES;
 use idle::Idle;
-
-/// Connection lifecycle flags shared with the server for graceful shutdown.
-#[derive(Debug)]
-pub(crate) struct ConnCtl<'a> {
-    /// Set while the connection waits for the next request with nothing buffered. Written
-    /// with relaxed stores (two per request): the server's shutdown looks at it again every few
-    /// milliseconds instead of relying on a fence on this side.
-    pub idle: &'a AtomicBool,
-    /// Set by the server when shutting down: finish the current request with
-    /// `Connection: close`, and do not wait for another.
-    pub shutting_down: &'a AtomicBool,
-    /// Whether a connection that opens with the HTTP/2 preface switches to HTTP/2 (only
-    /// where the handler can run in fibers of its own: the server's connections).
-    pub h2: bool,
-    /// Where an upgrade keeps the signal graceful shutdown sets (`None`: nobody will).
-    pub going_away: Option<&'a OnceLock<Arc<GoingAway>>>,
-}
 
 /// Serves HTTP/1.1 on one connection until it closes, running `handler` for each request.
 ///
@@ -88,11 +71,6 @@ where
     // Waits on the caller's stack: there is no fiber made of steps to return a wait to.
     let served = Connection::new(io, settings, handler, owner).serve(false);
     debug_assert!(matches!(served, Served::Ended));
-}
-
-/// What a connection needs from whoever runs it: the lifecycle flags (see [`ConnCtl`]).
-pub(crate) trait Owner {
-    fn ctl(&self) -> ConnCtl<'_>;
 }
 
 /// The owner of a connection served by [`serve_connection`]: flags nobody else looks at.

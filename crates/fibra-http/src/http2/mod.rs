@@ -41,8 +41,8 @@ use bytes::Bytes;
 use fibra::fiber::{Resume, Step};
 use h2::server::SendResponse;
 
-use crate::conn::{ConnCtl, Owner};
 use crate::going_away::GoingAway;
+use crate::lifecycle::{ConnCtl, Owner};
 use crate::request::Request;
 use crate::response::Response;
 use crate::settings::Settings;

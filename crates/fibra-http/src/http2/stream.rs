@@ -22,10 +22,11 @@ use http::{Method, StatusCode};
 use super::park::Parker;
 use crate::access_log::LogEntry;
 use crate::body::{Body, BodySource};
-use crate::conn::{error_response, is_bodiless};
 use crate::date::with_date;
 use crate::request::Request;
-use crate::response::{BodyWriter, FileRange, Kind, Response, StreamSink};
+use crate::response::{
+    error_response, is_bodiless, BodyWriter, FileRange, Kind, Response, StreamSink,
+};
 use crate::settings::Settings;
 
 /// DATA is handed to the crate in pieces of at most this many bytes, each within the
