@@ -2,7 +2,8 @@
 # A headless Chromium page load from `fibra serve` over HTTPS: a page whose stylesheet and
 # script must both load (the script writes the computed colour from the stylesheet into the
 # page). Prints the DOM Chromium ends with and the access log; exits non-zero unless the
-# script ran with the stylesheet applied and all three files were answered 200.
+# script ran with the stylesheet applied and all three files were answered 200 over HTTP/2
+# (ALPN h2, as browsers negotiate it).
 #
 #   bench/chromium_tls.sh            (needs chromium and openssl; builds fibra unless NO_BUILD=1)
 set -euo pipefail
@@ -37,6 +38,6 @@ echo "$DOM"
 cat "$RUN/access.log"
 grep -q 'script ran, color rgb(1, 2, 3)' <<<"$DOM" || { echo "chromium_tls.sh: the page did not load in full" >&2; exit 1; }
 for f in index.html style.css app.js; do
-  grep -q "\"GET /$f HTTP/1.1\" 200" "$RUN/access.log" || { echo "chromium_tls.sh: no 200 for /$f" >&2; exit 1; }
+  grep -q "\"GET /$f HTTP/2.0\" 200" "$RUN/access.log" || { echo "chromium_tls.sh: no HTTP/2 200 for /$f" >&2; exit 1; }
 done
-echo "chromium_tls.sh: the page, its stylesheet and its script loaded over HTTPS"
+echo "chromium_tls.sh: the page, its stylesheet and its script loaded over HTTPS, HTTP/2"

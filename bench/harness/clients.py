@@ -16,7 +16,7 @@ import resource
 import subprocess
 
 from . import toolchain
-from .servers import BIG_FILE, HELLO, HELLO_TLS, STATIC, STATIC_TLS, TLS_KINDS
+from .servers import BIG_FILE, HELLO, HELLO_H2C, HELLO_TLS, STATIC, STATIC_TLS, TLS_KINDS
 
 
 class Result:
@@ -135,6 +135,18 @@ def scenarios():
         Scenario("tls-static-1m", "HTTPS static 1 MiB file, 32 connections", STATIC_TLS,
                  "h2load", f"`h2load --h1 -t1 -c32` GET /{BIG_FILE} over TLS", conns=32,
                  path=f"/{BIG_FILE}", bytes=1 << 20),
+        Scenario("h2c-plaintext", "HTTP/2 cleartext, 100 connections x 10 streams", HELLO_H2C,
+                 "h2load", "`h2load -t1 -c100 -m10` GET /plaintext, h2c prior knowledge",
+                 conns=100, streams=10),
+        Scenario("h2-plaintext", "HTTP/2 over TLS, 100 connections x 10 streams", HELLO_TLS,
+                 "h2load", "`h2load -t1 -c100 -m10` GET /plaintext, h2 via ALPN",
+                 conns=100, streams=10),
+        Scenario("h2-static", "HTTP/2 over TLS, static 151-byte index.html, 100 x 10",
+                 STATIC_TLS, "h2load", "`h2load -t1 -c100 -m10` GET /index.html, h2 via ALPN",
+                 conns=100, streams=10),
+        Scenario("h2-static-1m", "HTTP/2 over TLS, static 1 MiB file, 32 connections",
+                 STATIC_TLS, "h2load", f"`h2load -t1 -c32 -m1` GET /{BIG_FILE}, h2 via ALPN",
+                 conns=32, streams=1, path=f"/{BIG_FILE}", bytes=1 << 20),
         Scenario("tls-handshake", "HTTPS full handshake + request per connection", HELLO_TLS,
                  "s_time", "`openssl s_time -new` (one connection at a time) GET /plaintext",
                  conns=1),
@@ -264,9 +276,15 @@ def parse_h2load(out):
     return ok, (rps * ok / done if done else 0.0), "; ".join(notes)
 
 
+def h2load_protocol(sc):
+    """h2load's protocol flags: HTTP/1.1 unless the scenario has HTTP/2 streams."""
+    streams = sc.params.get("streams")
+    return ["-m", str(streams)] if streams else ["--h1"]
+
+
 def run_h2load(ctx, sc, port, cpu, duration):
-    args = ["h2load", "--h1", "-t1", f"-c{sc.params['conns']}", "-D", str(duration),
-            sc.url(port)]
+    args = (["h2load"] + h2load_protocol(sc)
+            + ["-t1", f"-c{sc.params['conns']}", "-D", str(duration), sc.url(port)])
     out, _ = _client(ctx, cpu, args, timeout=duration * 3 + 120)
     requests, rps, notes = parse_h2load(out)
     return Result(requests, rps, notes)
@@ -276,7 +294,8 @@ def check_h2load_bodies(ctx, sc, port, cpu):
     """A fixed number of requests whose body bytes h2load must count exactly (a duration run
     also counts the bytes of responses cut off at its end, so it cannot be checked)."""
     n = sc.params["conns"] * 2
-    args = ["h2load", "--h1", "-t1", f"-c{sc.params['conns']}", "-n", str(n), sc.url(port)]
+    args = (["h2load"] + h2load_protocol(sc)
+            + ["-t1", f"-c{sc.params['conns']}", "-n", str(n), sc.url(port)])
     out, _ = _client(ctx, cpu, args, timeout=300)
     ok, _, notes = parse_h2load(out)
     body = re.search(r"traffic: .*? \((\d+)\) data", out)

@@ -23,8 +23,9 @@ HELLO = "hello"  # serves GET /plaintext -> "Hello, World!"
 STATIC = "static"  # serves the 151-byte index.html at /index.html (and /1m.bin, 1 MiB)
 HELLO_TLS = "hello-tls"  # HELLO over HTTPS (the run's ECDSA P-256 certificate)
 STATIC_TLS = "static-tls"  # STATIC over HTTPS
+HELLO_H2C = "hello-h2c"  # HELLO over cleartext HTTP/2 with prior knowledge
 TLS_KINDS = {HELLO_TLS, STATIC_TLS}
-PLAIN_KIND = {HELLO_TLS: HELLO, STATIC_TLS: STATIC}
+PLAIN_KIND = {HELLO_TLS: HELLO, STATIC_TLS: STATIC, HELLO_H2C: HELLO}
 
 # The 1 MiB file of the STATIC kinds (served at /1m.bin).
 BIG_FILE = "1m.bin"
@@ -36,7 +37,8 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 class Server:
     """One comparable server: name, which scenario kinds it serves, and how to build/run it."""
 
-    def __init__(self, name, kinds, build, command, env=None, describe="", tls_command=None):
+    def __init__(self, name, kinds, build, command, env=None, describe="", tls_command=None,
+                 h2c_command=None):
         self.name = name
         self.kinds = kinds
         self._build = build
@@ -44,6 +46,9 @@ class Server:
         # (ctx, port, rundir) -> argv serving HTTPS with rundir/cert.pem and rundir/key.pem;
         # needed for the TLS kinds.
         self._tls_command = tls_command
+        # (ctx, port, rundir) -> argv for the h2c kind, when it differs from the plain one
+        # (nginx needs `http2` on its listen line, which then takes no HTTP/1.1).
+        self._h2c_command = h2c_command
         self.env = env or {}
         self.describe = describe
         self.skip_reason = None
@@ -59,9 +64,11 @@ class Server:
             print(f"[skip] {self.name}: {reason}", file=sys.stderr)
         return reason is None
 
-    def command(self, ctx, port, rundir, tls=False):
+    def command(self, ctx, port, rundir, tls=False, h2c=False):
         if tls:
             return self._tls_command(ctx, port, rundir)
+        if h2c and self._h2c_command:
+            return self._h2c_command(ctx, port, rundir)
         return self._command(ctx, port, rundir)
 
 
@@ -155,9 +162,14 @@ def free_port():
         return s.getsockname()[1]
 
 
-def probe(port, path, timeout=1.0, tls=False):
+def probe(port, path, timeout=1.0, tls=False, h2c=False):
     """True when GET path answers 200 on 127.0.0.1:port (over HTTPS if tls, certificate
-    not checked: it is the run's self-signed one)."""
+    not checked: it is the run's self-signed one; over cleartext HTTP/2 if h2c, with curl)."""
+    if h2c:
+        r = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code} %{http_version}",
+                            "--http2-prior-knowledge", "--max-time", str(timeout),
+                            f"http://127.0.0.1:{port}{path}"], capture_output=True, text=True)
+        return r.stdout.strip() == "200 2"
     try:
         if tls:
             context = ssl._create_unverified_context()
@@ -193,7 +205,8 @@ def start(ctx, server, kind, cpu):
             shutil.copy(src, os.path.join(rundir, name))
             os.chmod(os.path.join(rundir, name), 0o644)
     port = free_port()
-    cmd = server.command(ctx, port, rundir, tls)
+    h2c = kind == HELLO_H2C
+    cmd = server.command(ctx, port, rundir, tls, h2c)
     env = dict(os.environ)
     env.update(server.env)
     log_path = os.path.join(rundir, "server.log")
@@ -216,7 +229,7 @@ def start(ctx, server, kind, cpu):
             tail = running.log_tail()
             running.stop()
             raise RuntimeError(f"{server.name} exited with {proc.returncode}:\n{tail}")
-        if probe(port, path, tls=tls):
+        if probe(port, path, tls=tls, h2c=h2c):
             return running
         time.sleep(0.1)
     tail = running.log_tail()
@@ -374,7 +387,7 @@ def _fill(template_path, out_path, values):
         f.write(text)
 
 
-def _nginx_cmd(ctx, port, rundir, tls=False):
+def _nginx_cmd(ctx, port, rundir, tls=False, h2c=False):
     conf = os.path.join(rundir, "nginx.conf")
     # Over TLS: the run's certificate, TLS 1.2 and 1.3, a session cache (as a site would
     # have; it does not serve full handshakes).
@@ -387,7 +400,8 @@ def _nginx_cmd(ctx, port, rundir, tls=False):
         os.path.join(ctx.bench_dir, "peers", "nginx", "nginx.conf.in"),
         conf,
         {"PORT": str(port), "RUN": rundir, "ROOT": os.path.join(rundir, "root"),
-         "SSL": " ssl" if tls else "", "TLS": tls_lines},
+         # HTTP/2 through ALPN over TLS; with prior knowledge (only) on the h2c kind.
+         "SSL": " ssl http2" if tls else (" http2" if h2c else ""), "TLS": tls_lines},
     )
     return [toolchain.which("nginx"), "-p", rundir, "-c", conf]
 
@@ -414,7 +428,9 @@ def _h2o_cmd(ctx, port, rundir, tls=False):
     _fill(template, conf, dict(values, PLAINTEXT=_H2O_MRUBY))
     h2o = toolchain.which("h2o")
     test = subprocess.run([h2o, "-t", "-c", conf], capture_output=True)
-    if test.returncode != 0:
+    # H2O_PLAINTEXT=file: /plaintext from the 13-byte file even where mruby exists (h2o's
+    # file handler is its cheapest way to say hello).
+    if test.returncode != 0 or os.environ.get("H2O_PLAINTEXT") == "file":
         # No mruby in this build: serve /plaintext from a 13-byte file instead.
         hello = os.path.join(rundir, "plaintext.txt")
         with open(hello, "w") as f:
@@ -446,10 +462,10 @@ def all_servers():
         Server("pong", {HELLO, STATIC}, _build_pong,
                lambda ctx, p, d: [_target(ctx, "pong"), str(p)],
                describe="C epoll reference (bench/pong/pong.c)"),
-        Server("fibra-hello", {HELLO, HELLO_TLS}, _fibra_cmd("hello"), fibra_hello,
+        Server("fibra-hello", {HELLO, HELLO_TLS, HELLO_H2C}, _fibra_cmd("hello"), fibra_hello,
                tls_command=lambda ctx, p, d: fibra_hello(ctx, p, d) + tls_args(d),
                describe="fibra hello --workers 1 (over TLS: --tls-cert/--tls-key)"),
-        Server("fibra-hello-pgo", {HELLO, HELLO_TLS}, _build_fibra_pgo,
+        Server("fibra-hello-pgo", {HELLO, HELLO_TLS, HELLO_H2C}, _build_fibra_pgo,
                lambda ctx, p, d: [_fibra_pgo_path(ctx), "hello", "--workers", "1",
                                   "--port", str(p)],
                tls_command=lambda ctx, p, d: [_fibra_pgo_path(ctx), "hello", "--workers", "1",
@@ -465,11 +481,12 @@ def all_servers():
                                               os.path.join(d, "root"), "--workers", "1",
                                               "--port", str(p)] + tls_args(d),
                describe="fibra serve --workers 1, profile-guided build (bench/pgo.sh)"),
-        Server("nginx", {HELLO, STATIC, HELLO_TLS, STATIC_TLS}, _build_nginx, _nginx_cmd,
-               tls_command=lambda ctx, p, d: _nginx_cmd(ctx, p, d, tls=True),
+        Server("nginx", {HELLO, STATIC, HELLO_TLS, STATIC_TLS, HELLO_H2C}, _build_nginx,
+               _nginx_cmd, tls_command=lambda ctx, p, d: _nginx_cmd(ctx, p, d, tls=True),
+               h2c_command=lambda ctx, p, d: _nginx_cmd(ctx, p, d, h2c=True),
                describe="nginx, 1 worker, return 200 / sendfile + open_file_cache "
                         "(over TLS: OpenSSL, ssl_session_cache)"),
-        Server("h2o", {HELLO, STATIC, HELLO_TLS, STATIC_TLS}, _build_h2o, _h2o_cmd,
+        Server("h2o", {HELLO, STATIC, HELLO_TLS, STATIC_TLS, HELLO_H2C}, _build_h2o, _h2o_cmd,
                tls_command=lambda ctx, p, d: _h2o_cmd(ctx, p, d, tls=True),
                describe="h2o, num-threads 1 (mruby handler for /plaintext; over TLS: OpenSSL)"),
         Server("hyper", {HELLO}, _build_cargo_peer("hyper"),

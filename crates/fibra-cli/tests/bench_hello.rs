@@ -142,3 +142,24 @@ fn ws_echo_counts_add_up() {
     let why = v["errors"]["malformed"]["first"].as_str().unwrap();
     assert!(why.contains("upgrade was refused"), "{why}");
 }
+
+#[test]
+fn h2_counts_add_up() {
+    let hello = Hello::start();
+    let url = format!("{}/plaintext", hello.url);
+    let (code, v) = bench(
+        &[
+            "--h2", "-m", "8", "-n", "4000", "-c", "4", "-t", "2", "--json",
+        ],
+        &url,
+    );
+    assert_eq!(code, 0, "{v}");
+    let r = &v["requests"];
+    assert_eq!(r["succeeded"], 4000, "{v}");
+    assert_eq!(r["failed"], 0, "{v}");
+    assert_eq!(r["errored"], 0, "{v}");
+    assert_eq!(v["latency_us"]["count"], 4000, "{v}");
+    // One connection each, kept for the whole run; "Hello, World!" is 13 bytes.
+    assert_eq!(v["traffic"]["connections"], 4, "{v}");
+    assert_eq!(v["traffic"]["body"], 13 * 4000, "{v}");
+}

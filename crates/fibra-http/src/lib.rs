@@ -88,7 +88,9 @@ mod date;
 mod error;
 pub mod files;
 mod going_away;
+pub mod http2;
 mod lazy;
+mod lifecycle;
 pub mod listen;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]

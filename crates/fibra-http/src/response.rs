@@ -538,6 +538,24 @@ impl Write for BodyWriter<'_> {
     }
 }
 
+/// A plain-text response the server makes itself (`status`, `text`): a handler that
+/// panicked, an upgrade HTTP/2 cannot do.
+pub(crate) fn error_response(status: StatusCode, text: &'static str) -> Response {
+    let body =
+        ResponseBody::from(text).with_content_type(http::HeaderValue::from_static("text/plain"));
+    let mut r = Response::new(body);
+    *r.status_mut() = status;
+    r
+}
+
+/// Statuses whose responses carry no body and no framing (RFC 9112 §6.3): 1xx, 204, 304.
+#[inline(always)] // a few compares on every response; called from the inlined send path
+pub(crate) fn is_bodiless(status: StatusCode) -> bool {
+    status.is_informational()
+        || status == StatusCode::NO_CONTENT
+        || status == StatusCode::NOT_MODIFIED
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

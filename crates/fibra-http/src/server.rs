@@ -514,6 +514,8 @@ impl Drop for ConnGuard {
 struct ConnOwner {
     entry: ConnEntry,
     guard: ConnGuard,
+    /// `Settings::http2`.
+    h2: bool,
 }
 
 impl Owner for ConnOwner {
@@ -521,6 +523,7 @@ impl Owner for ConnOwner {
         ConnCtl {
             idle: &state_of(&*self.entry).idle,
             shutting_down: &self.guard.state.shutting_down,
+            h2: self.h2,
             going_away: Some(&state_of(&*self.entry).going_away),
         }
     }
@@ -585,10 +588,15 @@ fn accept_loop<A, H>(
             state: state.clone(),
             id,
         };
+        let owner = ConnOwner {
+            entry,
+            guard,
+            h2: settings.http2,
+        };
         let (settings, handler) = (settings.clone(), handler.clone());
         let spawned = fibra::fiber::Builder::new()
             .worker(worker)
-            .spawn_steps(move || serve_steps(io, settings, handler, ConnOwner { entry, guard }));
+            .spawn_steps(move || serve_steps(io, settings, handler, owner));
         if let Err(e) = spawned {
             log::warn!("cannot spawn a connection fiber: {e}");
             fibra::time::sleep(ACCEPT_BACKOFF);

@@ -73,6 +73,10 @@ pub struct Settings {
     /// facade instead: panics at level error, rejected requests at debug, accept failures at
     /// warn (at most once a second). Default: `None`.
     pub on_error: Option<ErrorHook>,
+    /// Whether a connection that opens with the HTTP/2 preface (cleartext with prior
+    /// knowledge, or TLS after ALPN chose `h2`) is served as HTTP/2 (see [`crate::http2`]).
+    /// Applies to [`crate::Server`]'s connections. Default: true.
+    pub http2: bool,
 }
 
 impl Default for Settings {
@@ -94,6 +98,7 @@ impl Default for Settings {
             access_log: false,
             access_log_sink: None,
             on_error: None,
+            http2: true,
         }
     }
 }
@@ -112,6 +117,21 @@ impl Settings {
     }
 
     /// Reports a request rejected with `e`.
+    /// Whether answered requests are logged (a sink, or the `log` facade).
+    pub(crate) fn logs_access(&self) -> bool {
+        self.access_log_sink.is_some() || self.access_log
+    }
+
+    /// Hands `entry` to the access-log sink and the `log` facade, as configured.
+    pub(crate) fn log_access(&self, entry: &crate::access_log::LogEntry<'_>) {
+        if let Some(sink) = &self.access_log_sink {
+            sink.log(entry);
+        }
+        if self.access_log {
+            crate::access_log::AccessLogSink::log(&crate::access_log::LogFacade, entry);
+        }
+    }
+
     pub(crate) fn report_rejected(&self, peer: Option<SocketAddr>, e: ProtocolError) {
         self.report(ServerError::new(peer, ServerErrorKind::Protocol(e)));
     }

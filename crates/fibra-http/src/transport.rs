@@ -89,6 +89,11 @@ pub trait Transport: Read + Write + 'static {
     fn set_cork(&self, _on: bool) -> io::Result<()> {
         Ok(())
     }
+    /// Whether the transport negotiated HTTP/2 (TLS's ALPN chose `h2`): the connection is
+    /// then served as HTTP/2 from its first byte, whatever that byte is. Default: false.
+    fn negotiated_h2(&self) -> bool {
+        false
+    }
     /// Sends `len` bytes of `file` from `offset`; returns the bytes sent (fewer only if the
     /// file is shorter). Default: positional reads into a buffer, then `write_all`.
     fn send_file(&mut self, file: &File, offset: u64, len: u64) -> io::Result<u64> {

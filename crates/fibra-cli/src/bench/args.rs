@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::http2::H2Load;
 use super::request::{self, RequestSpec};
 use super::target::Target;
 use super::tls::{self, Verify};
@@ -93,6 +94,21 @@ pub struct BenchArgs {
     #[arg(long, value_name = "BYTES", default_value_t = 64, requires = "ws")]
     pub size: usize,
 
+    /// HTTP/2 with prior knowledge (cleartext http:// only): each connection keeps -m streams
+    /// in flight, as `h2load -m` does; -n counts requests.
+    #[arg(long, conflicts_with = "ws")]
+    pub h2: bool,
+
+    /// --h2: streams in flight per connection.
+    #[arg(
+        short = 'm',
+        long = "streams",
+        value_name = "N",
+        default_value_t = 1,
+        requires = "h2"
+    )]
+    pub streams: usize,
+
     /// Target URL: http[s]://host[:port][/path] (ws://host[:port][/path] with --ws)
     #[arg(value_name = "URL")]
     pub url: String,
@@ -138,6 +154,8 @@ pub struct Config {
     pub tls: Option<Arc<rustls::ClientConfig>>,
     /// `--ws`: the size of each echoed message (`None`: HTTP requests).
     pub ws_message: Option<usize>,
+    /// `--h2`: the HTTP/2 load (`None`: HTTP/1.x).
+    pub h2: Option<H2Load>,
 }
 
 /// A flag or combination of flags that cannot work.
@@ -224,6 +242,9 @@ impl BenchArgs {
         if self.ws {
             self.check_ws(&target)?;
         }
+        if self.h2 {
+            self.check_h2(&target)?;
+        }
         let limit = match (self.requests, &self.duration) {
             (Some(_), Some(_)) => return err("-n and -d contradict each other: give one of them"),
             (None, None) => {
@@ -308,6 +329,10 @@ impl BenchArgs {
             http10: self.http10,
             keep_alive: self.keep_alive,
         });
+        let h2 = match self.h2 {
+            true => Some(H2Load::new(&target, &method, &headers, self.streams).map_err(ArgError)?),
+            false => None,
+        };
         Ok(Config {
             target,
             limit,
@@ -323,7 +348,28 @@ impl BenchArgs {
             request,
             tls,
             ws_message: self.ws.then_some(self.size),
+            h2,
         })
+    }
+
+    /// The flags `--h2` cannot go with.
+    fn check_h2(&self, target: &Target) -> Result<(), ArgError> {
+        if target.tls {
+            return err("--h2 speaks HTTP/2 with prior knowledge over plain http://, not https");
+        }
+        if !(1..=1024).contains(&self.streams) {
+            return err("-m: between 1 and 1024 streams per connection");
+        }
+        let h1_only = [
+            (self.pipeline.is_some(), "--pipeline"),
+            (self.batch, "--batch"),
+            (self.body.is_some(), "--body"),
+            (self.http10, "--http1.0"),
+        ];
+        match h1_only.iter().find(|(given, _)| *given) {
+            Some((_, flag)) => err(format!("{flag} is for HTTP/1.x, not --h2")),
+            None => Ok(()),
+        }
     }
 
     /// The flags `--ws` cannot go with.

@@ -144,3 +144,17 @@ fn websocket_load() {
     rejects("--ws -n 4 --method PUT ws://h/", "--method");
     rejects("--ws -n 1 --size 100000000 ws://h/", "at most 64 MiB");
 }
+
+#[test]
+fn http2_load() {
+    let c = parse("--h2 -m 10 -n 1000 -c 4 -H x-a:b http://127.0.0.1:8080/p?q").unwrap();
+    let h2 = c.h2.expect("an HTTP/2 load");
+    assert_eq!(h2.streams, 10);
+    assert!(parse("-n 1 http://h/").unwrap().h2.is_none());
+    rejects("-m 4 -n 1 http://h/", "--h2");
+    rejects("--h2 -n 1 --insecure https://h/", "not https");
+    rejects("--h2 -m 0 -n 1 http://h/", "between 1 and 1024");
+    rejects("--h2 -n 4 -k --pipeline 2 http://h/", "--pipeline");
+    rejects("--h2 -n 4 --batch http://h/", "--batch");
+    rejects("--h2 --ws -n 4 http://h/", "cannot be used with");
+}

@@ -20,6 +20,7 @@ use rustls::pki_types::ServerName;
 
 use super::args::{Config, Limit};
 use super::conn::{Conn, RecvError, TlsClient};
+use super::http2::{self, H2Load};
 use super::stats::{self, Problem, Stats, WorkerState};
 use super::ws::{self, WsLoad};
 
@@ -51,6 +52,8 @@ pub(super) struct Shared {
     stop: Arc<AtomicBool>,
     /// `--ws`: the WebSocket echo load instead of HTTP requests.
     ws: Option<WsLoad>,
+    /// `--h2`: HTTP/2 streams instead of HTTP/1.x requests.
+    h2: Option<H2Load>,
 }
 
 impl Shared {
@@ -119,6 +122,7 @@ pub fn execute(
         ws: config
             .ws_message
             .map(|size| WsLoad::new(&config.target, size)),
+        h2: config.h2.clone(),
     };
     let (limit, connections, batch) = (config.limit, config.connections, config.batch);
     let grace = config.timeout.unwrap_or(DEFAULT_GRACE);
@@ -151,6 +155,12 @@ pub fn execute(
             if batch {
                 let conns = share(connections as u64, workers, i) as usize;
                 builder.spawn(move || batch_fiber(&shared, conns, done))?;
+            } else if shared.h2.is_some() {
+                builder.spawn(move || {
+                    if let Some(load) = &shared.h2 {
+                        http2::connection_fiber(&shared, load, done);
+                    }
+                })?;
             } else if shared.ws.is_some() {
                 builder.spawn(move || {
                     if let Some(load) = &shared.ws {

@@ -14,6 +14,7 @@
 pub mod args;
 pub mod conn;
 pub mod driver;
+pub mod http2;
 pub mod progress;
 pub mod report;
 pub mod request;

@@ -77,6 +77,12 @@ impl Summary<'_> {
         if let Some(size) = c.ws_message {
             return format!("WebSocket echo of {size}-byte binary messages");
         }
+        if let Some(h2) = &c.h2 {
+            return format!(
+                "HTTP/2 (prior knowledge), {} streams per connection",
+                h2.streams
+            );
+        }
         let mut mode = String::from(if c.keep_alive {
             "keep-alive"
         } else {

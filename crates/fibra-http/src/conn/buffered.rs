@@ -34,6 +34,9 @@ pub(super) struct Shared<T> {
     pub(super) read_timeout: Option<Duration>,
     /// No request has been received yet.
     pub(super) first: bool,
+    /// The connection opened with the HTTP/2 preface: the loop ends, and the connection is
+    /// served as HTTP/2 from the bytes at `rpos`.
+    pub(super) h2: bool,
     /// `Expect: 100-continue` not yet answered.
     pub(super) continue_pending: bool,
     pub(super) body_error: Option<BodyError>,
@@ -149,6 +152,7 @@ pub(super) fn open<T: Transport>(io: T, settings: &Settings) -> Rc<RefCell<Share
         wbuf: Vec::new(),
         head_deadline: Some(start + settings.header_timeout),
         first: true,
+        h2: false,
         seq: 0,
         body: BodyState::Done,
         continue_pending: false,

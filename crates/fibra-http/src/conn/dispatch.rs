@@ -15,7 +15,7 @@ use http::{Method, StatusCode, Version};
 
 use super::buffered::{read_sizes, HotBuffers, Shared};
 use super::decode::{BodyError, BodyState};
-use super::encode::{bad_101, error_response, is_bodiless, put_error, write_response};
+use super::encode::{bad_101, put_error, write_response};
 use super::reject_log::{log_rejected, log_rejected_request};
 use super::ConnCtl;
 use crate::access_log::LogEntry;
@@ -24,7 +24,7 @@ use crate::chunked::ChunkedDecoder;
 use crate::error::ProtocolError;
 use crate::parse::{parse_head_cached, BodyKind, Head, HeadCache, RequestHead};
 use crate::request::Request;
-use crate::response::{Kind, Response, UpgradeFn, Upgraded};
+use crate::response::{error_response, is_bodiless, Kind, Response, UpgradeFn, Upgraded};
 use crate::settings::Settings;
 use crate::transport::{is_timeout, Transport};
 
@@ -197,6 +197,21 @@ where
                 if sh.rpos >= sh.rend {
                     return true;
                 }
+                if sh.first && self.ctl.h2 {
+                    let negotiated = sh.io.as_ref().is_some_and(|io| io.negotiated_h2());
+                    match preface(&sh.rbuf[sh.rpos..sh.rend]) {
+                        _ if negotiated => {
+                            sh.h2 = true;
+                            return false;
+                        }
+                        Preface::No => {}
+                        Preface::Partial => return true,
+                        Preface::Whole => {
+                            sh.h2 = true;
+                            return false;
+                        }
+                    }
+                }
                 let cache: *const RefCell<HeadCache> = HEAD_CACHE.with(|c| c as *const _);
                 // SAFETY: `with` returned, so this thread's value is alive; it lives until the
                 // thread's thread-locals are destroyed, which cannot happen during this call on
@@ -218,6 +233,12 @@ where
                     Ok(None) => return true,
                     Err(e) => {
                         settings.report_rejected(sh.peer, e);
+                        if sh.first && self.ctl.h2 && !names_http(&sh.rbuf[sh.rpos..sh.rend]) {
+                            // Not HTTP/1.x at all, where HTTP/2 is on: most likely a broken
+                            // HTTP/2 preface, which RFC 9113 §3.4 makes a connection error. An
+                            // HTTP/1.1 answer would mean nothing to such a client: close.
+                            return false;
+                        }
                         log_rejected(settings, sh.peer, &sh.rbuf[sh.rpos..sh.rend], &e, false);
                         put_error(&mut sh.wbuf, &e, self.server(), false);
                         sh.linger();
@@ -321,7 +342,7 @@ where
             user_agent: header(http::header::USER_AGENT),
             time: SystemTime::now(),
         };
-        super::reject_log::send(self.settings, &entry);
+        self.settings.log_access(&entry);
     }
 
     /// After a 101: hands the raw connection (and what was read past the request) to `f`.
@@ -519,4 +540,42 @@ where
     ) -> Option<Option<UpgradeFn>> {
         self.send(resp, is_head, http11, close, logged)
     }
+}
+
+/// How far the start of a connection's input matches the HTTP/2 preface.
+enum Preface {
+    No,
+    /// Every byte so far matches, but the preface is not complete.
+    Partial,
+    Whole,
+}
+
+/// Compares the first bytes of a connection with the HTTP/2 client preface (no HTTP/1.1
+/// request starts with `PRI * HTTP/2.0`).
+fn preface(input: &[u8]) -> Preface {
+    let p = crate::http2::PREFACE;
+    let n = input.len().min(p.len());
+    if input[..n] != p[..n] {
+        Preface::No
+    } else if n < p.len() {
+        Preface::Partial
+    } else {
+        Preface::Whole
+    }
+}
+
+/// Whether the first line of `input` could be an HTTP/1.x request line, malformed or not:
+/// it names an HTTP version (`HTTP/` after a space), or its target is a path, or it is not
+/// a line of printable words at all (binary input such as a TLS ClientHello, which gets the
+/// usual `400`). What is left is a line of words in another protocol, such as a broken
+/// HTTP/2 preface.
+fn names_http(input: &[u8]) -> bool {
+    let line = input.split(|&b| b == b'\n').next().unwrap_or(input);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    memchr::memmem::find(line, b" HTTP/").is_some()
+        || line
+            .split(|&b| b == b' ')
+            .nth(1)
+            .is_some_and(|target| target.starts_with(b"/"))
+        || !line.iter().all(|&b| (b' '..=b'~').contains(&b))
 }

@@ -15,7 +15,7 @@ use crate::compose::{compose, put_head, ConnHeader, Framing, HeadOut};
 use crate::error::ProtocolError;
 use crate::lazy::NO_HEADERS;
 use crate::response::{
-    BodyWriter, Kind, Response, ResponseBody, StreamSink, UpgradeFn, FLUSH_BYTES,
+    is_bodiless, BodyWriter, Kind, Response, StreamSink, UpgradeFn, FLUSH_BYTES,
 };
 use crate::settings::Settings;
 use crate::transport::Transport;
@@ -203,22 +203,6 @@ fn write_stream<T: Transport>(
 pub(super) fn bad_101(resp: &mut Response) {
     *resp.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
     *resp.body_mut() = "101 without an upgrade body\n".into();
-}
-
-pub(super) fn error_response(status: StatusCode, text: &'static str) -> Response {
-    let body =
-        ResponseBody::from(text).with_content_type(http::HeaderValue::from_static("text/plain"));
-    let mut r = Response::new(body);
-    *r.status_mut() = status;
-    r
-}
-
-/// Statuses whose responses carry no body and no framing (RFC 9112 §6.3): 1xx, 204, 304.
-#[inline(always)] // a few compares on every response; called from the inlined send path
-pub(super) fn is_bodiless(status: StatusCode) -> bool {
-    status.is_informational()
-        || status == StatusCode::NO_CONTENT
-        || status == StatusCode::NOT_MODIFIED
 }
 
 /// Composes the head and sends or buffers the body. Returns the upgrade callback of a 101.

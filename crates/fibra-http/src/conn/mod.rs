@@ -29,12 +29,12 @@ use std::io;
 use std::ops::Deref;
 use std::rc::Rc;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use fibra::fiber::{Resume, Step, Wait};
 
 use crate::body::BodySource;
-use crate::going_away::GoingAway;
+pub(crate) use crate::lifecycle::{ConnCtl, Owner};
 use crate::request::Request;
 use crate::response::Response;
 use crate::settings::Settings;
@@ -55,20 +55,6 @@ use dispatch::Conn;
 pub(crate) use encode::INLINE_FILE_BYTES;
 use idle::Idle;
 
-/// Connection lifecycle flags shared with the server for graceful shutdown.
-#[derive(Debug)]
-pub(crate) struct ConnCtl<'a> {
-    /// Set while the connection waits for the next request with nothing buffered. Written
-    /// with relaxed stores (two per request): the server's shutdown looks at it again every few
-    /// milliseconds instead of relying on a fence on this side.
-    pub idle: &'a AtomicBool,
-    /// Set by the server when shutting down: finish the current request with
-    /// `Connection: close`, and do not wait for another.
-    pub shutting_down: &'a AtomicBool,
-    /// Where an upgrade keeps the signal graceful shutdown sets (`None`: nobody will).
-    pub going_away: Option<&'a OnceLock<Arc<GoingAway>>>,
-}
-
 /// Serves HTTP/1.1 on one connection until it closes, running `handler` for each request.
 ///
 /// This is the loop `Server` runs in each connection's fiber; call it yourself to serve over
@@ -83,13 +69,8 @@ where
         down: AtomicBool::new(false),
     };
     // Waits on the caller's stack: there is no fiber made of steps to return a wait to.
-    let parked = Connection::new(io, settings, handler, owner).serve(false);
-    debug_assert!(parked.is_none());
-}
-
-/// What a connection needs from whoever runs it: the lifecycle flags (see [`ConnCtl`]).
-pub(crate) trait Owner {
-    fn ctl(&self) -> ConnCtl<'_>;
+    let served = Connection::new(io, settings, handler, owner).serve(false);
+    debug_assert!(matches!(served, Served::Ended));
 }
 
 /// The owner of a connection served by [`serve_connection`]: flags nobody else looks at.
@@ -103,9 +84,21 @@ impl Owner for Detached {
         ConnCtl {
             idle: &self.idle,
             shutting_down: &self.down,
+            h2: false,
             going_away: None,
         }
     }
+}
+
+/// How a run of the keep-alive loop ([`Connection::serve`]) ended.
+enum Served {
+    /// The connection has ended.
+    Ended,
+    /// It waits for input without a stack: the fiber's next step.
+    Parked(Wait),
+    /// It opened with the HTTP/2 preface (and its owner allows HTTP/2, [`ConnCtl::h2`]):
+    /// the transport and the bytes read so far go to [`crate::http2`].
+    Http2,
 }
 
 /// One connection: its state, and what it needs to answer requests. `S` and `G` hold the
@@ -166,8 +159,8 @@ where
     /// stack would all be cache misses; only this loop's frame and the wait's touch the own
     /// stack per request.
     ///
-    /// Returns `None` once the connection has ended.
-    fn serve(&self, stackless: bool) -> Option<Wait> {
+    /// Returns how it ended: the connection ended, parked, or switches to HTTP/2.
+    fn serve(&self, stackless: bool) -> Served {
         loop {
             let alive = if stackless {
                 self.with_conn(|conn| conn.serve_ready())
@@ -175,22 +168,28 @@ where
                 fibra::fiber::on_shared_stack(|| self.with_conn(|conn| conn.serve_ready()))
             };
             if !alive {
-                return None;
+                return if self.shared.borrow().h2 {
+                    Served::Http2
+                } else {
+                    Served::Ended
+                };
             }
             let mut sh = self.shared.borrow_mut();
-            let Some(io) = &sh.io else { return None };
+            let Some(io) = &sh.io else {
+                return Served::Ended;
+            };
             if stackless {
                 if let Some(wait) = idle::park(io) {
-                    return Some(wait);
+                    return Served::Parked(wait);
                 }
             }
             match idle::wait(io) {
                 Idle::Ready => {}
                 Idle::TimedOut => {
                     self.with_conn(|conn| conn.read_timed_out(&mut sh));
-                    return None;
+                    return Served::Ended;
                 }
-                Idle::Closed => return None,
+                Idle::Closed => return Served::Ended,
             }
         }
     }
@@ -230,7 +229,7 @@ where
 pub fn serve_connection_steps<T, H>(io: T, settings: Arc<Settings>, handler: Arc<H>) -> Step
 where
     T: Transport,
-    H: Fn(Request) -> Response + 'static,
+    H: Fn(Request) -> Response + Send + Sync + 'static,
 {
     let owner = Detached {
         idle: AtomicBool::new(false),
@@ -249,34 +248,49 @@ pub(crate) fn serve_steps<T, H, O>(
 ) -> Step
 where
     T: Transport,
-    H: Fn(Request) -> Response + 'static,
+    H: Fn(Request) -> Response + Send + Sync + 'static,
     O: Owner + 'static,
 {
     step(Box::new(Connection::new(io, settings, handler, owner)))
 }
 
-/// Runs the loop until the connection ends or parks without a stack.
-fn step<T, S, G, O>(c: Box<Connection<T, S, G, O>>) -> Step
+/// A connection of a fiber made of steps: shared settings and a handler other fibers can run
+/// (HTTP/2's stream fibers).
+type SteppedConnection<T, H, O> = Connection<T, Arc<Settings>, Arc<H>, O>;
+
+/// Runs the loop until the connection ends or parks without a stack; a connection that
+/// turns out to be HTTP/2 is served as such on this fiber, which then holds its stack.
+fn step<T, H, O>(c: Box<SteppedConnection<T, H, O>>) -> Step
 where
     T: Transport,
-    S: Deref<Target = Settings> + 'static,
-    G: Deref + 'static,
-    G::Target: Fn(Request) -> Response,
+    H: Fn(Request) -> Response + Send + Sync + 'static,
     O: Owner + 'static,
 {
     match c.serve(true) {
         // The connection's box is the rest of the fiber: waiting allocates nothing.
-        Some(wait) => wait.resume_with(c),
-        None => Step::done(),
+        Served::Parked(wait) => wait.resume_with(c),
+        Served::Ended => Step::done(),
+        Served::Http2 => {
+            let (io, early) = {
+                let mut sh = c.shared.borrow_mut();
+                let early = sh.rbuf[sh.rpos..sh.rend].to_vec();
+                (sh.io.take(), early)
+            };
+            match io {
+                Some(io) => {
+                    let c = *c;
+                    crate::http2::serve(io, early, c.settings, c.handler, c.owner)
+                }
+                None => Step::done(),
+            }
+        }
     }
 }
 
-impl<T, S, G, O> Resume for Connection<T, S, G, O>
+impl<T, H, O> Resume for SteppedConnection<T, H, O>
 where
     T: Transport,
-    S: Deref<Target = Settings> + 'static,
-    G: Deref + 'static,
-    G::Target: Fn(Request) -> Response,
+    H: Fn(Request) -> Response + Send + Sync + 'static,
     O: Owner + 'static,
 {
     /// The end of a stackless wait: back into the loop, or the idle stage's timeout.

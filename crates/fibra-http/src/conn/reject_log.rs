@@ -9,7 +9,7 @@
 use std::net::SocketAddr;
 use std::time::SystemTime;
 
-use crate::access_log::{AccessLogSink, LogEntry, LogFacade};
+use crate::access_log::LogEntry;
 use crate::error::ProtocolError;
 use crate::parse::RequestHead;
 use crate::settings::Settings;
@@ -19,7 +19,7 @@ const MAX_LINE: usize = 16 * 1024;
 
 /// Whether any access log is on.
 pub(super) fn logging(settings: &Settings) -> bool {
-    settings.access_log || settings.access_log_sink.is_some()
+    settings.logs_access()
 }
 
 /// Logs the rejection `e` of the request whose bytes begin `pending` (possibly incomplete),
@@ -88,14 +88,9 @@ pub(super) fn log_rejected_request(
     send(settings, &entry);
 }
 
-/// Hands `entry` to the configured sinks.
+/// Hands `entry` to the access logs that are on.
 pub(super) fn send(settings: &Settings, entry: &LogEntry<'_>) {
-    if let Some(sink) = &settings.access_log_sink {
-        sink.log(entry);
-    }
-    if settings.access_log {
-        LogFacade.log(entry);
-    }
+    settings.log_access(entry);
 }
 
 /// The length of the body `put_error` writes for `e`.

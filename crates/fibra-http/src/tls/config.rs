@@ -15,9 +15,13 @@ use rustls::{CipherSuite, ServerConfig};
 use super::stream::ChooseConfig;
 use super::CertResolver;
 
-/// The ALPN protocol a server built here announces: HTTP/1.1 (the only one `fibra-http`
-/// speaks).
+/// The ALPN name of HTTP/1.1.
 pub const ALPN_HTTP1: &[u8] = b"http/1.1";
+
+/// The ALPN name of HTTP/2 over TLS. The configurations built here announce it first, then
+/// [`ALPN_HTTP1`]; a server with [`crate::Settings::http2`] off should announce only
+/// HTTP/1.1 (set `alpn_protocols` on the configuration).
+pub const ALPN_H2: &[u8] = b"h2";
 
 /// A server configuration from a PEM certificate chain (leaf first) and a PEM private key
 /// (PKCS#8, PKCS#1 or SEC1): [`server_config_with_resolver`] over a [`CertResolver`] holding
@@ -38,7 +42,7 @@ pub fn server_config_from_pem(
 pub const SESSION_CACHE_SIZE: usize = 4096;
 
 /// A server configuration whose certificates come from `resolver` (several, by SNI, and
-/// replaceable while the server runs): TLS 1.3 and 1.2 only, ALPN `http/1.1`, the
+/// replaceable while the server runs): TLS 1.3 and 1.2 only, ALPN `h2` and `http/1.1`, the
 /// `aws-lc-rs` crypto provider, no client authentication.
 ///
 /// Sessions resume, sparing a returning client the key exchange and certificate: by
@@ -56,7 +60,7 @@ pub fn server_config_with_resolver(resolver: Arc<CertResolver>) -> io::Result<Ar
 }
 
 /// A configuration over `provider` with the certificates of `resolver`: TLS 1.3 and 1.2,
-/// ALPN `http/1.1`, no client authentication (resumption is the caller's).
+/// ALPN `h2` and `http/1.1`, no client authentication (resumption is the caller's).
 fn base_config(
     provider: Arc<CryptoProvider>,
     resolver: Arc<CertResolver>,
@@ -66,7 +70,7 @@ fn base_config(
         .map_err(io::Error::other)?
         .with_no_client_auth()
         .with_cert_resolver(resolver);
-    config.alpn_protocols = vec![ALPN_HTTP1.to_vec()];
+    config.alpn_protocols = vec![ALPN_H2.to_vec(), ALPN_HTTP1.to_vec()];
     Ok(config)
 }
 

@@ -6,7 +6,7 @@
 //!   default) and a [`rustls::ServerConfig`] you build; [`crate::Server::tls`] puts one
 //!   in front of a [`crate::Server::bind`] server's listeners;
 //! - [`server_config_from_pem`] (`config.rs`): the usual configuration from a PEM
-//!   certificate chain and key, TLS 1.2 and 1.3, ALPN `http/1.1`;
+//!   certificate chain and key, TLS 1.2 and 1.3, ALPN `h2` and `http/1.1`;
 //!   [`server_config_with_resolver`] the same over a [`CertResolver`]; both resume sessions
 //!   (tickets, and a cache of [`SESSION_CACHE_SIZE`] sessions);
 //! - [`CertResolver`] (`resolver.rs`): several certificates chosen by SNI, the first the
@@ -39,7 +39,7 @@ mod validity;
 pub use acceptor::TlsAcceptor;
 pub use config::{
     certified_key_from_pem, choose_config_with_resolver, server_config_from_pem,
-    server_config_with_resolver, ALPN_HTTP1, SESSION_CACHE_SIZE,
+    server_config_with_resolver, ALPN_H2, ALPN_HTTP1, SESSION_CACHE_SIZE,
 };
 pub use redirect::redirect_to_https;
 pub use resolver::CertResolver;

@@ -379,6 +379,11 @@ impl<T: Transport> Write for Tls<T> {
 }
 
 impl<T: Transport> Transport for Tls<T> {
+    fn negotiated_h2(&self) -> bool {
+        self.with_session(|c| c.alpn_protocol() == Some(super::ALPN_H2))
+            .unwrap_or(false)
+    }
+
     fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
         self.state.borrow().io.set_read_timeout(timeout)
     }

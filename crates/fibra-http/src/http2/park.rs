@@ -1,0 +1,88 @@
+//! Polling the `h2` crate's futures from a fiber: a [`Parker`] is a waker that notifies a
+//! [`Notify`], and a loop that polls a future until it is ready, waiting on that `Notify`
+//! between polls, for at most a timeout.
+//!
+//! Wakers are cloned into the connection's shared state and woken by whichever fiber makes
+//! progress (the owner fiber reading frames, a stream fiber sending), possibly on another
+//! thread: `Notify` stores a permit when nobody waits, so a wake-up between a poll and the
+//! wait is not lost.
+
+use std::io;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::{Duration, Instant};
+
+use fibra::sync::Notify;
+
+/// The waker's target.
+struct Woken(Arc<Notify>);
+
+impl Wake for Woken {
+    fn wake(self: Arc<Self>) {
+        self.0.notify_one();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.notify_one();
+    }
+}
+
+/// A waker and the [`Notify`] it wakes. One per fiber that polls.
+pub struct Parker {
+    woken: Arc<Woken>,
+    waker: Waker,
+}
+
+impl Default for Parker {
+    fn default() -> Self {
+        Parker::new()
+    }
+}
+
+impl Parker {
+    /// A parker with a `Notify` of its own.
+    pub fn new() -> Parker {
+        Parker::with_notify(Arc::new(Notify::new()))
+    }
+
+    /// A parker whose waker notifies `notify`, which others may notify too (graceful
+    /// shutdown's [`crate::going_away::GoingAway`]).
+    pub fn with_notify(notify: Arc<Notify>) -> Parker {
+        let woken = Arc::new(Woken(notify));
+        let waker = Waker::from(woken.clone());
+        Parker { woken, waker }
+    }
+
+    /// The waker to poll with.
+    pub fn waker(&self) -> &Waker {
+        &self.waker
+    }
+
+    /// What the waker notifies.
+    pub fn notify(&self) -> &Notify {
+        &self.woken.0
+    }
+
+    /// Polls `f` until it returns `Ready`, waiting for a wake-up between polls; `TimedOut`
+    /// after `timeout`. In a fiber being cancelled (the runtime is stopping) the wait ends at
+    /// once, also as `TimedOut`.
+    pub fn poll_until<R>(
+        &self,
+        timeout: Duration,
+        mut f: impl FnMut(&mut Context<'_>) -> Poll<R>,
+    ) -> io::Result<R> {
+        let mut cx = Context::from_waker(&self.waker);
+        let start = Instant::now();
+        loop {
+            if let Poll::Ready(r) = f(&mut cx) {
+                return Ok(r);
+            }
+            let left = timeout.saturating_sub(start.elapsed());
+            if left.is_zero() || !self.notify().wait_timeout(left) {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "HTTP/2 stream timed out",
+                ));
+            }
+        }
+    }
+}

@@ -1,0 +1,469 @@
+//! One request stream, in its own fiber (Warp's thread per stream): the request as the
+//! application sees it over HTTP/1.1 (a [`Request`] whose [`crate::Body`] reads the stream's
+//! DATA frames), the unchanged handler, and its [`Response`] sent as HEADERS and DATA frames
+//! within the peer's flow-control windows.
+//!
+//! The fiber only hands frames to the `h2` crate's shared state; the connection's owner fiber
+//! (woken through the crate's wakers) writes them, batched with every other stream's.
+
+use std::cell::RefCell;
+use std::io;
+use std::net::SocketAddr;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::rc::Rc;
+use std::time::SystemTime;
+
+use bytes::{Bytes, BytesMut};
+use h2::server::SendResponse;
+use h2::{Reason, RecvStream, SendStream};
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::{Method, StatusCode};
+
+use super::park::Parker;
+use crate::access_log::LogEntry;
+use crate::body::{Body, BodySource};
+use crate::date::with_date;
+use crate::request::Request;
+use crate::response::{
+    error_response, is_bodiless, BodyWriter, FileRange, Kind, Response, StreamSink,
+};
+use crate::settings::Settings;
+
+/// DATA is handed to the crate in pieces of at most this many bytes, each within the
+/// stream's window: a file or stream body holds no more than this in memory per stream.
+const PIECE: usize = 64 * 1024;
+
+/// In-memory bodies up to this size are handed over whole, without waiting for window
+/// (the crate buffers them): the common small response costs no flow-control round.
+const SMALL: usize = 16 * 1024;
+
+/// Runs one request stream: the handler, then its response.
+pub(crate) fn run<H>(
+    req: http::Request<RecvStream>,
+    respond: SendResponse<Bytes>,
+    settings: &Settings,
+    handler: &H,
+    peer: Option<SocketAddr>,
+) where
+    H: Fn(Request) -> Response + ?Sized,
+{
+    let parker = Rc::new(Parker::new());
+    let (mut parts, recv) = req.into_parts();
+    // The application reads the target's host from `Host`, as over HTTP/1.1.
+    if !parts.headers.contains_key(header::HOST) {
+        if let Some(value) = parts
+            .uri
+            .authority()
+            .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
+        {
+            parts.headers.insert(header::HOST, value);
+        }
+    }
+    let is_head = parts.method == Method::HEAD;
+    let expects_continue = parts
+        .headers
+        .get(header::EXPECT)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    let respond = Rc::new(RefCell::new(respond));
+    let src = Rc::new(RefCell::new(StreamBody {
+        recv,
+        chunk: Bytes::new(),
+        parker: parker.clone(),
+        respond: expects_continue.then(|| respond.clone()),
+        timeout: settings.body_read_timeout,
+        left: settings.max_body_bytes,
+        peer,
+    }));
+    let logged = settings.logs_access().then(|| Logged::of(&parts));
+    let body = Body::from_conn(src.clone(), 0);
+    let request = Request::from(http::Request::from_parts(parts, body));
+    let response = match catch_unwind(AssertUnwindSafe(|| handler(request))) {
+        Ok(r) => r,
+        Err(p) => {
+            if p.is::<fibra::Cancelled>() {
+                std::panic::resume_unwind(p);
+            }
+            let message = p
+                .downcast_ref::<&str>()
+                .copied()
+                .or_else(|| p.downcast_ref::<String>().map(|s| s.as_str()))
+                .unwrap_or("(non-string panic)");
+            settings.report_panic(peer, message);
+            error_response(StatusCode::INTERNAL_SERVER_ERROR, "internal server error")
+        }
+    };
+    let status = response.status();
+    let mut respond = respond.borrow_mut();
+    let sent = match send(&mut respond, response, is_head, settings, &parker) {
+        Ok(sent) => sent,
+        Err(e) => {
+            log::debug!("HTTP/2 stream {:?} from {peer:?}: {e}", respond.stream_id());
+            respond.send_reset(Reason::CANCEL);
+            return;
+        }
+    };
+    if let Some(logged) = logged {
+        logged.log(settings, peer, status, sent);
+    }
+    // The client may still be sending a body the handler did not read: read it to its end
+    // (up to `max_drain_bytes`), as HTTP/1.1 drains, so that the stream stays open on our
+    // side until the client ends it and what the client sends on it meanwhile is checked
+    // (an error there is answered with RST_STREAM). Past the limit the stream is dropped,
+    // which resets it.
+    src.borrow_mut().drain(settings.max_drain_bytes);
+}
+
+/// Headers that belong to one HTTP/1.1 connection, not to a message (RFC 9113 §8.2.2): a
+/// handler written for HTTP/1.1 may set them, HTTP/2 must not send them.
+const CONNECTION_SPECIFIC: [HeaderName; 4] = [
+    header::CONNECTION,
+    header::TRANSFER_ENCODING,
+    header::UPGRADE,
+    HeaderName::from_static("keep-alive"),
+];
+
+/// Sends `response` on the stream: its head, then its body as DATA within the windows.
+/// Returns the body bytes sent.
+fn send(
+    respond: &mut SendResponse<Bytes>,
+    response: Response,
+    is_head: bool,
+    settings: &Settings,
+    parker: &Rc<Parker>,
+) -> io::Result<u64> {
+    let (mut parts, body) = response.into_parts();
+    parts.version = http::Version::HTTP_2;
+    let headers = &mut parts.headers;
+    for name in &CONNECTION_SPECIFIC {
+        headers.remove(name);
+    }
+    headers.remove(HeaderName::from_static("proxy-connection"));
+    let bodiless = is_bodiless(parts.status);
+    let mut kind = body.kind;
+    if let Kind::Upgrade(_) = kind {
+        // No connection to hand over on HTTP/2 (RFC 8441's extended CONNECT is not offered).
+        let e = error_response(
+            StatusCode::NOT_IMPLEMENTED,
+            "upgrade not supported on HTTP/2",
+        );
+        return send(respond, e, is_head, settings, parker);
+    }
+    if let Some(ct) = body.content_type {
+        headers.entry(header::CONTENT_TYPE).or_insert(ct);
+    }
+    let len = match &kind {
+        Kind::Empty => Some(0),
+        Kind::Static(b) => Some(b.len() as u64),
+        Kind::Vec(v) => Some(v.len() as u64),
+        Kind::Bytes(b) => Some(b.len() as u64),
+        Kind::File(r) => Some(r.len()),
+        Kind::Stream { len, .. } => *len,
+        Kind::Upgrade(_) => unreachable!("answered above"),
+    };
+    if !bodiless {
+        if let Some(n) = len {
+            headers
+                .entry(header::CONTENT_LENGTH)
+                .or_insert_with(|| HeaderValue::from(n));
+        }
+    }
+    put_server_headers(headers, settings);
+    let end = is_head || bodiless || len == Some(0);
+    let head = http::Response::from_parts(parts, ());
+    let mut out = respond.send_response(head, end).map_err(h2_error)?;
+    if end {
+        return Ok(0);
+    }
+    let timeout = settings.write_timeout;
+    let data = match std::mem::replace(&mut kind, Kind::Empty) {
+        Kind::Static(b) => Bytes::from_static(b),
+        Kind::Vec(v) => Bytes::from(v),
+        Kind::Bytes(b) => b,
+        Kind::File(range) => {
+            send_file(&mut out, &range, parker, timeout)?;
+            return Ok(range.len());
+        }
+        Kind::Stream { len, f } => {
+            let sink = RefCell::new(Sink {
+                out,
+                buf: BytesMut::new(),
+                parker: parker.clone(),
+                timeout,
+            });
+            let mut writer = BodyWriter {
+                sink: &sink,
+                chunked: false,
+                remaining: len,
+                written: 0,
+            };
+            f(&mut writer)?;
+            if writer.remaining.is_some_and(|n| n > 0) {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "streamed body shorter than its declared length",
+                ));
+            }
+            let written = writer.written;
+            let mut sink = sink.into_inner();
+            let rest = sink.buf.split().freeze();
+            send_data(&mut sink.out, rest, true, parker, timeout)?;
+            return Ok(written);
+        }
+        Kind::Empty | Kind::Upgrade(_) => Bytes::new(),
+    };
+    let len = data.len() as u64;
+    send_data(&mut out, data, true, parker, timeout)?;
+    Ok(len)
+}
+
+/// What the access log needs of a request, kept while the handler owns the request.
+struct Logged {
+    method: http::Method,
+    target: String,
+    referer: Option<HeaderValue>,
+    user_agent: Option<HeaderValue>,
+}
+
+impl Logged {
+    fn of(parts: &http::request::Parts) -> Logged {
+        let uri = &parts.uri;
+        Logged {
+            method: parts.method.clone(),
+            target: uri
+                .path_and_query()
+                .map_or(uri.path(), |pq| pq.as_str())
+                .to_owned(),
+            referer: parts.headers.get(header::REFERER).cloned(),
+            user_agent: parts.headers.get(header::USER_AGENT).cloned(),
+        }
+    }
+
+    /// Hands the entry of the answered request to the server's sinks.
+    fn log(&self, settings: &Settings, peer: Option<SocketAddr>, status: StatusCode, bytes: u64) {
+        let entry = LogEntry {
+            peer,
+            method: self.method.as_str(),
+            target: &self.target,
+            version: "HTTP/2.0",
+            status: status.as_u16(),
+            bytes,
+            referer: self.referer.as_ref().map(HeaderValue::as_bytes),
+            user_agent: self.user_agent.as_ref().map(HeaderValue::as_bytes),
+            time: SystemTime::now(),
+        };
+        settings.log_access(&entry);
+    }
+}
+
+/// `Date`, and `Server` if configured, unless the handler set them.
+fn put_server_headers(headers: &mut HeaderMap, settings: &Settings) {
+    if !headers.contains_key(header::DATE) {
+        let date = with_date(|d| HeaderValue::from_bytes(d));
+        if let Ok(date) = date {
+            headers.insert(header::DATE, date);
+        }
+    }
+    if let Some(server) = &settings.server_header {
+        if !headers.contains_key(header::SERVER) {
+            if let Ok(v) = HeaderValue::from_str(server) {
+                headers.insert(header::SERVER, v);
+            }
+        }
+    }
+}
+
+/// Sends `data` (the end of the stream if `last`): a small piece at once, a larger one in
+/// pieces as the peer's windows open, waiting at most `timeout` for each.
+fn send_data(
+    out: &mut SendStream<Bytes>,
+    mut data: Bytes,
+    last: bool,
+    parker: &Parker,
+    timeout: std::time::Duration,
+) -> io::Result<()> {
+    if data.len() <= SMALL {
+        if !data.is_empty() || last {
+            out.send_data(data, last).map_err(h2_error)?;
+        }
+        return Ok(());
+    }
+    while !data.is_empty() {
+        let n = capacity(out, data.len().min(PIECE), parker, timeout)?;
+        let piece = data.split_to(n);
+        out.send_data(piece, last && data.is_empty())
+            .map_err(h2_error)?;
+    }
+    Ok(())
+}
+
+/// Waits until the stream may send up to `want` bytes; returns how many (at least one).
+fn capacity(
+    out: &mut SendStream<Bytes>,
+    want: usize,
+    parker: &Parker,
+    timeout: std::time::Duration,
+) -> io::Result<usize> {
+    out.reserve_capacity(want);
+    loop {
+        let have = out.capacity();
+        if have > 0 {
+            return Ok(have.min(want));
+        }
+        match parker.poll_until(timeout, |cx| out.poll_capacity(cx))? {
+            Some(Ok(_)) => continue,
+            Some(Err(e)) => return Err(h2_error(e)),
+            None => return Err(io::Error::from(io::ErrorKind::BrokenPipe)),
+        }
+    }
+}
+
+/// A file range, read in pieces the size of the window that is open.
+fn send_file(
+    out: &mut SendStream<Bytes>,
+    range: &FileRange,
+    parker: &Parker,
+    timeout: std::time::Duration,
+) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let (file, mut offset, end) = (range.file(), range.offset(), range.offset() + range.len());
+    while offset < end {
+        let want = ((end - offset) as usize).min(PIECE);
+        let n = capacity(out, want, parker, timeout)?;
+        let mut buf = BytesMut::zeroed(n);
+        let got = file.read_at(&mut buf, offset)?;
+        if got == 0 {
+            // The file shrank below the length in the head: end the stream with an error
+            // rather than send fewer bytes than promised.
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "file shorter than its Content-Length",
+            ));
+        }
+        buf.truncate(got);
+        offset += got as u64;
+        out.send_data(buf.freeze(), offset == end)
+            .map_err(h2_error)?;
+    }
+    Ok(())
+}
+
+/// Where a streamed body's [`BodyWriter`] writes: a buffer sent as DATA when it fills or is
+/// flushed.
+struct Sink {
+    out: SendStream<Bytes>,
+    buf: BytesMut,
+    parker: Rc<Parker>,
+    timeout: std::time::Duration,
+}
+
+impl StreamSink for Sink {
+    fn sink_write(&mut self, data: &[u8], _chunked: bool) -> io::Result<()> {
+        self.buf.extend_from_slice(data);
+        if self.buf.len() >= SMALL {
+            self.sink_flush()?;
+        }
+        Ok(())
+    }
+
+    fn sink_flush(&mut self) -> io::Result<()> {
+        let data = self.buf.split().freeze();
+        send_data(&mut self.out, data, false, &self.parker, self.timeout)
+    }
+}
+
+/// The stream's request body, as the [`Body`] source.
+struct StreamBody {
+    recv: RecvStream,
+    /// The DATA not yet read by the application.
+    chunk: Bytes,
+    parker: Rc<Parker>,
+    /// Set while a `100 Continue` is owed (sent before the first read).
+    respond: Option<Rc<RefCell<SendResponse<Bytes>>>>,
+    timeout: std::time::Duration,
+    /// Body bytes still allowed (`Settings::max_body_bytes`).
+    left: u64,
+    peer: Option<SocketAddr>,
+}
+
+impl StreamBody {
+    /// Reads and discards the rest of the body, at most `limit` bytes.
+    fn drain(&mut self, limit: u64) {
+        let mut left = limit.saturating_sub(self.chunk.len() as u64);
+        self.chunk.clear();
+        self.respond = None;
+        let recv = &mut self.recv;
+        while !recv.is_end_stream() {
+            match self
+                .parker
+                .poll_until(self.timeout, |cx| recv.poll_data(cx))
+            {
+                Ok(Some(Ok(data))) => {
+                    let _ = recv.flow_control().release_capacity(data.len());
+                    match left.checked_sub(data.len() as u64) {
+                        Some(l) => left = l,
+                        None => return,
+                    }
+                }
+                _ => return,
+            }
+        }
+    }
+}
+
+impl BodySource for StreamBody {
+    fn read_body(&mut self, _seq: u64, out: &mut [u8]) -> io::Result<usize> {
+        if self.chunk.is_empty() {
+            if let Some(respond) = self.respond.take() {
+                let head = http::Response::builder()
+                    .status(StatusCode::CONTINUE)
+                    .body(())
+                    .expect("a valid 100 Continue head");
+                respond
+                    .borrow_mut()
+                    .send_informational(head)
+                    .map_err(h2_error)?;
+            }
+            let recv = &mut self.recv;
+            match self
+                .parker
+                .poll_until(self.timeout, |cx| recv.poll_data(cx))?
+            {
+                Some(Ok(data)) => {
+                    let _ = recv.flow_control().release_capacity(data.len());
+                    if data.len() as u64 > self.left {
+                        self.left = 0;
+                        return Err(io::Error::new(
+                            io::ErrorKind::InvalidData,
+                            "request body larger than the limit",
+                        ));
+                    }
+                    self.left -= data.len() as u64;
+                    self.chunk = data;
+                }
+                Some(Err(e)) => return Err(h2_error(e)),
+                None => return Ok(0),
+            }
+        }
+        let n = out.len().min(self.chunk.len());
+        out[..n].copy_from_slice(&self.chunk.split_to(n));
+        Ok(n)
+    }
+
+    fn peer_addr(&self) -> Option<SocketAddr> {
+        self.peer
+    }
+
+    fn remaining_hint(&self, _seq: u64) -> Option<u64> {
+        None
+    }
+}
+
+/// An `h2` error as an I/O error (the crate's own I/O errors unwrapped).
+pub(crate) fn h2_error(e: h2::Error) -> io::Error {
+    if e.is_io() {
+        return e
+            .into_io()
+            .unwrap_or_else(|| io::Error::other("HTTP/2 I/O error"));
+    }
+    io::Error::other(e)
+}

@@ -1,0 +1,30 @@
+//! What a connection's loop (HTTP/1.1 in `conn`, HTTP/2 in `http2`) needs from whoever runs
+//! it: the lifecycle flags graceful shutdown shares with it ([`ConnCtl`]), through its owner
+//! ([`Owner`]).
+
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, OnceLock};
+
+use crate::going_away::GoingAway;
+
+/// Connection lifecycle flags shared with the server for graceful shutdown.
+#[derive(Debug)]
+pub(crate) struct ConnCtl<'a> {
+    /// Set while the connection waits for the next request with nothing buffered. Written
+    /// with relaxed stores (two per request): the server's shutdown looks at it again every few
+    /// milliseconds instead of relying on a fence on this side.
+    pub idle: &'a AtomicBool,
+    /// Set by the server when shutting down: finish the current request with
+    /// `Connection: close`, and do not wait for another.
+    pub shutting_down: &'a AtomicBool,
+    /// Whether a connection that opens with the HTTP/2 preface switches to HTTP/2 (only
+    /// where the handler can run in fibers of its own: the server's connections).
+    pub h2: bool,
+    /// Where an upgrade keeps the signal graceful shutdown sets (`None`: nobody will).
+    pub going_away: Option<&'a OnceLock<Arc<GoingAway>>>,
+}
+
+/// What a connection needs from whoever runs it: the lifecycle flags (see [`ConnCtl`]).
+pub(crate) trait Owner {
+    fn ctl(&self) -> ConnCtl<'_>;
+}

@@ -1,0 +1,274 @@
+//! HTTP/2 on the server's port: cleartext with prior knowledge, next to HTTP/1.1; the
+//! unchanged handler per stream (bodies both ways, streaming, HEAD, panics), many streams on
+//! one connection, and graceful shutdown with GOAWAY while a stream is in flight.
+
+mod h2_util;
+mod util;
+
+use std::io::{Read, Write};
+use std::time::Duration;
+
+use bytes::Bytes;
+use fibra_http::{Request, Response, ResponseBody, Settings};
+use h2_util::*;
+use http::{Method, StatusCode, Version};
+
+/// The routes the tests use.
+fn app(mut req: Request) -> Response {
+    match req.uri().path() {
+        "/hello" => Response::new("hello".into()),
+        "/echo" => {
+            let body = req.body_mut().read_to_vec(4 << 20).unwrap();
+            Response::new(body.into())
+        }
+        "/big" => Response::new(vec![7u8; 1 << 20].into()),
+        "/stream" => Response::new(ResponseBody::stream(|w| {
+            for i in 0..100u8 {
+                w.write_all(&[i; 1000])?;
+            }
+            Ok(())
+        })),
+        "/whoami" => {
+            let host = req.headers().get("host").cloned();
+            let text = format!("{:?} {:?}", req.version(), host);
+            Response::new(text.into())
+        }
+        "/panic" => panic!("handler panic on purpose"),
+        "/close" => Response::builder()
+            .header("connection", "close")
+            .header("keep-alive", "timeout=5")
+            .body("closing".into())
+            .unwrap(),
+        _ => Response::builder()
+            .status(404)
+            .body("not found".into())
+            .unwrap(),
+    }
+}
+
+#[test]
+fn requests_and_bodies_over_h2c() {
+    let srv = util::start(Settings::default(), app);
+    runtime().block_on(async {
+        let mut c = client(srv.addr).await;
+        let (status, headers, body) = exchange(&mut c, Method::GET, "/hello", None).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(body, b"hello");
+        assert_eq!(headers["content-length"], "5");
+        assert!(headers.contains_key("date"));
+
+        // The handler sees HTTP/2 and a Host made from :authority.
+        let (_, _, body) = exchange(&mut c, Method::GET, "/whoami", None).await;
+        assert_eq!(body, br#"HTTP/2.0 Some("localhost")"#);
+
+        // A 1 MiB request body (more than the stream window: flow control both ways).
+        let upload: Vec<u8> = (0..(1u32 << 20)).map(|i| (i % 251) as u8).collect();
+        let (status, _, body) = exchange(
+            &mut c,
+            Method::POST,
+            "/echo",
+            Some(Bytes::from(upload.clone())),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(body == upload, "echoed body differs");
+
+        let (_, headers, body) = exchange(&mut c, Method::GET, "/big", None).await;
+        assert_eq!(headers["content-length"], "1048576");
+        assert!(body.len() == 1 << 20 && body.iter().all(|&b| b == 7));
+
+        let (_, headers, body) = exchange(&mut c, Method::HEAD, "/big", None).await;
+        assert_eq!(headers["content-length"], "1048576");
+        assert!(body.is_empty());
+
+        let (_, headers, body) = exchange(&mut c, Method::GET, "/stream", None).await;
+        assert!(!headers.contains_key("content-length"));
+        assert_eq!(body.len(), 100_000);
+        assert!(body
+            .chunks(1000)
+            .enumerate()
+            .all(|(i, c)| c.iter().all(|&b| b == i as u8)));
+
+        // Connection-specific headers a handler sets are not sent on HTTP/2.
+        let (status, headers, body) = exchange(&mut c, Method::GET, "/close", None).await;
+        assert_eq!((status, body.as_slice()), (StatusCode::OK, &b"closing"[..]));
+        assert!(!headers.contains_key("connection") && !headers.contains_key("keep-alive"));
+
+        // A panicking handler answers 500; the connection goes on.
+        let (status, _, _) = exchange(&mut c, Method::GET, "/panic", None).await;
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        let (status, _, _) = exchange(&mut c, Method::GET, "/nope", None).await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+    });
+}
+
+#[test]
+fn many_streams_at_once_on_one_connection() {
+    let srv = util::start(Settings::default(), app);
+    runtime().block_on(async {
+        let mut c = client(srv.addr).await;
+        // One exchange first: the server's SETTINGS (its stream limit) come before its first
+        // response, so the client knows the limit before the burst. (Until then a client may
+        // open any number of streams, and those past the limit are refused, as RFC 9113
+        // §5.1.2 allows.)
+        let (status, _, _) = exchange(&mut c, Method::GET, "/hello", None).await;
+        assert_eq!(status, StatusCode::OK);
+        // More than MAX_CONCURRENT_STREAMS: the client queues the rest as streams end.
+        let n = 2 * fibra_http::http2::MAX_CONCURRENT_STREAMS as usize;
+        let mut tasks = Vec::new();
+        for i in 0..n {
+            let mut c = c.clone();
+            tasks.push(tokio::spawn(async move {
+                let body = Bytes::from(format!("stream {i}"));
+                let (status, _, echoed) =
+                    exchange(&mut c, Method::POST, "/echo", Some(body.clone())).await;
+                assert_eq!(status, StatusCode::OK);
+                assert_eq!(echoed, body);
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+    });
+}
+
+#[test]
+fn http1_still_answered_on_the_same_port() {
+    let srv = util::start(Settings::default(), app);
+    let reply = util::send_and_read_to_close(
+        srv.addr,
+        b"GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert!(reply.starts_with("HTTP/1.1 200 OK\r\n"), "{reply}");
+    assert!(reply.ends_with("\r\n\r\nhello"), "{reply}");
+    // A request line that is merely malformed still gets its 400.
+    let reply = util::send_and_read_to_close(srv.addr, b"GET /a b HTTP/1.1\r\n\r\n");
+    assert!(reply.starts_with("HTTP/1.1 400"), "{reply}");
+}
+
+#[test]
+fn http2_off_in_settings_leaves_the_preface_to_http1() {
+    let settings = Settings {
+        http2: false,
+        ..Settings::default()
+    };
+    let srv = util::start(settings, app);
+    let mut s = raw_connect(srv.addr, &[]);
+    let mut reply = Vec::new();
+    let _ = s.read_to_end(&mut reply);
+    assert!(
+        reply.starts_with(b"HTTP/1.1 "),
+        "{}",
+        String::from_utf8_lossy(&reply)
+    );
+}
+
+#[test]
+fn a_connection_that_is_not_http_at_all_is_closed_without_an_answer() {
+    let srv = util::start(Settings::default(), app);
+    let reply = util::send_and_read_to_close(srv.addr, b"INVALID CONNECTION PREFACE\r\n\r\n");
+    assert_eq!(reply, "");
+}
+
+#[test]
+fn graceful_shutdown_sends_goaway_and_finishes_the_stream_in_flight() {
+    let (entered_tx, entered_rx) = std::sync::mpsc::channel::<()>();
+    let entered_tx = std::sync::Mutex::new(entered_tx);
+    let (release_tx, release_rx) = fibra::sync::mpsc::channel::<()>();
+    let release_rx = std::sync::Mutex::new(release_rx);
+    let srv = util::start(Settings::default(), move |req: Request| {
+        if req.uri().path() == "/slow" {
+            entered_tx.lock().unwrap().send(()).unwrap();
+            release_rx.lock().unwrap().recv().unwrap();
+            return Response::new("slow done".into());
+        }
+        Response::new("fast".into())
+    });
+    let mut s = raw_connect(srv.addr, &[]);
+    s.write_all(&get(1, "/slow")).unwrap();
+    entered_rx.recv_timeout(CLIENT_TIMEOUT).unwrap();
+
+    let shutdown = std::thread::spawn(move || srv.shutdown(Duration::from_secs(30)));
+    // GOAWAY while the stream is in flight.
+    let goaway = read_until(&mut s, |f| f.ty == GOAWAY).expect("a GOAWAY");
+    assert_eq!(goaway.error_code(), 0, "NO_ERROR");
+    // Answer the server's PING (its way of timing the final GOAWAY), then let the handler
+    // finish: its response still arrives whole.
+    release_tx.send(()).unwrap();
+    let mut body = Vec::new();
+    let mut ended = false;
+    while let Some(f) = read_frame(&mut s) {
+        if f.ty == PING && f.flags & ACK == 0 {
+            s.write_all(&frame(PING, ACK, 0, &f.payload)).unwrap();
+        }
+        if f.ty == DATA && f.stream == 1 {
+            body.extend_from_slice(&f.payload);
+            if f.flags & END_STREAM != 0 {
+                ended = true;
+            }
+        }
+    }
+    assert!(ended, "the stream in flight ended");
+    assert_eq!(body, b"slow done");
+    shutdown.join().unwrap();
+}
+
+#[test]
+fn version_is_http2_for_the_handler() {
+    // The handler's view, through the HTTP/1.1 types it already knows.
+    let srv = util::start(Settings::default(), |req: Request| {
+        assert_eq!(req.version(), Version::HTTP_2);
+        Response::new("ok".into())
+    });
+    runtime().block_on(async {
+        let mut c = client(srv.addr).await;
+        let (status, _, body) = exchange(&mut c, Method::GET, "/", None).await;
+        assert_eq!((status, body.as_slice()), (StatusCode::OK, &b"ok"[..]));
+    });
+}
+
+/// Collects access-log lines.
+struct Collect(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl fibra_http::AccessLogSink for Collect {
+    fn log(&self, e: &fibra_http::access_log::LogEntry<'_>) {
+        let line = format!(
+            "{} {} {} {} {} {:?}",
+            e.method,
+            e.target,
+            e.version,
+            e.status,
+            e.bytes,
+            e.user_agent
+                .map(|u| String::from_utf8_lossy(u).into_owned())
+        );
+        self.0.lock().unwrap().push(line);
+    }
+}
+
+#[test]
+fn streams_are_access_logged() {
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let settings = Settings {
+        access_log_sink: Some(std::sync::Arc::new(Collect(lines.clone()))),
+        ..Settings::default()
+    };
+    let srv = util::start(settings, app);
+    runtime().block_on(async {
+        let mut c = client(srv.addr).await;
+        exchange(&mut c, Method::GET, "/hello?x=1", None).await;
+        exchange(&mut c, Method::HEAD, "/big", None).await;
+        exchange(&mut c, Method::GET, "/stream", None).await;
+    });
+    srv.shutdown(Duration::from_secs(5));
+    let mut lines = lines.lock().unwrap().clone();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            "GET /hello?x=1 HTTP/2.0 200 5 None",
+            "GET /stream HTTP/2.0 200 100000 None",
+            "HEAD /big HTTP/2.0 200 0 None",
+        ]
+    );
+}

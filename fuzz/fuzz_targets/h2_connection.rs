@@ -1,0 +1,146 @@
+//! Fuzzes HTTP/2 as the server speaks it: `fibra_http::http2::serve_connection_h2` over an
+//! in-memory transport whose reads hand out the connection preface, then the fuzz input as
+//! the client's frames (SETTINGS, HEADERS with HPACK blocks, CONTINUATION, DATA, RST_STREAM,
+//! WINDOW_UPDATE, PING, GOAWAY, garbage). The frame decoder and the HPACK decoder are the `h2`
+//! crate's; this drives them through the server's owner fiber, with request streams in
+//! fibers of their own running a handler that echoes bodies, answers small and large
+//! responses, and streams.
+//!
+//! Input layout: `[read_size, wire...]`, `read_size` the bytes handed out per `read`
+//! (1..=255; 0 counts as 1, 255 means "all at once").
+//!
+//! Checks besides "no panic, hang or leak": the server's output is a sequence of whole
+//! frames (a 9-byte header, then exactly the payload length it declares, at most 2^24 - 1),
+//! starting with its SETTINGS; and `serve_connection_h2` returns once the input has ended.
+#![no_main]
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use fibra_http::{Request, Response, ResponseBody, Settings, Transport};
+use libfuzzer_sys::fuzz_target;
+
+const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+struct Mock {
+    input: Vec<u8>,
+    pos: usize,
+    read_size: usize,
+    out: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Read for Mock {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = buf
+            .len()
+            .min(self.read_size)
+            .min(self.input.len() - self.pos);
+        buf[..n].copy_from_slice(&self.input[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+impl Write for Mock {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        self.out.lock().unwrap().extend_from_slice(data);
+        Ok(data.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Transport for Mock {
+    fn set_read_timeout(&self, _: Option<Duration>) -> io::Result<()> {
+        Ok(())
+    }
+    fn set_write_timeout(&self, _: Option<Duration>) -> io::Result<()> {
+        Ok(())
+    }
+    fn peer_addr(&self) -> Option<SocketAddr> {
+        None
+    }
+    fn shutdown(&self, _: Shutdown) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+fn handler(mut req: Request) -> Response {
+    match req.uri().path().as_bytes().get(1) {
+        Some(b'e') => Response::new(
+            req.body_mut()
+                .read_to_vec(1 << 16)
+                .unwrap_or_default()
+                .into(),
+        ),
+        Some(b'b') => Response::new(vec![b'b'; 100_000].into()),
+        Some(b's') => Response::new(ResponseBody::stream(|w| {
+            for _ in 0..4 {
+                w.write_all(&[b's'; 5000])?;
+            }
+            Ok(())
+        })),
+        Some(b'p') => panic!("handler panic on purpose"),
+        _ => Response::new("hello".into()),
+    }
+}
+
+thread_local! {
+    static RUNTIME: fibra::Runtime = fibra::Runtime::builder().workers(1).build().unwrap();
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&read_size, wire)) = data.split_first() else {
+        return;
+    };
+    let read_size = match read_size {
+        0 => 1,
+        255 => usize::MAX,
+        n => n as usize,
+    };
+    let out = Arc::new(Mutex::new(Vec::new()));
+    let mut input = PREFACE.to_vec();
+    input.extend_from_slice(wire);
+    let settings = Arc::new(Settings {
+        // Short, so a stream waiting for window the input never opens ends soon.
+        write_timeout: Duration::from_millis(50),
+        body_read_timeout: Duration::from_millis(50),
+        idle_timeout: Duration::from_millis(50),
+        ..Settings::default()
+    });
+    let written = RUNTIME.with(|rt| {
+        let out = out.clone();
+        rt.block_on(move || {
+            let mock = Mock {
+                input,
+                pos: 0,
+                read_size,
+                out: out.clone(),
+            };
+            fibra_http::http2::serve_connection_h2(mock, settings, Arc::new(handler));
+            let written = out.lock().unwrap().clone();
+            written
+        })
+    });
+    check_frames(&written);
+});
+
+/// The output is whole frames, the first the server's SETTINGS.
+fn check_frames(out: &[u8]) {
+    let mut at = 0;
+    let mut first = true;
+    while at < out.len() {
+        assert!(out.len() - at >= 9, "a partial frame header at {at}");
+        let len = (out[at] as usize) << 16 | (out[at + 1] as usize) << 8 | out[at + 2] as usize;
+        if first {
+            assert_eq!(out[at + 3], 0x4, "the first frame is SETTINGS");
+            first = false;
+        }
+        at += 9;
+        assert!(out.len() - at >= len, "a frame payload cut short");
+        at += len;
+    }
+}
