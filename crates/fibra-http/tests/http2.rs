@@ -272,3 +272,24 @@ fn streams_are_access_logged() {
         ]
     );
 }
+
+#[test]
+fn expect_100_continue_is_answered_before_the_body_is_read() {
+    let srv = util::start(Settings::default(), app);
+    let mut s = raw_connect(srv.addr, &[]);
+    let block = request_block("POST", "/echo", &[("expect", "100-continue")]);
+    s.write_all(&frame(HEADERS, END_HEADERS, 1, &block))
+        .unwrap();
+    // The interim response comes first: a HEADERS frame that does not end the stream,
+    // while the client has sent no body yet.
+    let interim = read_until(&mut s, |f| f.ty == HEADERS && f.stream == 1).unwrap();
+    assert_eq!(
+        interim.flags & END_STREAM,
+        0,
+        "an interim response: {interim:?}"
+    );
+    s.write_all(&frame(DATA, END_STREAM, 1, b"the body"))
+        .unwrap();
+    let data = read_until(&mut s, |f| f.ty == DATA && f.stream == 1).unwrap();
+    assert_eq!(data.payload, b"the body");
+}
