@@ -19,22 +19,7 @@ RUN="$(mktemp -d)"
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$RUN"; }
 trap cleanup EXIT
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=localhost \
-  -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" -keyout "$RUN/key.pem" \
-  -out "$RUN/cert.pem" -days 2 2>/dev/null
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-PLAIN=$(free_port)
-TLS=$(free_port)
-"$ROOT/target/release/fibra" hello --workers 1 --port "$PLAIN" >"$RUN/plain.log" 2>&1 &
-PIDS+=($!)
-"$ROOT/target/release/fibra" hello --workers 1 --port "$TLS" \
-  --tls-cert "$RUN/cert.pem" --tls-key "$RUN/key.pem" >"$RUN/tls.log" 2>&1 &
-PIDS+=($!)
-for _ in $(seq 100); do
-  curl -sf "http://127.0.0.1:$PLAIN/plaintext" >/dev/null 2>&1 && \
-    curl -skf "https://127.0.0.1:$TLS/plaintext" >/dev/null 2>&1 && break
-  sleep 0.1
-done
+source "$ROOT/bench/lib/h2_servers.sh"
 head -c 1048576 /dev/urandom >"$RUN/body"
 check() { # name, expected, actual
   if [ "$2" != "$3" ]; then echo "h2_clients.sh: $1: expected $2, got $3" >&2; exit 1; fi

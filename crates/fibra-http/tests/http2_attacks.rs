@@ -118,23 +118,21 @@ fn hpack_bomb_is_refused() {
     still_serves(srv.addr);
 }
 
-#[test]
-fn ping_flood_meets_backpressure() {
+/// 64 MiB of `frame` whose answers (PING ACKs, SETTINGS ACKs) are never read: the server's
+/// writes block, so it stops reading, the flood cannot all be sent, and the write timeout
+/// closes the connection; meanwhile another connection is served.
+fn flood_meets_backpressure(unit: Vec<u8>) {
     let settings = Settings {
         write_timeout: Duration::from_secs(2),
         ..Settings::default()
     };
     let srv = util::start(settings, app);
     let s = raw_connect(srv.addr, &[]);
-    // 64 MiB of PINGs whose PONGs are never read: the server's writes block, so it stops
-    // reading, and the flood cannot all be sent; then the write timeout closes it.
-    let mut flood = Vec::new();
-    let ping = frame(PING, 0, 0, &[0u8; 8]);
+    let mut flood = Vec::with_capacity((64 << 20) + unit.len());
     while flood.len() < 64 << 20 {
-        flood.extend_from_slice(&ping);
+        flood.extend_from_slice(&unit);
     }
     let writer = write_in_background(&s, flood);
-    // Meanwhile another connection is served.
     still_serves(srv.addr);
     assert!(
         !writer.join().unwrap(),
@@ -143,24 +141,13 @@ fn ping_flood_meets_backpressure() {
 }
 
 #[test]
+fn ping_flood_meets_backpressure() {
+    flood_meets_backpressure(frame(PING, 0, 0, &[0u8; 8]));
+}
+
+#[test]
 fn settings_flood_meets_backpressure() {
-    let settings = Settings {
-        write_timeout: Duration::from_secs(2),
-        ..Settings::default()
-    };
-    let srv = util::start(settings, app);
-    let s = raw_connect(srv.addr, &[]);
-    let mut flood = Vec::new();
-    let settings = frame(SETTINGS, 0, 0, &[0, 0x3, 0, 0, 0, 100]);
-    while flood.len() < 64 << 20 {
-        flood.extend_from_slice(&settings);
-    }
-    let writer = write_in_background(&s, flood);
-    still_serves(srv.addr);
-    assert!(
-        !writer.join().unwrap(),
-        "the server stopped reading the flood"
-    );
+    flood_meets_backpressure(frame(SETTINGS, 0, 0, &[0, 0x3, 0, 0, 0, 100]));
 }
 
 #[test]
