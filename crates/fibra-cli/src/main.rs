@@ -14,6 +14,7 @@
 
 mod bench;
 mod hello;
+mod listeners;
 mod serve;
 mod server_flags;
 mod signals;
@@ -147,6 +148,11 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Before any thread starts: it clears the variables.
+    if let Err(e) = listeners::take_inherited() {
+        eprintln!("fibra: error: {e}");
+        return ExitCode::FAILURE;
+    }
     match cli.command {
         Command::Serve(args) => report(serve::run(args)),
         Command::Hello(args) => report(hello::run(args)),

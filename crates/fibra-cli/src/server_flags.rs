@@ -42,6 +42,12 @@ pub struct ServerFlags {
     /// without a Host. Needs --tls-cert.
     #[arg(long, value_name = "PORT", requires = "tls_cert")]
     redirect_http: Option<u16>,
+    /// Expect a PROXY protocol header (v1 or v2, as HAProxy's send-proxy and send-proxy-v2
+    /// send it) at the start of every connection, and take the client's address from it
+    /// (access log, requests' peer address). A connection without a valid header within the
+    /// header timeout is closed. With --tls-cert, the header comes before the TLS handshake.
+    #[arg(long)]
+    proxy_protocol: bool,
 }
 
 fn secs(s: f64) -> std::io::Result<Duration> {
@@ -104,6 +110,27 @@ impl ServerFlags {
         if let Some(w) = workers {
             server = server.workers(w);
         }
+        self.tune(server)
+    }
+
+    /// The main server, on the inherited listening sockets if there are any (`LISTEN_FDS`),
+    /// else on new ones on --addr and --port, one per worker; with a copy of each listener
+    /// (for a binary upgrade to hand over).
+    fn main_server(&self) -> std::io::Result<(Server, Vec<std::net::TcpListener>)> {
+        let workers = self
+            .workers
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let (listeners, _) = crate::listeners::listeners(&self.addr, self.port, workers)?;
+        let copies = listeners
+            .iter()
+            .map(|l| l.try_clone())
+            .collect::<std::io::Result<Vec<_>>>()?;
+        let server = self.tune(Server::from_listeners(listeners).workers(workers))?;
+        Ok((server, copies))
+    }
+
+    /// `server` with the timeouts of these flags.
+    fn tune(&self, mut server: Server) -> std::io::Result<Server> {
         if let Some(t) = self.header_timeout {
             server = server.header_timeout(secs(t)?);
         }
@@ -169,10 +196,19 @@ impl ServerFlags {
             None => None,
         };
         let grace = secs(self.grace)?;
-        let server = configure(self.server(self.port, self.workers)?);
-        let (handle, scheme) = match tls {
-            Some(choose) => (server.tls_choosing(choose).serve(handler)?, "https"),
-            None => (server.serve(handler)?, "http"),
+        let (server, _listeners) = self.main_server()?;
+        let server = configure(server);
+        let (handle, scheme) = match (tls, self.proxy_protocol) {
+            (Some(choose), false) => (server.tls_choosing(choose).serve(handler)?, "https"),
+            (Some(choose), true) => (
+                server
+                    .proxy_protocol()
+                    .tls_choosing(choose)
+                    .serve(handler)?,
+                "https",
+            ),
+            (None, false) => (server.serve(handler)?, "http"),
+            (None, true) => (server.proxy_protocol().serve(handler)?, "http"),
         };
         println!("{banner} {scheme}://{}/", handle.local_addr());
         // One worker: redirects are cheap, and their clients come back over TLS.

@@ -87,6 +87,7 @@ mod date;
 mod error;
 pub mod files;
 mod lazy;
+pub mod listen_fds;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod parse;
@@ -95,6 +96,7 @@ pub mod outbox;
 #[cfg(not(feature = "fuzzing"))]
 #[allow(dead_code)]
 mod parse;
+pub mod proxy_protocol;
 pub mod request;
 pub mod response;
 mod server;

@@ -98,7 +98,7 @@ impl State {
 }
 
 /// Makes the acceptor of worker `i` of `n` (on the server's runtime).
-type Listen<A> = Box<dyn FnMut(usize, usize) -> io::Result<A> + Send>;
+pub(crate) type Listen<A> = Box<dyn FnMut(usize, usize) -> io::Result<A> + Send>;
 
 /// Builder for an HTTP/1.1 server. See the crate docs for an example.
 ///
@@ -169,7 +169,7 @@ impl<A: Acceptor> Server<A> {
         Server::with_listen(Ok(Box::new(move |worker, _| listen(worker))))
     }
 
-    fn with_listen(listen: io::Result<Listen<A>>) -> Server<A> {
+    pub(crate) fn with_listen(listen: io::Result<Listen<A>>) -> Server<A> {
         Server {
             listen,
             workers: None,
@@ -196,9 +196,17 @@ impl<A: Acceptor> Server<A> {
         self,
         wrap: impl Fn(A) -> TlsAcceptor<A> + Send + 'static,
     ) -> Server<TlsAcceptor<A>> {
+        self.wrap_acceptor(wrap)
+    }
+
+    /// Wraps every worker's acceptor with `wrap` (a transport over the acceptor's, such as
+    /// TLS or the PROXY protocol), keeping the other settings.
+    pub(crate) fn wrap_acceptor<B: Acceptor>(
+        self,
+        wrap: impl Fn(A) -> B + Send + 'static,
+    ) -> Server<B> {
         let listen = self.listen.map(|mut listen| {
-            Box::new(move |worker, workers| Ok(wrap(listen(worker, workers)?)))
-                as Listen<TlsAcceptor<A>>
+            Box::new(move |worker, workers| Ok(wrap(listen(worker, workers)?))) as Listen<B>
         });
         Server {
             listen,
