@@ -18,6 +18,7 @@ mod listeners;
 mod serve;
 mod server_flags;
 mod signals;
+mod upgrade;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -148,7 +149,8 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    // Before any thread starts: it clears the variables.
+    // Before any thread starts: these clear the variables they read.
+    upgrade::init();
     if let Err(e) = listeners::take_inherited() {
         eprintln!("fibra: error: {e}");
         return ExitCode::FAILURE;

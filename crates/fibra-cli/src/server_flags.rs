@@ -48,6 +48,10 @@ pub struct ServerFlags {
     /// header timeout is closed. With --tls-cert, the header comes before the TLS handshake.
     #[arg(long)]
     proxy_protocol: bool,
+    /// Write the process id to FILE once serving (removed at exit, unless a newer process
+    /// of a SIGUSR2 upgrade has written its own).
+    #[arg(long, value_name = "FILE")]
+    pid_file: Option<PathBuf>,
 }
 
 fn secs(s: f64) -> std::io::Result<Duration> {
@@ -196,7 +200,7 @@ impl ServerFlags {
             None => None,
         };
         let grace = secs(self.grace)?;
-        let (server, _listeners) = self.main_server()?;
+        let (server, listeners) = self.main_server()?;
         let server = configure(server);
         let (handle, scheme) = match (tls, self.proxy_protocol) {
             (Some(choose), false) => (server.tls_choosing(choose).serve(handler)?, "https"),
@@ -211,6 +215,13 @@ impl ServerFlags {
             (None, true) => (server.proxy_protocol().serve(handler)?, "http"),
         };
         println!("{banner} {scheme}://{}/", handle.local_addr());
+        if let Some(path) = &self.pid_file {
+            std::fs::write(path, format!("{}\n", std::process::id())).map_err(|e| {
+                std::io::Error::new(e.kind(), format!("--pid-file {}: {e}", path.display()))
+            })?;
+        }
+        // Serving: an upgrading parent may now drain and exit.
+        crate::upgrade::signal_ready();
         // One worker: redirects are cheap, and their clients come back over TLS.
         let redirect = match self.redirect_http {
             Some(port) => {
@@ -224,17 +235,41 @@ impl ServerFlags {
             }
             None => None,
         };
-        let sig = loop {
+        let handed_over = loop {
             match signals::wait_for_server_signal() {
-                signals::ServerSignal::Shutdown(sig) => break sig,
+                signals::ServerSignal::Shutdown(sig) => {
+                    eprintln!("{name}: {sig}, shutting down (grace {grace:?})");
+                    break false;
+                }
                 signals::ServerSignal::Reload => reload(name, resolver.as_deref(), &pairs),
+                signals::ServerSignal::Upgrade => {
+                    match crate::upgrade::start_new_binary(&listeners) {
+                        Ok(pid) => {
+                            eprintln!(
+                                "{name}: SIGUSR2, the new binary (pid {pid}) serves; draining"
+                            );
+                            break true;
+                        }
+                        Err(e) => eprintln!("{name}: SIGUSR2, upgrade failed, still serving: {e}"),
+                    }
+                }
             }
         };
-        eprintln!("{name}: {sig}, shutting down (grace {grace:?})");
+        drop(listeners);
         if let Some(redirect) = redirect {
             redirect.shutdown(grace);
         }
-        handle.shutdown(grace);
+        if handed_over {
+            handle.drain(crate::upgrade::IDLE_GRACE, grace);
+        } else {
+            handle.shutdown(grace);
+        }
+        if let Some(path) = &self.pid_file {
+            let ours = format!("{}\n", std::process::id());
+            if std::fs::read_to_string(path).is_ok_and(|p| p == ours) {
+                let _ = std::fs::remove_file(path);
+            }
+        }
         Ok(())
     }
 }

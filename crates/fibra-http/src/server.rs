@@ -299,7 +299,7 @@ impl<A: Acceptor> Server<A> {
             done: Mutex::new(false),
             done_cv: Condvar::new(),
         });
-        let (cmd_tx, cmd_rx) = fibra::sync::mpsc::channel::<Duration>();
+        let (cmd_tx, cmd_rx) = fibra::sync::mpsc::channel::<Stop>();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<io::Result<SocketAddr>>();
         let settings = Arc::new(self.settings);
         let handler = Arc::new(handler);
@@ -351,8 +351,16 @@ impl<A: Acceptor> Server<A> {
 pub struct ServerHandle {
     local_addr: SocketAddr,
     state: Arc<State>,
-    cmd: fibra::sync::mpsc::Sender<Duration>,
+    cmd: fibra::sync::mpsc::Sender<Stop>,
     thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// How to stop: leave idle connections open for `idle_grace` (see [`ServerHandle::drain`]),
+/// force-close what is left after `grace`.
+#[derive(Debug, Clone, Copy)]
+struct Stop {
+    idle_grace: Duration,
+    grace: Duration,
 }
 
 impl ServerHandle {
@@ -373,7 +381,25 @@ impl ServerHandle {
     /// whatever is left after `grace`. Blocks until the server has stopped; may be called from
     /// any thread, also while another thread is in [`join`](Self::join).
     pub fn shutdown(&self, grace: Duration) {
-        let _ = self.cmd.send(grace);
+        self.stop(Stop {
+            idle_grace: Duration::ZERO,
+            grace,
+        })
+    }
+
+    /// Graceful shutdown for a handover (a new process already accepts on the same
+    /// listening sockets): stop accepting, let requests in flight finish, answer the next
+    /// request of each keep-alive connection with `Connection: close` — its client then
+    /// reconnects, to the new process — and only close connections still idle after
+    /// `idle_grace`; force-close whatever is left after `grace`. Closing an idle
+    /// connection at once, as [`shutdown`](Self::shutdown) does, races a client that is
+    /// sending its next request on it. Blocks until the server has stopped.
+    pub fn drain(&self, idle_grace: Duration, grace: Duration) {
+        self.stop(Stop { idle_grace, grace })
+    }
+
+    fn stop(&self, stop: Stop) {
+        let _ = self.cmd.send(stop);
         let mut done = self.state.done.lock().unwrap_or_else(|e| e.into_inner());
         while !*done {
             done = self
@@ -400,7 +426,7 @@ fn run_server<A, H>(
     settings: Arc<Settings>,
     handler: Arc<H>,
     state: Arc<State>,
-    cmd_rx: fibra::sync::mpsc::Receiver<Duration>,
+    cmd_rx: fibra::sync::mpsc::Receiver<Stop>,
     ready_tx: std::sync::mpsc::Sender<io::Result<SocketAddr>>,
 ) where
     A: Acceptor,
@@ -449,7 +475,10 @@ fn run_server<A, H>(
         }
     }
     let _ = ready_tx.send(Ok(bound));
-    let grace = cmd_rx.recv().unwrap_or(Duration::ZERO);
+    let Stop { idle_grace, grace } = cmd_rx.recv().unwrap_or(Stop {
+        idle_grace: Duration::ZERO,
+        grace: Duration::ZERO,
+    });
 
     // Stop accepting; wake idle connections (they see the flag and close). Connections set
     // their idle flag with relaxed stores, so one that went idle just as the flag was set may
@@ -463,12 +492,19 @@ fn run_server<A, H>(
             }
         })
     };
-    close_idle();
     // A grace too long for an `Instant` (`Duration::MAX`) waits as long as connections last.
-    let deadline = Instant::now().checked_add(grace);
+    let start = Instant::now();
+    let idle_deadline = start.checked_add(idle_grace);
+    let idle_over = || idle_deadline.is_some_and(|d| Instant::now() >= d);
+    if idle_over() {
+        close_idle();
+    }
+    let deadline = start.checked_add(grace.max(idle_grace));
     while state.active.load(Ordering::SeqCst) > 0 && deadline.map_or(true, |d| Instant::now() < d) {
         fibra::time::sleep(Duration::from_millis(5));
-        close_idle();
+        if idle_over() {
+            close_idle();
+        }
     }
     // Force-close what is left, and give those fibers a moment to unwind on their own.
     state.each_conn(|c, _| {
