@@ -13,6 +13,7 @@
 //! responses are parsed by `fibra_http::client`).
 
 mod bench;
+mod endpoints;
 mod hello;
 mod listeners;
 mod serve;

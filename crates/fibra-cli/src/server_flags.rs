@@ -52,6 +52,18 @@ pub struct ServerFlags {
     /// of a SIGUSR2 upgrade has written its own).
     #[arg(long, value_name = "FILE")]
     pid_file: Option<PathBuf>,
+    /// Answer GET PATH with 200 while serving and 503 once shutting down or handing over
+    /// to a new binary (for a balancer's health check), before the app sees it.
+    #[arg(long, value_name = "PATH")]
+    health: Option<String>,
+    /// Answer GET PATH with metrics in Prometheus's text format: requests by status class,
+    /// response bytes, open connections, a latency histogram.
+    #[arg(long, value_name = "PATH")]
+    metrics: Option<String>,
+    /// After SIGTERM/SIGINT, keep serving this many seconds with --health answering 503
+    /// before the graceful shutdown, so a balancer stops sending first.
+    #[arg(long, value_name = "SECS", default_value_t = 0.0)]
+    drain_delay: f64,
 }
 
 fn secs(s: f64) -> std::io::Result<Duration> {
@@ -200,6 +212,9 @@ impl ServerFlags {
             None => None,
         };
         let grace = secs(self.grace)?;
+        let drain_delay = secs(self.drain_delay)?;
+        let endpoints = crate::endpoints::Endpoints::new(self.health.clone(), self.metrics.clone());
+        let handler = endpoints.clone().wrap(handler);
         let (server, listeners) = self.main_server()?;
         let server = configure(server);
         let (handle, scheme) = match (tls, self.proxy_protocol) {
@@ -214,6 +229,7 @@ impl ServerFlags {
             (None, false) => (server.serve(handler)?, "http"),
             (None, true) => (server.proxy_protocol().serve(handler)?, "http"),
         };
+        endpoints.set_connections(handle.connection_count());
         println!("{banner} {scheme}://{}/", handle.local_addr());
         if let Some(path) = &self.pid_file {
             std::fs::write(path, format!("{}\n", std::process::id())).map_err(|e| {
@@ -238,6 +254,11 @@ impl ServerFlags {
         let handed_over = loop {
             match signals::wait_for_server_signal() {
                 signals::ServerSignal::Shutdown(sig) => {
+                    endpoints.set_draining();
+                    if !drain_delay.is_zero() {
+                        eprintln!("{name}: {sig}, draining for {drain_delay:?}");
+                        std::thread::sleep(drain_delay);
+                    }
                     eprintln!("{name}: {sig}, shutting down (grace {grace:?})");
                     break false;
                 }
@@ -245,6 +266,7 @@ impl ServerFlags {
                 signals::ServerSignal::Upgrade => {
                     match crate::upgrade::start_new_binary(&listeners) {
                         Ok(pid) => {
+                            endpoints.set_draining();
                             eprintln!(
                                 "{name}: SIGUSR2, the new binary (pid {pid}) serves; draining"
                             );

@@ -116,7 +116,7 @@ pub use http;
 pub use outbox::{Outbox, OutboxSender};
 pub use request::Request;
 pub use response::{BodyWriter, FileRange, Response, ResponseBody, Upgraded};
-pub use server::{Server, ServerHandle};
+pub use server::{ConnectionCount, Server, ServerHandle};
 pub use settings::{ErrorHook, ServerError, ServerErrorKind, Settings};
 pub use transport::{ConnState, ShutdownHandle, Tcp, Transport, Unix};
 

@@ -355,6 +355,18 @@ pub struct ServerHandle {
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
+/// The number of open connections of a running server (see
+/// [`ServerHandle::connection_count`]); cheap to clone.
+#[derive(Debug, Clone)]
+pub struct ConnectionCount(Arc<State>);
+
+impl ConnectionCount {
+    /// Number of open connections now.
+    pub fn get(&self) -> usize {
+        self.0.active.load(Ordering::Relaxed)
+    }
+}
+
 /// How to stop: leave idle connections open for `idle_grace` (see [`ServerHandle::drain`]),
 /// force-close what is left after `grace`.
 #[derive(Debug, Clone, Copy)]
@@ -374,6 +386,12 @@ impl ServerHandle {
     /// Number of open connections.
     pub fn connections(&self) -> usize {
         self.state.active.load(Ordering::Relaxed)
+    }
+
+    /// A handle that reads [`connections`](Self::connections) from anywhere (a metrics
+    /// endpoint in the server's own handler, say).
+    pub fn connection_count(&self) -> ConnectionCount {
+        ConnectionCount(self.state.clone())
     }
 
     /// Graceful shutdown: stop accepting, close idle keep-alive connections at once, let
