@@ -44,6 +44,7 @@ sed -e 's/127.0.0.1:8080/127.0.0.1:18480/' -e 's/127.0.0.1:8081/127.0.0.1:18481/
 haproxy -f "$RUN/haproxy.cfg" -db >"$RUN/haproxy.out" 2>&1 &
 HAPROXY=$!
 for _ in $(seq 1 100); do curl -sf -o /dev/null http://127.0.0.1:18480/ && break; sleep 0.05; done
+curl -sf -o /dev/null http://127.0.0.1:18480/ || { echo "HAProxy did not start:" >&2; cat "$RUN/haproxy.out" >&2; exit 1; }
 sleep 1 # both servers seen up (rise 2 at 200 ms)
 
 wrk -t1 -c50 -d"${SECS}s" http://127.0.0.1:18480/index.html >"$RUN/wrk" 2>&1 &
@@ -59,7 +60,8 @@ sleep "$(echo "$SECS / 4" | bc -l)"
 restart a 18481
 sleep 2 # a seen up again before b goes down
 restart b 18482
-wait "$WRK"
+wrk_rc=0
+wait "$WRK" || wrk_rc=$?
 cat "$RUN/wrk"
 sleep 1.5 # access logs flush once a second
 served_a=$(cat "$RUN/a.log" | wc -l)
@@ -67,6 +69,7 @@ served_b=$(cat "$RUN/b.log" | wc -l)
 echo "access log lines: a $served_a, b $served_b"
 echo "instance output:"; cat "$RUN/a.out" "$RUN/b.out" | grep -v "^fibra serve: serving" | sed 's/^/  /'
 fail=0
+[ "$wrk_rc" = 0 ] && grep -q "requests in" "$RUN/wrk" || { echo "FAIL: wrk failed ($wrk_rc)"; fail=1; }
 grep -q "Socket errors" "$RUN/wrk" && { echo "FAIL: socket errors"; fail=1; }
 grep -q "Non-2xx" "$RUN/wrk" && { echo "FAIL: non-2xx responses"; fail=1; }
 [ "$served_a" -gt 0 ] && [ "$served_b" -gt 0 ] || { echo "FAIL: one instance served nothing"; fail=1; }

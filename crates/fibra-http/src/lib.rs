@@ -66,6 +66,8 @@
 //! bodies), [`files`] (static files), [`client`] (the client side: an incremental response
 //! parser, for load generators and proxies), [`outbox`] (how other fibers send on a
 //! connection its owner fiber reads and writes), [`ws`] (WebSocket after an upgrade),
+//! [`proxy_protocol`] (the PROXY protocol v1/v2 transport, behind a balancer), [`listen_fds`]
+//! (listening sockets inherited through `LISTEN_FDS`: socket activation, binary upgrades),
 //! `server` (accept loops, the connection limit,
 //! graceful shutdown). Internal: `parse` (request heads) and `chunked` (chunked bodies), public
 //! only with the `fuzzing` feature, and `date` (the cached `Date` header).
