@@ -205,6 +205,10 @@ fn bad_headers_close_the_connection_and_leave_nothing_open() {
         ),
         ("v1 truncated", b"PROXY TCP4 203.0.113.1 192.".to_vec()),
         (
+            "v1 fields missing",
+            b"PROXY TCP4 203.0.113.1 192.0.2.1 1\r\nGET / HTTP/1.1\r\n\r\n".to_vec(),
+        ),
+        (
             "v2 truncated",
             v2_ipv4([1, 2, 3, 4], 1, [5, 6, 7, 8], 2)[..20].to_vec(),
         ),
@@ -281,6 +285,13 @@ fn parse_header_reports_incomplete_complete_and_invalid() {
     assert_eq!(h.len, 32);
     assert_eq!(h.source, Some("1.2.3.4:1".parse().unwrap()));
     assert_eq!(h.destination, Some("5.6.7.8:2".parse().unwrap()));
+    // Found by the fuzz target: a v1 line whose CRLF has come is final, fields missing or not.
+    let e = parse_header(b"PROXY TCP6 200+:d200 20\r\n:1 1 2\r\n").unwrap_err();
+    assert!(e.to_string().contains("bad v1 header"), "{e}");
+    assert_eq!(
+        parse_header(b"PROXY TCP4 1.2.3.4 5.6.7.8 1 2\r").unwrap(),
+        None
+    );
     let e = parse_header(b"GET / HTTP/1.1\r\n").unwrap_err();
     assert!(e.to_string().contains("wrong signature"), "{e}");
     let mut big = b"\r\n\r\n\0\r\nQUIT\n\x21\x11".to_vec();
