@@ -134,35 +134,29 @@ pub fn parse_header(input: &[u8]) -> io::Result<Option<Header>> {
         v1::Header::try_from(header).into()
     };
     let addrs = match parsed {
-        HeaderResult::V1(Ok(h)) => {
-            let addrs = match h.addresses {
-                v1::Addresses::Tcp4(a) => Some((
-                    SocketAddr::from((a.source_address, a.source_port)),
-                    SocketAddr::from((a.destination_address, a.destination_port)),
-                )),
-                v1::Addresses::Tcp6(a) => Some((
-                    SocketAddr::from((a.source_address, a.source_port)),
-                    SocketAddr::from((a.destination_address, a.destination_port)),
-                )),
-                v1::Addresses::Unknown => None,
-            };
-            addrs
-        }
-        HeaderResult::V2(Ok(h)) => {
-            let addrs = match (h.command, h.addresses) {
-                (v2::Command::Local, _) => None,
-                (_, v2::Addresses::IPv4(a)) => Some((
-                    SocketAddr::from((a.source_address, a.source_port)),
-                    SocketAddr::from((a.destination_address, a.destination_port)),
-                )),
-                (_, v2::Addresses::IPv6(a)) => Some((
-                    SocketAddr::from((a.source_address, a.source_port)),
-                    SocketAddr::from((a.destination_address, a.destination_port)),
-                )),
-                (_, v2::Addresses::Unspecified | v2::Addresses::Unix(_)) => None,
-            };
-            addrs
-        }
+        HeaderResult::V1(Ok(h)) => match h.addresses {
+            v1::Addresses::Tcp4(a) => Some((
+                SocketAddr::from((a.source_address, a.source_port)),
+                SocketAddr::from((a.destination_address, a.destination_port)),
+            )),
+            v1::Addresses::Tcp6(a) => Some((
+                SocketAddr::from((a.source_address, a.source_port)),
+                SocketAddr::from((a.destination_address, a.destination_port)),
+            )),
+            v1::Addresses::Unknown => None,
+        },
+        HeaderResult::V2(Ok(h)) => match (h.command, h.addresses) {
+            (v2::Command::Local, _) => None,
+            (_, v2::Addresses::IPv4(a)) => Some((
+                SocketAddr::from((a.source_address, a.source_port)),
+                SocketAddr::from((a.destination_address, a.destination_port)),
+            )),
+            (_, v2::Addresses::IPv6(a)) => Some((
+                SocketAddr::from((a.source_address, a.source_port)),
+                SocketAddr::from((a.destination_address, a.destination_port)),
+            )),
+            (_, v2::Addresses::Unspecified | v2::Addresses::Unix(_)) => None,
+        },
         HeaderResult::V1(Err(e)) => return Err(invalid(format!("bad v1 header: {e}"))),
         HeaderResult::V2(Err(e)) => return Err(invalid(format!("bad v2 header: {e}"))),
     };
