@@ -21,6 +21,8 @@ declare -A PID
 HAPROXY=""
 cleanup() {
   for p in "${PID[@]}" $HAPROXY; do kill "$p" 2>/dev/null || true; done
+  # The instances drain for --drain-delay before they exit: wait, so none outlives the script.
+  for p in "${PID[@]}" $HAPROXY; do wait "$p" 2>/dev/null || true; done
   rm -rf "$RUN"
 }
 trap cleanup EXIT

@@ -19,6 +19,8 @@ FIBRA="$ROOT/target/release/fibra"
 RUN="$(mktemp -d)"
 cleanup() {
   for p in $(pgrep -f "^$FIBRA hello --port $PORT" || true); do kill "$p" 2>/dev/null || true; done
+  # Not children of this script once upgraded: wait (at most 10 s) until they are gone.
+  for _ in $(seq 1 200); do pgrep -f "^$FIBRA hello --port $PORT" >/dev/null || break; sleep 0.05; done
   rm -rf "$RUN"
 }
 trap cleanup EXIT
