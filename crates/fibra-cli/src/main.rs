@@ -15,12 +15,15 @@
 //! responses are parsed by `fibra_http::client`).
 
 mod bench;
+mod endpoints;
 mod error_log;
 mod hello;
+mod listeners;
 mod proxy_flags;
 mod serve;
 mod server_flags;
 mod signals;
+mod upgrade;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -151,6 +154,12 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Before any thread starts: these clear the variables they read.
+    upgrade::init();
+    if let Err(e) = listeners::take_inherited() {
+        eprintln!("fibra: error: {e}");
+        return ExitCode::FAILURE;
+    }
     match cli.command {
         Command::Serve(args) => report(serve::run(args)),
         Command::Hello(args) => report(hello::run(args)),

@@ -52,6 +52,28 @@ pub struct ServerFlags {
     /// without a Host. Needs --tls-cert.
     #[arg(long, value_name = "PORT", requires = "tls_cert")]
     redirect_http: Option<u16>,
+    /// Expect a PROXY protocol header (v1 or v2, as HAProxy's send-proxy and send-proxy-v2
+    /// send it) at the start of every connection, and take the client's address from it
+    /// (access log, requests' peer address). A connection without a valid header within the
+    /// header timeout is closed. With --tls-cert, the header comes before the TLS handshake.
+    #[arg(long)]
+    proxy_protocol: bool,
+    /// Write the process id to FILE once serving (removed at exit, unless a newer process
+    /// of a SIGUSR2 upgrade has written its own).
+    #[arg(long, value_name = "FILE")]
+    pid_file: Option<PathBuf>,
+    /// Answer GET PATH with 200 while serving and 503 once shutting down or handing over
+    /// to a new binary (for a balancer's health check), before the app sees it.
+    #[arg(long, value_name = "PATH")]
+    health: Option<String>,
+    /// Answer GET PATH with metrics in Prometheus's text format: requests by status class,
+    /// response bytes, open connections, a latency histogram.
+    #[arg(long, value_name = "PATH")]
+    metrics: Option<String>,
+    /// After SIGTERM/SIGINT, keep serving this many seconds with --health answering 503
+    /// before the graceful shutdown, so a balancer stops sending first.
+    #[arg(long, value_name = "SECS", default_value_t = 0.0)]
+    drain_delay: f64,
 }
 
 /// One worker per core.
@@ -132,15 +154,33 @@ impl ServerFlags {
             true => Server::bind_reuse_port(addr),
             false => Server::bind(addr),
         };
-        Ok(server
-            .workers(workers)
-            .header_timeout(secs("--header-timeout", self.header_timeout)?)
-            .idle_timeout(secs("--idle-timeout", self.idle_timeout)?))
+        self.tune(server.workers(workers))
     }
 
     /// The number of worker threads (`--workers`).
     pub fn workers(&self) -> usize {
         self.workers
+    }
+
+    /// The main server, on the inherited listening sockets if there are any (`LISTEN_FDS`),
+    /// else on a new one on --addr and --port shared by the workers (one per worker with
+    /// --reuse-port); with a copy of each listener (for a binary upgrade to hand over).
+    fn main_server(&self) -> std::io::Result<(Server, Vec<std::net::TcpListener>)> {
+        let (listeners, _) =
+            crate::listeners::listeners(&self.addr, self.port, self.workers, self.reuse_port)?;
+        let copies = listeners
+            .iter()
+            .map(|l| l.try_clone())
+            .collect::<std::io::Result<Vec<_>>>()?;
+        let server = self.tune(Server::from_listeners(listeners).workers(self.workers))?;
+        Ok((server, copies))
+    }
+
+    /// `server` with the timeouts of these flags.
+    fn tune(&self, server: Server) -> std::io::Result<Server> {
+        Ok(server
+            .header_timeout(secs("--header-timeout", self.header_timeout)?)
+            .idle_timeout(secs("--idle-timeout", self.idle_timeout)?))
     }
 
     /// The (certificate, key) pairs of the TLS flags, in order; an error if their counts
@@ -200,12 +240,32 @@ impl ServerFlags {
             None => None,
         };
         let grace = secs("--shutdown-timeout", self.shutdown_timeout)?;
-        let server = configure(self.server(self.port, self.workers)?);
-        let (handle, scheme) = match tls {
-            Some(choose) => (server.tls_choosing(choose).serve(handler)?, "https"),
-            None => (server.serve(handler)?, "http"),
+        let drain_delay = secs("--drain-delay", self.drain_delay)?;
+        let endpoints = crate::endpoints::Endpoints::new(self.health.clone(), self.metrics.clone());
+        let handler = endpoints.clone().wrap(handler);
+        let (server, listeners) = self.main_server()?;
+        let server = configure(server);
+        let (handle, scheme) = match (tls, self.proxy_protocol) {
+            (Some(choose), false) => (server.tls_choosing(choose).serve(handler)?, "https"),
+            (Some(choose), true) => (
+                server
+                    .proxy_protocol()
+                    .tls_choosing(choose)
+                    .serve(handler)?,
+                "https",
+            ),
+            (None, false) => (server.serve(handler)?, "http"),
+            (None, true) => (server.proxy_protocol().serve(handler)?, "http"),
         };
+        endpoints.set_connections(handle.connection_count());
         println!("{banner} {scheme}://{}/", handle.local_addr());
+        if let Some(path) = &self.pid_file {
+            std::fs::write(path, format!("{}\n", std::process::id())).map_err(|e| {
+                std::io::Error::new(e.kind(), format!("--pid-file {}: {e}", path.display()))
+            })?;
+        }
+        // Serving: an upgrading parent may now drain and exit.
+        crate::upgrade::signal_ready();
         // One worker: redirects are cheap, and their clients come back over TLS.
         let redirect = match self.redirect_http {
             Some(port) => {
@@ -219,17 +279,47 @@ impl ServerFlags {
             }
             None => None,
         };
-        let sig = loop {
+        let handed_over = loop {
             match signals::wait_for_server_signal() {
-                signals::ServerSignal::Shutdown(sig) => break sig,
+                signals::ServerSignal::Shutdown(sig) => {
+                    endpoints.set_draining();
+                    if !drain_delay.is_zero() {
+                        eprintln!("{name}: {sig}, draining for {drain_delay:?}");
+                        std::thread::sleep(drain_delay);
+                    }
+                    eprintln!("{name}: {sig}, shutting down (requests in flight have {grace:?} to finish)");
+                    break false;
+                }
                 signals::ServerSignal::Reload => reload(name, resolver.as_deref(), &pairs),
+                signals::ServerSignal::Upgrade => {
+                    match crate::upgrade::start_new_binary(&listeners) {
+                        Ok(pid) => {
+                            endpoints.set_draining();
+                            eprintln!(
+                                "{name}: SIGUSR2, the new binary (pid {pid}) serves; draining"
+                            );
+                            break true;
+                        }
+                        Err(e) => eprintln!("{name}: SIGUSR2, upgrade failed, still serving: {e}"),
+                    }
+                }
             }
         };
-        eprintln!("{name}: {sig}, shutting down (requests in flight have {grace:?} to finish)");
+        drop(listeners);
         if let Some(redirect) = redirect {
             redirect.shutdown(grace);
         }
-        handle.shutdown(grace);
+        if handed_over {
+            handle.drain(crate::upgrade::IDLE_GRACE, grace);
+        } else {
+            handle.shutdown(grace);
+        }
+        if let Some(path) = &self.pid_file {
+            let ours = format!("{}\n", std::process::id());
+            if std::fs::read_to_string(path).is_ok_and(|p| p == ours) {
+                let _ = std::fs::remove_file(path);
+            }
+        }
         Ok(())
     }
 }

@@ -1,6 +1,7 @@
 //! Waiting for signals without a signal handler: they are blocked in every thread (the mask is
 //! set before any thread starts, so all inherit it) and `sigwait`ed on the main thread.
-//! SIGINT/SIGTERM stop the program; the servers also take SIGHUP (reload the certificates).
+//! SIGINT/SIGTERM stop the program; the servers also take SIGHUP (reload the certificates) and
+//! SIGUSR2 (binary upgrade).
 
 use std::io;
 
@@ -17,7 +18,7 @@ fn set_of(signals: &[libc::c_int]) -> libc::sigset_t {
 }
 
 const SHUTDOWN: &[libc::c_int] = &[libc::SIGINT, libc::SIGTERM];
-const SERVER: &[libc::c_int] = &[libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+const SERVER: &[libc::c_int] = &[libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGUSR2];
 
 fn block(signals: &[libc::c_int]) -> io::Result<()> {
     let set = set_of(signals);
@@ -66,18 +67,21 @@ pub enum ServerSignal {
     Shutdown(&'static str),
     /// SIGHUP: reload the certificates.
     Reload,
+    /// SIGUSR2: start the binary again and hand it the listening sockets.
+    Upgrade,
 }
 
-/// Blocks SIGINT, SIGTERM and SIGHUP in the calling thread and every thread it starts
+/// Blocks SIGINT, SIGTERM, SIGHUP and SIGUSR2 in the calling thread and every thread it starts
 /// afterwards.
 pub fn block_server_signals() -> io::Result<()> {
     block(SERVER)
 }
 
-/// Waits until SIGINT, SIGTERM or SIGHUP arrives.
+/// Waits until SIGINT, SIGTERM, SIGHUP or SIGUSR2 arrives.
 pub fn wait_for_server_signal() -> ServerSignal {
     match wait(SERVER) {
         libc::SIGHUP => ServerSignal::Reload,
+        libc::SIGUSR2 => ServerSignal::Upgrade,
         sig => ServerSignal::Shutdown(name(sig)),
     }
 }

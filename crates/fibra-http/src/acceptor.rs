@@ -67,6 +67,15 @@ impl TcpAcceptor {
     pub fn from_listener(listener: TcpListener) -> TcpAcceptor {
         TcpAcceptor { listener }
     }
+
+    /// Takes over a bound `std` listener (switched to non-blocking mode), with `TCP_NODELAY`
+    /// on accepted connections as [`TcpAcceptor::bind`] sets it: e.g. an inherited one
+    /// ([`crate::listen_fds`]).
+    pub fn from_std(listener: std::net::TcpListener) -> io::Result<TcpAcceptor> {
+        let mut listener = TcpListener::from_std(listener)?;
+        listener.set_nodelay_on_accept(true);
+        Ok(TcpAcceptor { listener })
+    }
 }
 
 impl Acceptor for TcpAcceptor {

@@ -67,6 +67,8 @@
 //! bodies), [`files`] (static files), [`client`] (the client side: an incremental response
 //! parser, for load generators and proxies), [`proxy`] (a reverse proxy handler), [`outbox`] (how other fibers send on a
 //! connection its owner fiber reads and writes), [`ws`] (WebSocket after an upgrade),
+//! [`proxy_protocol`] (the PROXY protocol v1/v2 transport, behind a balancer), [`listen_fds`]
+//! (listening sockets inherited through `LISTEN_FDS`: socket activation, binary upgrades),
 //! `server` (accept loops, the connection limit,
 //! graceful shutdown). Internal: `parse` (request heads) and `chunked` (chunked bodies), public
 //! only with the `fuzzing` feature, and `date` (the cached `Date` header).
@@ -92,6 +94,7 @@ pub mod http2;
 mod lazy;
 mod lifecycle;
 pub mod listen;
+pub mod listen_fds;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod parse;
@@ -101,6 +104,7 @@ pub mod outbox;
 #[allow(dead_code)]
 mod parse;
 pub mod proxy;
+pub mod proxy_protocol;
 pub mod request;
 pub mod response;
 mod server;
@@ -121,7 +125,7 @@ pub use http;
 pub use outbox::{Outbox, OutboxSender};
 pub use request::Request;
 pub use response::{BodyWriter, FileRange, Response, ResponseBody, Upgraded};
-pub use server::{Server, ServerHandle};
+pub use server::{ConnectionCount, Server, ServerHandle};
 pub use settings::{ErrorHook, ServerError, ServerErrorKind, Settings};
 pub use transport::{ConnState, ShutdownHandle, Tcp, Transport, Unix};
 

@@ -99,7 +99,7 @@ impl State {
 }
 
 /// Makes the acceptor of worker `i` of `n` (on the server's runtime).
-type Listen<A> = Box<dyn FnMut(usize, usize) -> io::Result<A> + Send>;
+pub(crate) type Listen<A> = Box<dyn FnMut(usize, usize) -> io::Result<A> + Send>;
 
 /// Builder for an HTTP/1.1 server. See the crate docs for an example.
 ///
@@ -179,7 +179,7 @@ impl<A: Acceptor> Server<A> {
         Server::with_listen(Ok(Box::new(move |worker, _| listen(worker))))
     }
 
-    fn with_listen(listen: io::Result<Listen<A>>) -> Server<A> {
+    pub(crate) fn with_listen(listen: io::Result<Listen<A>>) -> Server<A> {
         Server {
             listen,
             workers: None,
@@ -206,9 +206,17 @@ impl<A: Acceptor> Server<A> {
         self,
         wrap: impl Fn(A) -> TlsAcceptor<A> + Send + 'static,
     ) -> Server<TlsAcceptor<A>> {
+        self.wrap_acceptor(wrap)
+    }
+
+    /// Wraps every worker's acceptor with `wrap` (a transport over the acceptor's, such as
+    /// TLS or the PROXY protocol), keeping the other settings.
+    pub(crate) fn wrap_acceptor<B: Acceptor>(
+        self,
+        wrap: impl Fn(A) -> B + Send + 'static,
+    ) -> Server<B> {
         let listen = self.listen.map(|mut listen| {
-            Box::new(move |worker, workers| Ok(wrap(listen(worker, workers)?)))
-                as Listen<TlsAcceptor<A>>
+            Box::new(move |worker, workers| Ok(wrap(listen(worker, workers)?))) as Listen<B>
         });
         Server {
             listen,
@@ -301,7 +309,7 @@ impl<A: Acceptor> Server<A> {
             done: Mutex::new(false),
             done_cv: Condvar::new(),
         });
-        let (cmd_tx, cmd_rx) = fibra::sync::mpsc::channel::<Duration>();
+        let (cmd_tx, cmd_rx) = fibra::sync::mpsc::channel::<Stop>();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<io::Result<SocketAddr>>();
         let settings = Arc::new(self.settings);
         let handler = Arc::new(handler);
@@ -353,8 +361,28 @@ impl<A: Acceptor> Server<A> {
 pub struct ServerHandle {
     local_addr: SocketAddr,
     state: Arc<State>,
-    cmd: fibra::sync::mpsc::Sender<Duration>,
+    cmd: fibra::sync::mpsc::Sender<Stop>,
     thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// The number of open connections of a running server (see
+/// [`ServerHandle::connection_count`]); cheap to clone.
+#[derive(Debug, Clone)]
+pub struct ConnectionCount(Arc<State>);
+
+impl ConnectionCount {
+    /// Number of open connections now.
+    pub fn get(&self) -> usize {
+        self.0.active.load(Ordering::Relaxed)
+    }
+}
+
+/// How to stop: leave idle connections open for `idle_grace` (see [`ServerHandle::drain`]),
+/// force-close what is left after `grace`.
+#[derive(Debug, Clone, Copy)]
+struct Stop {
+    idle_grace: Duration,
+    grace: Duration,
 }
 
 impl ServerHandle {
@@ -370,12 +398,36 @@ impl ServerHandle {
         self.state.active.load(Ordering::Relaxed)
     }
 
+    /// A handle that reads [`connections`](Self::connections) from anywhere (a metrics
+    /// endpoint in the server's own handler, say).
+    pub fn connection_count(&self) -> ConnectionCount {
+        ConnectionCount(self.state.clone())
+    }
+
     /// Graceful shutdown: stop accepting, close idle keep-alive connections at once, let
     /// requests in flight finish (their responses carry `Connection: close`), and force-close
     /// whatever is left after `grace`. Blocks until the server has stopped; may be called from
     /// any thread, also while another thread is in [`join`](Self::join).
     pub fn shutdown(&self, grace: Duration) {
-        let _ = self.cmd.send(grace);
+        self.stop(Stop {
+            idle_grace: Duration::ZERO,
+            grace,
+        })
+    }
+
+    /// Graceful shutdown for a handover (a new process already accepts on the same
+    /// listening sockets): stop accepting, let requests in flight finish, answer the next
+    /// request of each keep-alive connection with `Connection: close` — its client then
+    /// reconnects, to the new process — and only close connections still idle after
+    /// `idle_grace`; force-close whatever is left after `grace`. Closing an idle
+    /// connection at once, as [`shutdown`](Self::shutdown) does, races a client that is
+    /// sending its next request on it. Blocks until the server has stopped.
+    pub fn drain(&self, idle_grace: Duration, grace: Duration) {
+        self.stop(Stop { idle_grace, grace })
+    }
+
+    fn stop(&self, stop: Stop) {
+        let _ = self.cmd.send(stop);
         let mut done = self.state.done.lock().unwrap_or_else(|e| e.into_inner());
         while !*done {
             done = self
@@ -402,7 +454,7 @@ fn run_server<A, H>(
     settings: Arc<Settings>,
     handler: Arc<H>,
     state: Arc<State>,
-    cmd_rx: fibra::sync::mpsc::Receiver<Duration>,
+    cmd_rx: fibra::sync::mpsc::Receiver<Stop>,
     ready_tx: std::sync::mpsc::Sender<io::Result<SocketAddr>>,
 ) where
     A: Acceptor,
@@ -451,7 +503,10 @@ fn run_server<A, H>(
         }
     }
     let _ = ready_tx.send(Ok(bound));
-    let grace = cmd_rx.recv().unwrap_or(Duration::ZERO);
+    let Stop { idle_grace, grace } = cmd_rx.recv().unwrap_or(Stop {
+        idle_grace: Duration::ZERO,
+        grace: Duration::ZERO,
+    });
 
     // Stop accepting; wake idle connections (they see the flag and close). Connections set
     // their idle flag with relaxed stores, so one that went idle just as the flag was set may
@@ -470,12 +525,19 @@ fn run_server<A, H>(
             }
         })
     };
-    close_idle();
     // A grace too long for an `Instant` (`Duration::MAX`) waits as long as connections last.
-    let deadline = Instant::now().checked_add(grace);
+    let start = Instant::now();
+    let idle_deadline = start.checked_add(idle_grace);
+    let idle_over = || idle_deadline.is_some_and(|d| Instant::now() >= d);
+    if idle_over() {
+        close_idle();
+    }
+    let deadline = start.checked_add(grace.max(idle_grace));
     while state.active.load(Ordering::SeqCst) > 0 && deadline.map_or(true, |d| Instant::now() < d) {
         fibra::time::sleep(Duration::from_millis(5));
-        close_idle();
+        if idle_over() {
+            close_idle();
+        }
     }
     // Force-close what is left, and give those fibers a moment to unwind on their own.
     state.each_conn(|c, _| {

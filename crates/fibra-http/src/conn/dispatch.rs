@@ -227,7 +227,12 @@ where
                     Ok(Some((head, n))) => {
                         sh.rpos += n;
                         sh.head_deadline = None;
-                        sh.first = false;
+                        if sh.first {
+                            sh.first = false;
+                            // Known only now behind a PROXY protocol header (see
+                            // `crate::proxy_protocol`): the client's, not the balancer's.
+                            sh.peer = sh.io.as_ref().and_then(|io| io.peer_addr());
+                        }
                         head
                     }
                     Ok(None) => return true,

@@ -114,6 +114,13 @@ impl TcpListener {
         })
     }
 
+    /// Sets `TCP_NODELAY` on the streams it accepts from now on (as
+    /// [`ListenOptions::nodelay`] does for a listener it binds), e.g. for a listener taken over
+    /// with [`from_std`](Self::from_std).
+    pub fn set_nodelay_on_accept(&mut self, on: bool) {
+        self.nodelay = on;
+    }
+
     /// Waits for a connection. Errors such as `EMFILE` are returned, not retried.
     pub fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
         let (s, addr) = self.inner.op(Dir::Read, sys::accept_tcp, |_| false)?;
