@@ -28,3 +28,33 @@ pub(crate) struct ConnCtl<'a> {
 pub(crate) trait Owner {
     fn ctl(&self) -> ConnCtl<'_>;
 }
+
+/// The owner of a connection nobody else shuts down (`serve_connection`,
+/// `serve_connection_steps`, `http2::serve_connection_h2`): flags no one else looks at.
+pub(crate) struct Detached {
+    idle: AtomicBool,
+    down: AtomicBool,
+    /// [`ConnCtl::h2`].
+    h2: bool,
+}
+
+impl Detached {
+    pub(crate) fn new(h2: bool) -> Detached {
+        Detached {
+            idle: AtomicBool::new(false),
+            down: AtomicBool::new(false),
+            h2,
+        }
+    }
+}
+
+impl Owner for Detached {
+    fn ctl(&self) -> ConnCtl<'_> {
+        ConnCtl {
+            idle: &self.idle,
+            shutting_down: &self.down,
+            h2: self.h2,
+            going_away: None,
+        }
+    }
+}

@@ -28,12 +28,12 @@ use std::cell::RefCell;
 use std::io;
 use std::ops::Deref;
 use std::rc::Rc;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use fibra::fiber::{Resume, Step, Wait};
 
 use crate::body::BodySource;
+use crate::lifecycle::Detached;
 pub(crate) use crate::lifecycle::{ConnCtl, Owner};
 use crate::request::Request;
 use crate::response::Response;
@@ -64,30 +64,10 @@ where
     T: Transport,
     H: Fn(Request) -> Response + ?Sized,
 {
-    let owner = Detached {
-        idle: AtomicBool::new(false),
-        down: AtomicBool::new(false),
-    };
+    let owner = Detached::new(false);
     // Waits on the caller's stack: there is no fiber made of steps to return a wait to.
     let served = Connection::new(io, settings, handler, owner).serve(false);
     debug_assert!(matches!(served, Served::Ended));
-}
-
-/// The owner of a connection served by [`serve_connection`]: flags nobody else looks at.
-struct Detached {
-    idle: AtomicBool,
-    down: AtomicBool,
-}
-
-impl Owner for Detached {
-    fn ctl(&self) -> ConnCtl<'_> {
-        ConnCtl {
-            idle: &self.idle,
-            shutting_down: &self.down,
-            h2: false,
-            going_away: None,
-        }
-    }
 }
 
 /// How a run of the keep-alive loop ([`Connection::serve`]) ended.
@@ -231,10 +211,7 @@ where
     T: Transport,
     H: Fn(Request) -> Response + Send + Sync + 'static,
 {
-    let owner = Detached {
-        idle: AtomicBool::new(false),
-        down: AtomicBool::new(false),
-    };
+    let owner = Detached::new(false);
     serve_steps(io, settings, handler, owner)
 }
 

@@ -32,7 +32,7 @@ use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -42,7 +42,7 @@ use fibra::fiber::{Resume, Step};
 use h2::server::SendResponse;
 
 use crate::going_away::GoingAway;
-use crate::lifecycle::{ConnCtl, Owner};
+use crate::lifecycle::{Detached, Owner};
 use crate::request::Request;
 use crate::response::Response;
 use crate::settings::Settings;
@@ -104,31 +104,10 @@ where
     T: Transport,
     H: Fn(Request) -> Response + Send + Sync + 'static,
 {
-    let owner = Alone {
-        idle: AtomicBool::new(false),
-        down: AtomicBool::new(false),
-    };
-    if let Some(conn) = open(io, Vec::new(), settings, handler, owner) {
+    if let Some(conn) = open(io, Vec::new(), settings, handler, Detached::new(true)) {
         // Not stackless: `run` waits on this stack and returns only when the connection has
         // ended (a finished step).
         drop(conn.run());
-    }
-}
-
-/// The owner of a connection served by [`serve_connection_h2`]: flags nobody else looks at.
-struct Alone {
-    idle: AtomicBool,
-    down: AtomicBool,
-}
-
-impl Owner for Alone {
-    fn ctl(&self) -> ConnCtl<'_> {
-        ConnCtl {
-            idle: &self.idle,
-            shutting_down: &self.down,
-            h2: true,
-            going_away: None,
-        }
     }
 }
 
