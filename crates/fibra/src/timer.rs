@@ -51,6 +51,14 @@ pub(crate) fn ticks_now() -> u64 {
     clock_ns().saturating_sub(origin).div_ceil(1_000_000).max(1)
 }
 
+/// The ticks that have fully passed, rounded down: what the workers fire timers at. With
+/// deadlines rounded up ([`ticks_at`], [`ticks_after`]) and the clock rounded down here, a
+/// deadline is reached only once its instant has passed; comparing two rounded-up values
+/// would fire up to a tick early.
+pub(crate) fn ticks_passed() -> u64 {
+    clock_ns().saturating_sub(origin_ns()) / 1_000_000
+}
+
 /// Converts an instant to ticks, rounding up so a timer never fires early.
 ///
 /// `at` is placed relative to the current instant on the tick clock; the clock is read after
@@ -84,7 +92,7 @@ pub(crate) fn ticks_after(d: Duration) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::{ceil_ms, ticks_after, ticks_at, ticks_now};
+    use super::{ceil_ms, ticks_after, ticks_at, ticks_now, ticks_passed};
     use std::time::{Duration, Instant};
 
     #[test]
@@ -105,6 +113,27 @@ mod tests {
         // An instant in the past is a tick that has come already.
         assert!(ticks_at(Instant::now() - Duration::from_millis(20)) <= ticks_now());
         assert!(ticks_now() >= 1);
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore)] // reads the real clock in a loop
+    fn a_deadline_is_reached_only_after_its_duration() {
+        for _ in 0..20 {
+            let start = Instant::now();
+            let deadline = ticks_after(Duration::from_millis(1));
+            // Bounded: the deadline is at most 3 ms away.
+            while ticks_passed() < deadline {
+                assert!(
+                    start.elapsed() < Duration::from_secs(5),
+                    "the clock stalled"
+                );
+            }
+            assert!(
+                start.elapsed() >= Duration::from_millis(1),
+                "{:?}",
+                start.elapsed()
+            );
+        }
     }
 
     #[test]

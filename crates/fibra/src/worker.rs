@@ -142,7 +142,7 @@ impl Worker {
 
     fn refresh_clock(&self) {
         self.local.now.set(Instant::now());
-        self.local.now_ticks.set(timer::ticks_now());
+        self.local.now_ticks.set(timer::ticks_passed());
     }
 
     /// Runs fiber `key` until it parks, yields or ends.
@@ -428,7 +428,7 @@ pub(crate) fn run(index: usize, rt: Arc<RtShared>, driver: Driver) {
             queue: RefCell::new(VecDeque::with_capacity(1024)),
             timers: RefCell::new(Timers::default()),
             now: Cell::new(now),
-            now_ticks: Cell::new(timer::ticks_now()),
+            now_ticks: Cell::new(timer::ticks_passed()),
         },
         fibers: RefCell::new(Slab::with_capacity(1024)),
         running: Cell::new(false),
