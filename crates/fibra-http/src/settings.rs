@@ -136,6 +136,22 @@ impl Settings {
         self.report(ServerError::new(peer, ServerErrorKind::Protocol(e)));
     }
 
+    /// Reports a panic caught from a handler, an upgrade or a streaming body (`on_error`).
+    ///
+    /// A fiber being cancelled (its runtime dropped) unwinds with `fibra::Cancelled`: that must
+    /// not be mistaken for a handler panic, so it is re-raised instead.
+    pub(crate) fn report_caught(&self, peer: Option<SocketAddr>, p: Box<dyn std::any::Any + Send>) {
+        if p.is::<fibra::Cancelled>() {
+            std::panic::resume_unwind(p);
+        }
+        let message = p
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| p.downcast_ref::<String>().map(|s| s.as_str()))
+            .unwrap_or("(non-string panic)");
+        self.report_panic(peer, message);
+    }
+
     /// Reports a panic of the handler, its streaming body or its upgrade callback.
     pub(crate) fn report_panic(&self, peer: Option<SocketAddr>, message: &str) {
         self.report(ServerError::new(

@@ -37,26 +37,6 @@ thread_local! {
     static HEAD_CACHE: RefCell<HeadCache> = RefCell::new(HeadCache::default());
 }
 
-/// Reports a panic caught from a handler, an upgrade or a streaming body (`on_error`).
-///
-/// A fiber being cancelled (its runtime dropped) unwinds with `fibra::Cancelled`: that must
-/// not be mistaken for a handler panic, so it is re-raised instead.
-pub(super) fn report_caught(
-    settings: &Settings,
-    peer: Option<SocketAddr>,
-    p: Box<dyn std::any::Any + Send>,
-) {
-    if p.is::<fibra::Cancelled>() {
-        std::panic::resume_unwind(p);
-    }
-    let message = p
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| p.downcast_ref::<String>().map(|s| s.as_str()))
-        .unwrap_or("(non-string panic)");
-    settings.report_panic(peer, message);
-}
-
 /// What answering a connection's requests needs besides the requests themselves. Kept to one
 /// cache line: the shared stack reads it from the connection's own stack.
 #[repr(align(64))]
@@ -262,7 +242,7 @@ where
     #[cold]
     #[inline(never)]
     fn handler_panicked(&self, p: Box<dyn std::any::Any + Send>) -> Response {
-        report_caught(self.settings, self.peer(), p);
+        self.settings.report_caught(self.peer(), p);
         error_response(StatusCode::INTERNAL_SERVER_ERROR, "internal server error")
     }
 
@@ -374,7 +354,7 @@ where
         });
         let up = Upgraded::new(Box::new(io), buffered, going_away);
         if let Err(p) = catch_unwind(AssertUnwindSafe(|| f(up))) {
-            report_caught(self.settings, self.peer(), p);
+            self.settings.report_caught(self.peer(), p);
         }
     }
 
@@ -447,7 +427,7 @@ where
             }
             // Writing a response panicked (a bug): what was composed may be partial.
             Err(p) => {
-                report_caught(settings, self.peer(), p);
+                settings.report_caught(self.peer(), p);
                 return false;
             }
         };

@@ -10,7 +10,6 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use http::StatusCode;
 
 use super::buffered::{not_connected, Shared};
-use super::dispatch::report_caught;
 use crate::compose::{compose, put_head, ConnHeader, Framing, HeadOut};
 use crate::error::ProtocolError;
 use crate::lazy::NO_HEADERS;
@@ -190,7 +189,7 @@ fn write_stream<T: Transport>(
         }
         Err(p) => {
             let peer = cell.borrow().peer;
-            report_caught(settings, peer, p);
+            settings.report_caught(peer, p);
             *close = true;
         }
     }

@@ -80,15 +80,7 @@ pub(crate) fn run<H>(
     let response = match catch_unwind(AssertUnwindSafe(|| handler(request))) {
         Ok(r) => r,
         Err(p) => {
-            if p.is::<fibra::Cancelled>() {
-                std::panic::resume_unwind(p);
-            }
-            let message = p
-                .downcast_ref::<&str>()
-                .copied()
-                .or_else(|| p.downcast_ref::<String>().map(|s| s.as_str()))
-                .unwrap_or("(non-string panic)");
-            settings.report_panic(peer, message);
+            settings.report_caught(peer, p);
             error_response(StatusCode::INTERNAL_SERVER_ERROR, "internal server error")
         }
     };
