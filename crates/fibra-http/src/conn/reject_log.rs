@@ -17,11 +17,6 @@ use crate::settings::Settings;
 /// Longest request line taken from the received bytes (the default head limit).
 const MAX_LINE: usize = 16 * 1024;
 
-/// Whether any access log is on.
-pub(super) fn logging(settings: &Settings) -> bool {
-    settings.logs_access()
-}
-
 /// Logs the rejection `e` of the request whose bytes begin `pending` (possibly incomplete),
 /// answered with a body of `bytes` bytes.
 #[cold]
@@ -33,7 +28,7 @@ pub(super) fn log_rejected(
     e: &ProtocolError,
     is_head: bool,
 ) {
-    if !logging(settings) {
+    if !settings.logs_access() {
         return;
     }
     let (method, target, version) = request_line(pending).unwrap_or(("-", "-", "-"));
@@ -48,7 +43,7 @@ pub(super) fn log_rejected(
         user_agent: None,
         time: SystemTime::now(),
     };
-    send(settings, &entry);
+    settings.log_access(&entry);
 }
 
 /// Logs the rejection `e` of the parsed request `req` (its body was refused: 413, a bad
@@ -85,12 +80,7 @@ pub(super) fn log_rejected_request(
         user_agent: header(http::header::USER_AGENT),
         time: SystemTime::now(),
     };
-    send(settings, &entry);
-}
-
-/// Hands `entry` to the access logs that are on.
-pub(super) fn send(settings: &Settings, entry: &LogEntry<'_>) {
-    settings.log_access(entry);
+    settings.log_access(&entry);
 }
 
 /// The length of the body `put_error` writes for `e`.
