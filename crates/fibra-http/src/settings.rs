@@ -118,6 +118,7 @@ impl Settings {
 
     /// Reports a request rejected with `e`.
     /// Whether answered requests are logged (a sink, or the `log` facade).
+    #[inline]
     pub(crate) fn logs_access(&self) -> bool {
         self.access_log_sink.is_some() || self.access_log
     }

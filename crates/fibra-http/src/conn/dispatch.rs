@@ -380,7 +380,7 @@ where
         let http11 = head.version == Version::HTTP_11;
         // The request as received, for the access log (only when one is on; a reference
         // count: the head is shared with the request).
-        let logged = (settings.access_log || settings.access_log_sink.is_some()).then(|| {
+        let logged = settings.logs_access().then(|| {
             shared.borrow_mut().body_sent = None;
             head.request.clone()
         });
