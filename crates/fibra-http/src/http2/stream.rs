@@ -131,8 +131,7 @@ fn send(
     }
     headers.remove(HeaderName::from_static("proxy-connection"));
     let bodiless = is_bodiless(parts.status);
-    let mut kind = body.kind;
-    if let Kind::Upgrade(_) = kind {
+    if let Kind::Upgrade(_) = body.kind {
         // No connection to hand over on HTTP/2 (RFC 8441's extended CONNECT is not offered).
         let e = error_response(
             StatusCode::NOT_IMPLEMENTED,
@@ -140,18 +139,10 @@ fn send(
         );
         return send(respond, e, is_head, settings, parker);
     }
+    let len = body.len();
     if let Some(ct) = body.content_type {
         headers.entry(header::CONTENT_TYPE).or_insert(ct);
     }
-    let len = match &kind {
-        Kind::Empty => Some(0),
-        Kind::Static(b) => Some(b.len() as u64),
-        Kind::Vec(v) => Some(v.len() as u64),
-        Kind::Bytes(b) => Some(b.len() as u64),
-        Kind::File(r) => Some(r.len()),
-        Kind::Stream { len, .. } => *len,
-        Kind::Upgrade(_) => unreachable!("answered above"),
-    };
     if !bodiless {
         if let Some(n) = len {
             headers
@@ -167,7 +158,7 @@ fn send(
         return Ok(0);
     }
     let timeout = settings.write_timeout;
-    let data = match std::mem::replace(&mut kind, Kind::Empty) {
+    let data = match body.kind {
         Kind::Static(b) => Bytes::from_static(b),
         Kind::Vec(v) => Bytes::from(v),
         Kind::Bytes(b) => b,
@@ -378,24 +369,34 @@ struct StreamBody {
 }
 
 impl StreamBody {
+    /// Waits (up to the body read timeout) for the next DATA and gives its window back to
+    /// the client; `None` at the end of the body.
+    fn next_data(&mut self) -> io::Result<Option<Bytes>> {
+        let recv = &mut self.recv;
+        match self
+            .parker
+            .poll_until(self.timeout, |cx| recv.poll_data(cx))?
+        {
+            Some(Ok(data)) => {
+                let _ = recv.flow_control().release_capacity(data.len());
+                Ok(Some(data))
+            }
+            Some(Err(e)) => Err(h2_error(e)),
+            None => Ok(None),
+        }
+    }
+
     /// Reads and discards the rest of the body, at most `limit` bytes.
     fn drain(&mut self, limit: u64) {
         let mut left = limit.saturating_sub(self.chunk.len() as u64);
         self.chunk.clear();
         self.respond = None;
-        let recv = &mut self.recv;
-        while !recv.is_end_stream() {
-            match self
-                .parker
-                .poll_until(self.timeout, |cx| recv.poll_data(cx))
-            {
-                Ok(Some(Ok(data))) => {
-                    let _ = recv.flow_control().release_capacity(data.len());
-                    match left.checked_sub(data.len() as u64) {
-                        Some(l) => left = l,
-                        None => return,
-                    }
-                }
+        while !self.recv.is_end_stream() {
+            match self.next_data() {
+                Ok(Some(data)) => match left.checked_sub(data.len() as u64) {
+                    Some(l) => left = l,
+                    None => return,
+                },
                 _ => return,
             }
         }
@@ -415,13 +416,8 @@ impl BodySource for StreamBody {
                     .send_informational(head)
                     .map_err(h2_error)?;
             }
-            let recv = &mut self.recv;
-            match self
-                .parker
-                .poll_until(self.timeout, |cx| recv.poll_data(cx))?
-            {
-                Some(Ok(data)) => {
-                    let _ = recv.flow_control().release_capacity(data.len());
+            match self.next_data()? {
+                Some(data) => {
                     if data.len() as u64 > self.left {
                         self.left = 0;
                         return Err(io::Error::new(
@@ -432,7 +428,6 @@ impl BodySource for StreamBody {
                     self.left -= data.len() as u64;
                     self.chunk = data;
                 }
-                Some(Err(e)) => return Err(h2_error(e)),
                 None => return Ok(0),
             }
         }
