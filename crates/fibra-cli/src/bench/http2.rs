@@ -110,17 +110,10 @@ fn run_connection(shared: &Shared, load: &H2Load) -> Result<(), Failure> {
     let parker = Parker::new();
     let mut cx = Context::from_waker(parker.waker());
     let handshake = h2::client::handshake(H2Io(link.clone()));
-    let mut handshake = std::pin::pin!(handshake);
-    let (mut send, mut conn) = loop {
-        match std::future::Future::poll(handshake.as_mut(), &mut cx) {
-            Poll::Ready(Ok(pair)) => break pair,
-            Poll::Ready(Err(e)) => return Err((Problem::Read, format!("handshake: {e}"), 0)),
-            Poll::Pending => {
-                if !link.wait(&parker) {
-                    return Err((Problem::Timeout, "handshake timed out".into(), 0));
-                }
-            }
-        }
+    let (mut send, mut conn) = match link.block_on(&parker, handshake) {
+        Some(Ok(pair)) => pair,
+        Some(Err(e)) => return Err((Problem::Read, format!("handshake: {e}"), 0)),
+        None => return Err((Problem::Timeout, "handshake timed out".into(), 0)),
     };
     let mut flight: Vec<InFlight> = Vec::with_capacity(load.streams);
     let mut exhausted = false;

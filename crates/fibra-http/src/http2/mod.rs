@@ -28,7 +28,6 @@
 //! ignored rather than answered with RST_STREAM (h2spec's case 6.9.1/3 then passes or not
 //! depending on whether the response was faster than the client's frames).
 
-use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -146,20 +145,11 @@ where
         .transport()
         .set_read_timeout(Some(settings.header_timeout));
     let handshake = builder.handshake::<_, Bytes>(H2Io(link.clone()));
-    let mut handshake = std::pin::pin!(handshake);
-    let mut cx = Context::from_waker(parker.waker());
-    let conn = loop {
-        match handshake.as_mut().poll(&mut cx) {
-            Poll::Ready(Ok(conn)) => break conn,
-            Poll::Ready(Err(e)) => {
-                log::debug!("HTTP/2 handshake with {peer:?}: {e}");
-                return None;
-            }
-            Poll::Pending => {
-                if !link.wait(&parker) {
-                    return None;
-                }
-            }
+    let conn = match link.block_on(&parker, handshake)? {
+        Ok(conn) => conn,
+        Err(e) => {
+            log::debug!("HTTP/2 handshake with {peer:?}: {e}");
+            return None;
         }
     };
     Some(Box::new(Connection {

@@ -9,8 +9,9 @@
 //! read (the connection preface, and whatever followed it) are read first.
 
 use std::cell::{Cell, Ref, RefCell};
+use std::future::Future;
 use std::io;
-use std::pin::Pin;
+use std::pin::{pin, Pin};
 use std::rc::Rc;
 use std::task::{Context, Poll};
 
@@ -52,6 +53,22 @@ impl<T: Transport> Link<T> {
     /// The transport, between polls (a poll of the `h2` connection borrows it).
     pub fn transport(&self) -> Ref<'_, T> {
         self.io.borrow()
+    }
+
+    /// Polls `fut` (a handshake, say) with `parker`'s waker until it is ready, waiting as
+    /// [`Link::wait`] does after each `Pending`; `None` if a wait failed (the read timeout,
+    /// an error).
+    pub fn block_on<F: Future>(&self, parker: &Parker, fut: F) -> Option<F::Output> {
+        let mut fut = pin!(fut);
+        let mut cx = Context::from_waker(parker.waker());
+        loop {
+            if let Poll::Ready(out) = fut.as_mut().poll(&mut cx) {
+                return Some(out);
+            }
+            if !self.wait(parker) {
+                return None;
+            }
+        }
     }
 
     /// Waits after a poll returned `Pending`: for input or a wake-up of `parker`'s waker
