@@ -26,7 +26,7 @@ use super::ws::{self, WsLoad};
 
 /// Pause after a failed connect in a timed run, so a refused port is not
 /// hammered in a busy loop for the whole duration.
-const CONNECT_BACKOFF: Duration = Duration::from_millis(10);
+pub(super) const CONNECT_BACKOFF: Duration = Duration::from_millis(10);
 /// How long a timed run waits past its end for requests in flight (when no
 /// `--timeout` says otherwise).
 const DEFAULT_GRACE: Duration = Duration::from_secs(2);

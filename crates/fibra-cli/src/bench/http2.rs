@@ -9,7 +9,7 @@
 
 use std::rc::Rc;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
 use fibra_http::http2::park::Parker;
@@ -18,7 +18,7 @@ use fibra_http::{Tcp, Transport};
 use h2::client::{ResponseFuture, SendRequest};
 use h2::RecvStream;
 
-use super::driver::{FinishGuard, Shared};
+use super::driver::{FinishGuard, Shared, CONNECT_BACKOFF};
 use super::stats::{self, Problem};
 use super::target::Target;
 
@@ -91,7 +91,7 @@ pub(super) fn connection_fiber(shared: &Shared, load: &H2Load, _done: FinishGuar
             w.advance(lost);
         });
         if shared.deadline.is_some() {
-            fibra::time::sleep(Duration::from_millis(10));
+            fibra::time::sleep(CONNECT_BACKOFF);
         }
     }
 }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use fibra::net::TcpStream;
 
-use super::driver::{FinishGuard, Shared};
+use super::driver::{FinishGuard, Shared, CONNECT_BACKOFF};
 use super::stats::{self, Problem};
 use super::target::Target;
 
@@ -122,7 +122,7 @@ pub(super) fn connection_fiber(shared: &Shared, load: &WsLoad, index: usize, _do
                         w.advance(1);
                     });
                     if shared.deadline.is_some() {
-                        fibra::time::sleep(Duration::from_millis(10));
+                        fibra::time::sleep(CONNECT_BACKOFF);
                     }
                     continue;
                 }
