@@ -6,6 +6,8 @@
 //! 1009; a client that stops reading while the server sends holds the server's memory flat
 //! and is closed at the write timeout; the server keeps serving.
 
+mod ws_util;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
@@ -13,25 +15,11 @@ use std::time::{Duration, Instant};
 use fibra_http::{ws, Request, Server, ServerHandle};
 use tungstenite::protocol::frame::coding::CloseCode;
 use tungstenite::Message;
+use ws_util::{client, echo, raw_handshake, tcp, TIMEOUT};
 
-const TIMEOUT: Duration = Duration::from_secs(20);
 const LIMIT: usize = 2 << 20;
 /// The server's write timeout: a client that stops reading is closed after it.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(1);
-
-fn echo(mut socket: ws::WebSocket) {
-    loop {
-        match socket.read() {
-            Ok(msg) if msg.is_text() || msg.is_binary() => {
-                if socket.send(msg).is_err() {
-                    return;
-                }
-            }
-            Ok(_) => {}
-            Err(e) => return ws::fail(&mut socket, &e),
-        }
-    }
-}
 
 fn server() -> ServerHandle {
     Server::bind("127.0.0.1:0")
@@ -68,23 +56,10 @@ fn server() -> ServerHandle {
         .expect("server starts")
 }
 
-fn tcp(addr: SocketAddr) -> TcpStream {
-    let s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(TIMEOUT)).unwrap();
-    s.set_write_timeout(Some(TIMEOUT)).unwrap();
-    s
-}
-
-fn client(addr: SocketAddr) -> tungstenite::WebSocket<TcpStream> {
-    let (socket, resp) = tungstenite::client(format!("ws://{addr}/ws"), tcp(addr)).unwrap();
-    assert_eq!(resp.status(), 101);
-    socket
-}
-
 #[test]
 fn echoes_text_and_a_large_binary_answers_ping_and_closes_cleanly() {
     let handle = server();
-    let mut c = client(handle.local_addr());
+    let mut c = client(handle.local_addr(), "/ws");
     c.send(Message::text("héllo")).unwrap();
     assert_eq!(c.read().unwrap(), Message::text("héllo"));
     let big: Vec<u8> = (0..(1 << 20)).map(|i| (i % 251) as u8).collect();
@@ -101,29 +76,9 @@ fn echoes_text_and_a_large_binary_answers_ping_and_closes_cleanly() {
     handle.shutdown(Duration::from_secs(5));
 }
 
-/// Reads the 101 head of a hand-made handshake.
-fn raw_handshake(addr: SocketAddr) -> TcpStream {
-    let mut s = tcp(addr);
-    s.write_all(
-        b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
-    )
-    .unwrap();
-    let mut head = Vec::new();
-    let mut b = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        assert_eq!(s.read(&mut b).unwrap(), 1);
-        head.push(b[0]);
-    }
-    let head = String::from_utf8(head).unwrap();
-    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
-    assert!(head.contains("s3pPLMBiTxaQ9kYGzzhZRbK+xOo="), "{head}");
-    s
-}
-
 /// Sends `frame` and returns the close code of the server's close frame.
 fn close_code_after(addr: SocketAddr, frame: &[u8]) -> u16 {
-    let mut s = raw_handshake(addr);
+    let mut s = raw_handshake(addr, "/ws");
     s.write_all(frame).unwrap();
     let mut out = Vec::new();
     let _ = s.read_to_end(&mut out);
@@ -198,7 +153,7 @@ fn bad_frames_close_with_the_right_code_and_the_server_goes_on() {
         "{out}"
     );
     // Still serving.
-    let mut c = client(addr);
+    let mut c = client(addr, "/ws");
     c.send(Message::text("ok")).unwrap();
     assert_eq!(c.read().unwrap(), Message::text("ok"));
     c.close(None).unwrap();
@@ -288,7 +243,7 @@ Sec-WebSocket-Protocol: chat.v1\r\nConnection: close\r\n\r\n",
 fn a_client_that_stops_reading_holds_memory_flat_and_is_closed_at_the_write_timeout() {
     let handle = server();
     let addr = handle.local_addr();
-    let mut s = raw_handshake(addr);
+    let mut s = raw_handshake(addr, "/ws");
     s.set_write_timeout(Some(Duration::from_millis(500)))
         .unwrap();
     // 64 KiB binary messages, echoed by the server, never read back. The server blocks
@@ -329,7 +284,7 @@ fn a_client_that_stops_reading_holds_memory_flat_and_is_closed_at_the_write_time
         std::thread::sleep(Duration::from_millis(10));
     }
     // And serves others.
-    let mut c = client(addr);
+    let mut c = client(addr, "/ws");
     c.send(Message::text("ok")).unwrap();
     assert_eq!(c.read().unwrap(), Message::text("ok"));
     handle.shutdown(Duration::from_secs(5));

@@ -3,29 +3,16 @@
 //! the clients have answered; an idle peer is pinged, one that answers stays, one that stays
 //! silent is closed with 1001.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+mod ws_util;
+
+use std::io::Read;
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use fibra_http::{ws, Request, Server, ServerHandle};
 use tungstenite::protocol::frame::coding::CloseCode;
 use tungstenite::Message;
-
-const TIMEOUT: Duration = Duration::from_secs(20);
-
-fn echo(mut socket: ws::WebSocket) {
-    loop {
-        match socket.read() {
-            Ok(msg) if msg.is_text() || msg.is_binary() => {
-                if socket.send(msg).is_err() {
-                    return;
-                }
-            }
-            Ok(_) => {}
-            Err(e) => return ws::fail(&mut socket, &e),
-        }
-    }
-}
+use ws_util::{client, echo, raw_handshake};
 
 /// `/echo`: the blocking loop; `/split`: the same echo through a `Sender`.
 fn server(config: ws::Config) -> ServerHandle {
@@ -41,19 +28,6 @@ fn server(config: ws::Config) -> ServerHandle {
             _ => ws::upgrade(&req, config.clone(), echo),
         })
         .expect("server starts")
-}
-
-fn tcp(addr: SocketAddr) -> TcpStream {
-    let s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(TIMEOUT)).unwrap();
-    s.set_write_timeout(Some(TIMEOUT)).unwrap();
-    s
-}
-
-fn client(addr: SocketAddr, path: &str) -> tungstenite::WebSocket<TcpStream> {
-    let (socket, resp) = tungstenite::client(format!("ws://{addr}{path}"), tcp(addr)).unwrap();
-    assert_eq!(resp.status(), 101);
-    socket
 }
 
 #[test]
@@ -103,24 +77,6 @@ fn read_frame(s: &mut TcpStream) -> Option<(u8, Vec<u8>)> {
     let mut payload = vec![0; head[1] as usize];
     s.read_exact(&mut payload).ok()?;
     Some((head[0], payload))
-}
-
-fn raw_handshake(addr: SocketAddr, path: &str) -> TcpStream {
-    let mut s = tcp(addr);
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
-    )
-    .unwrap();
-    let mut head = Vec::new();
-    let mut b = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        assert_eq!(s.read(&mut b).unwrap(), 1);
-        head.push(b[0]);
-    }
-    assert!(head.starts_with(b"HTTP/1.1 101"));
-    s
 }
 
 #[test]

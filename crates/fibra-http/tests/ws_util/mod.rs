@@ -1,0 +1,66 @@
+//! Shared by the WebSocket test files: the echo loop their endpoints run, and client
+//! sockets (tungstenite's client, or a hand-made handshake for raw frames) with generous
+//! timeouts.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+use fibra_http::ws;
+
+/// Generous client-side bound so a broken server fails a test instead of hanging it.
+pub const TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Echoes text and binary messages until the peer closes or breaks the protocol (answered
+/// with the right close code).
+pub fn echo(mut socket: ws::WebSocket) {
+    loop {
+        match socket.read() {
+            Ok(msg) if msg.is_text() || msg.is_binary() => {
+                if socket.send(msg).is_err() {
+                    return;
+                }
+            }
+            Ok(_) => {}
+            Err(e) => return ws::fail(&mut socket, &e),
+        }
+    }
+}
+
+/// A socket to `addr` with [`TIMEOUT`] on reads and writes.
+pub fn tcp(addr: SocketAddr) -> TcpStream {
+    let s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(TIMEOUT)).unwrap();
+    s.set_write_timeout(Some(TIMEOUT)).unwrap();
+    s
+}
+
+/// tungstenite's client, upgraded on `path`.
+pub fn client(addr: SocketAddr, path: &str) -> tungstenite::WebSocket<TcpStream> {
+    let (socket, resp) = tungstenite::client(format!("ws://{addr}{path}"), tcp(addr)).unwrap();
+    assert_eq!(resp.status(), 101);
+    socket
+}
+
+/// A hand-made handshake on `path`, its 101 head read (and its accept key checked): the
+/// socket is ready for raw frames.
+pub fn raw_handshake(addr: SocketAddr, path: &str) -> TcpStream {
+    let mut s = tcp(addr);
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+    )
+    .unwrap();
+    let mut head = Vec::new();
+    let mut b = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        assert_eq!(s.read(&mut b).unwrap(), 1);
+        head.push(b[0]);
+    }
+    let head = String::from_utf8(head).unwrap();
+    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    assert!(head.contains("s3pPLMBiTxaQ9kYGzzhZRbK+xOo="), "{head}");
+    s
+}
