@@ -19,6 +19,9 @@ pub(crate) trait BodySource {
     fn peer_addr(&self) -> Option<SocketAddr>;
     /// Body bytes announced but not yet read, when known (`Content-Length` bodies).
     fn remaining_hint(&self, seq: u64) -> Option<u64>;
+    /// The trailer fields that followed the body of request `seq`, once it was read to its
+    /// end; taken by the first call.
+    fn trailers(&mut self, seq: u64) -> Option<http::HeaderMap>;
 }
 
 // A plain tag rather than a niche in `Vec`'s capacity: telling the variants apart (every
@@ -82,6 +85,16 @@ impl Body {
             Inner::Empty => Some(0),
             Inner::Memory { data, pos } => Some((data.len() - pos) as u64),
             Inner::Conn { src, seq } => src.borrow().remaining_hint(*seq),
+        }
+    }
+    /// The trailer fields that followed the body (a chunked body's trailer section on
+    /// HTTP/1.1, a trailing HEADERS frame on HTTP/2), once the body has been read to its end
+    /// (`read` returned 0). `None` if there were none, before the end, or after the first
+    /// call, which takes them.
+    pub fn trailers(&mut self) -> Option<http::HeaderMap> {
+        match &mut self.inner {
+            Inner::Conn { src, seq } => src.borrow_mut().trailers(*seq),
+            _ => None,
         }
     }
     /// The client's address (`None` for bodies not read from a connection).

@@ -3,18 +3,19 @@
 //! Size lines are `1*HEXDIG [ BWS ";" ext ] CRLF`: no signs, no `0x`, no bare LF, whitespace
 //! only before the `;` of an extension (RFC 9112's BWS), at most 16 significant hex digits
 //! (leading zeros do not count; a size line is bounded like an extension). Chunk data must be followed by exactly CRLF. Trailer fields are
-//! checked (token name, colon, clean value, CRLF) and discarded. The decoder never buffers: it
-//! points at data bytes inside the caller's buffer.
+//! checked (token name, colon, clean value, CRLF) and kept, bounded by the trailer limit, for
+//! [`ChunkedDecoder::take_trailers`]. The decoder never buffers data: it points at data bytes
+//! inside the caller's buffer.
 
 use std::ops::Range;
 
-use http::StatusCode;
+use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 
 use crate::error::ProtocolError;
 use crate::parse::is_token;
 
 /// Longest chunk-extension text accepted on one size line.
-const MAX_EXT_BYTES: usize = 4096;
+const MAX_EXT_BYTES: u32 = 4096;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -52,9 +53,15 @@ pub struct ChunkedDecoder {
     /// Significant digits of the size so far (leading zeros are not).
     digits: u8,
     /// Leading zeros of the size so far (bounded like an extension).
-    zeros: usize,
-    ext_bytes: usize,
+    zeros: u32,
+    /// Extension bytes on the current size line (bounded by `MAX_EXT_BYTES`).
+    ext_bytes: u32,
     trailer_bytes: usize,
+    /// The trailer section's lines as received (without the final empty line); boxed, and
+    /// the counters above narrow, so that the decoder is no larger than before it kept them
+    /// (it sits inside every connection's state).
+    #[allow(clippy::box_collection)] // one word in the connection's state rather than three
+    trailer: Option<Box<Vec<u8>>>,
     total: u64,
     max_total: u64,
     max_trailer: usize,
@@ -71,6 +78,7 @@ impl ChunkedDecoder {
             zeros: 0,
             ext_bytes: 0,
             trailer_bytes: 0,
+            trailer: None,
             total: 0,
             max_total,
             max_trailer,
@@ -80,6 +88,31 @@ impl ChunkedDecoder {
     /// True once the last chunk and the trailer section have been read.
     pub fn is_done(&self) -> bool {
         self.state == State::Done
+    }
+
+    /// The trailer fields received after the last chunk, once the body is done (`None`
+    /// if there were none, or on a second call).
+    pub fn take_trailers(&mut self) -> Option<HeaderMap> {
+        if !self.is_done() {
+            return None;
+        }
+        let text = self.trailer.take()?;
+        let mut map = HeaderMap::new();
+        // Each line was checked as `token ":" value CRLF` while it was decoded.
+        for line in text.split(|&b| b == b'\n') {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            let Some(colon) = line.iter().position(|&b| b == b':') else {
+                continue;
+            };
+            let value = line[colon + 1..].trim_ascii();
+            if let (Ok(name), Ok(value)) = (
+                HeaderName::from_bytes(&line[..colon]),
+                HeaderValue::from_bytes(value),
+            ) {
+                map.append(name, value);
+            }
+        }
+        Some(map)
     }
 
     /// Data bytes decoded so far.
@@ -217,6 +250,9 @@ impl ChunkedDecoder {
                         (State::TrailerLf, b'\n') => State::TrailerStart,
                         _ => return Err(bad("invalid trailer field")),
                     };
+                    if self.state != State::EndLf {
+                        self.trailer.get_or_insert_with(Box::default).push(b);
+                    }
                 }
                 State::EndLf => {
                     if b != b'\n' {
@@ -323,6 +359,29 @@ mod tests {
         // Whitespace before an extension's `;` (BWS) is accepted.
         let (body, _) = decode_all(b"1 \t;a=b\r\nx\r\n0 ;z\r\n\r\n", 64).expect("BWS");
         assert_eq!(body, b"x");
+    }
+
+    #[test]
+    fn keeping_trailers_does_not_grow_the_decoder() {
+        assert!(std::mem::size_of::<ChunkedDecoder>() <= 64);
+    }
+
+    #[test]
+    fn keeps_trailers() {
+        let mut d = ChunkedDecoder::new(100, 1024);
+        let input = b"1\r\nx\r\n0\r\nX-Sum: 1 2 \r\nx-sum:3\r\nEtag:\t\"e\"\r\n\r\n";
+        for b in input.chunks(1) {
+            d.decode(b, 100).unwrap();
+        }
+        assert!(d.is_done());
+        let t = d.take_trailers().expect("trailers");
+        let sums: Vec<_> = t.get_all("x-sum").iter().collect();
+        assert_eq!(sums, ["1 2", "3"]);
+        assert_eq!(t["etag"], "\"e\"");
+        assert!(d.take_trailers().is_none(), "taken once");
+        let mut plain = ChunkedDecoder::new(100, 1024);
+        plain.decode(b"0\r\n\r\n", 100).unwrap();
+        assert!(plain.is_done() && plain.take_trailers().is_none());
     }
 
     #[test]

@@ -504,6 +504,34 @@ pub struct BodyWriter<'a> {
     pub(crate) remaining: Option<u64>,
     /// Bytes written so far (for the access log).
     pub(crate) written: u64,
+    /// Trailer fields to send after the body ([`BodyWriter::set_trailers`]).
+    pub(crate) trailers: Option<http::HeaderMap>,
+}
+
+impl BodyWriter<'_> {
+    /// Trailer fields to send after the body (the last call wins): on HTTP/2 a trailing
+    /// HEADERS frame; on HTTP/1.1 the trailer section after the last chunk of a chunked
+    /// body (a body of declared length, or one to an HTTP/1.0 client, has nowhere to put
+    /// them: they are dropped, as hyper does). Fields that frame or route a message
+    /// (`Content-Length`, `Transfer-Encoding`, `Host`, `Trailer`, `TE` and the
+    /// connection-specific ones) are not allowed in trailers (RFC 9110 §6.5.1) and are left
+    /// out.
+    pub fn set_trailers(&mut self, mut fields: http::HeaderMap) {
+        use http::header;
+        for name in [
+            header::CONTENT_LENGTH,
+            header::TRANSFER_ENCODING,
+            header::HOST,
+            header::TRAILER,
+            header::TE,
+            header::CONNECTION,
+            header::UPGRADE,
+            http::HeaderName::from_static("keep-alive"),
+        ] {
+            fields.remove(name);
+        }
+        self.trailers = Some(fields);
+    }
 }
 
 impl fmt::Debug for BodyWriter<'_> {

@@ -1,4 +1,5 @@
-//! Chunked bodies in (decoded for the handler, trailers skipped) and out (streaming writer).
+//! Chunked bodies in (decoded for the handler) and out (streaming writer); trailer fields are
+//! in `trailers.rs`.
 
 mod util;
 

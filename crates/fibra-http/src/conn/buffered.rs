@@ -50,6 +50,9 @@ pub(super) struct Shared<T> {
     /// The body bytes of the last response, when not its body's length (a streamed body, a
     /// file shorter than its range): for the access log.
     pub(super) body_sent: Option<u64>,
+    /// The trailer fields of a chunked request body and the request's number, until the
+    /// handler takes them (boxed: most connections never see any).
+    pub(super) trailers: Option<Box<(u64, http::HeaderMap)>>,
 }
 
 pub(super) fn not_connected() -> io::Error {
@@ -163,6 +166,7 @@ pub(super) fn open<T: Transport>(io: T, settings: &Settings) -> Rc<RefCell<Share
         read_timeout: None,
         peer,
         body_sent: None,
+        trailers: None,
     }));
     // The first read waits for at most the head deadline (later ones: see `arm_read`).
     shared

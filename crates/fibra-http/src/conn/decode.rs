@@ -93,6 +93,9 @@ impl<T: Transport> Shared<T> {
                                 out[..n].copy_from_slice(&src[d.data]);
                                 self.rpos += d.consumed;
                                 if dec.is_done() {
+                                    if let Some(t) = dec.take_trailers() {
+                                        self.trailers = Some(Box::new((self.seq, t)));
+                                    }
                                     self.body = BodyState::Done;
                                 }
                                 if n > 0 {
@@ -174,6 +177,11 @@ impl<T: Transport> BodySource for Shared<T> {
     }
     fn peer_addr(&self) -> Option<SocketAddr> {
         self.peer
+    }
+    fn trailers(&mut self, seq: u64) -> Option<http::HeaderMap> {
+        self.trailers
+            .take()
+            .and_then(|t| (t.0 == seq).then_some(t.1))
     }
     fn remaining_hint(&self, seq: u64) -> Option<u64> {
         match self.body {

@@ -173,13 +173,22 @@ fn write_stream<T: Transport>(
         chunked,
         remaining: len,
         written: 0,
+        trailers: None,
     };
     let outcome = catch_unwind(AssertUnwindSafe(|| f(&mut w)));
     cell.borrow_mut().body_sent = Some(w.written);
     match outcome {
         Ok(Ok(())) if w.remaining.unwrap_or(0) == 0 => {
             if chunked {
-                cell.borrow_mut().wbuf.extend_from_slice(b"0\r\n\r\n");
+                let out = &mut cell.borrow_mut().wbuf;
+                out.extend_from_slice(b"0\r\n");
+                for (name, value) in w.trailers.iter().flatten() {
+                    out.extend_from_slice(name.as_str().as_bytes());
+                    out.extend_from_slice(b": ");
+                    out.extend_from_slice(value.as_bytes());
+                    out.extend_from_slice(b"\r\n");
+                }
+                out.extend_from_slice(b"\r\n");
             }
         }
         Ok(Ok(())) => *close = true,

@@ -73,6 +73,7 @@ pub(crate) fn run<H>(
         timeout: settings.body_read_timeout,
         left: settings.max_body_bytes,
         peer,
+        trailers: None,
     }));
     let logged = settings.logs_access().then(|| Logged::of(&parts));
     let body = Body::from_conn(src.clone(), 0);
@@ -85,8 +86,27 @@ pub(crate) fn run<H>(
         }
     };
     let status = response.status();
+    // The client may still be sending a body the handler did not read. Then the response
+    // goes out whole except for its END_STREAM, the rest of the body is read (up to
+    // `max_drain_bytes`, as HTTP/1.1 drains), and only then is the stream ended: it stays
+    // open on both sides meanwhile, so what the client sends on it is still checked (a
+    // WINDOW_UPDATE overflow is a stream error, RFC 9113 §6.9.1, which the crate no longer
+    // reports once our side is closed), and the response ends after the request, as with
+    // a server that reads the body first. Not when a `100 Continue` is still owed: that
+    // client sends no body after a final answer.
+    let body_open = {
+        let src = src.borrow();
+        !src.recv.is_end_stream() && src.respond.is_none()
+    };
     let mut respond = respond.borrow_mut();
-    let sent = match send(&mut respond, response, is_head, settings, &parker) {
+    let sent = match send(
+        &mut respond,
+        response,
+        is_head,
+        body_open,
+        settings,
+        &parker,
+    ) {
         Ok(sent) => sent,
         Err(e) => {
             log::debug!("HTTP/2 stream {:?} from {peer:?}: {e}", respond.stream_id());
@@ -95,14 +115,26 @@ pub(crate) fn run<H>(
         }
     };
     if let Some(logged) = logged {
-        logged.log(settings, peer, status, sent);
+        logged.log(settings, peer, status, sent.bytes);
     }
-    // The client may still be sending a body the handler did not read: read it to its end
-    // (up to `max_drain_bytes`), as HTTP/1.1 drains, so that the stream stays open on our
-    // side until the client ends it and what the client sends on it meanwhile is checked
-    // (an error there is answered with RST_STREAM). Past the limit the stream is dropped,
-    // which resets it.
     src.borrow_mut().drain(settings.max_drain_bytes);
+    if let Some(mut out) = sent.unended {
+        // Past the drain limit or timeout the stream ends all the same, and dropping it
+        // then resets what is left of the request with NO_ERROR (RFC 9113 §8.1).
+        let _ = match sent.trailers {
+            Some(t) => out.send_trailers(t),
+            None => out.send_data(Bytes::new(), true),
+        };
+    }
+}
+
+/// What [`send`] did: the body bytes it sent, and the stream if it was left without its
+/// END_STREAM.
+struct Sent {
+    bytes: u64,
+    unended: Option<SendStream<Bytes>>,
+    /// The trailer fields that are to end the unended stream.
+    trailers: Option<HeaderMap>,
 }
 
 /// Headers that belong to one HTTP/1.1 connection, not to a message (RFC 9113 §8.2.2): a
@@ -114,15 +146,17 @@ const CONNECTION_SPECIFIC: [HeaderName; 4] = [
     HeaderName::from_static("keep-alive"),
 ];
 
-/// Sends `response` on the stream: its head, then its body as DATA within the windows.
-/// Returns the body bytes sent.
+/// Sends `response` on the stream: its head, then its body as DATA within the windows,
+/// ending the stream unless `leave_open`.
 fn send(
     respond: &mut SendResponse<Bytes>,
     response: Response,
     is_head: bool,
+    leave_open: bool,
     settings: &Settings,
     parker: &Rc<Parker>,
-) -> io::Result<u64> {
+) -> io::Result<Sent> {
+    let last = !leave_open;
     let (mut parts, body) = response.into_parts();
     parts.version = http::Version::HTTP_2;
     let headers = &mut parts.headers;
@@ -137,7 +171,7 @@ fn send(
             StatusCode::NOT_IMPLEMENTED,
             "upgrade not supported on HTTP/2",
         );
-        return send(respond, e, is_head, settings, parker);
+        return send(respond, e, is_head, leave_open, settings, parker);
     }
     let len = body.len();
     if let Some(ct) = body.content_type {
@@ -151,11 +185,18 @@ fn send(
         }
     }
     put_server_headers(headers, settings);
-    let end = is_head || bodiless || len == Some(0);
+    let no_body = is_head || bodiless || len == Some(0);
     let head = http::Response::from_parts(parts, ());
-    let mut out = respond.send_response(head, end).map_err(h2_error)?;
-    if end {
-        return Ok(0);
+    let mut out = respond
+        .send_response(head, no_body && last)
+        .map_err(h2_error)?;
+    let sent = |bytes, out| Sent {
+        bytes,
+        unended: leave_open.then_some(out),
+        trailers: None,
+    };
+    if no_body {
+        return Ok(sent(0, out));
     }
     let timeout = settings.write_timeout;
     let data = match body.kind {
@@ -163,8 +204,8 @@ fn send(
         Kind::Vec(v) => Bytes::from(v),
         Kind::Bytes(b) => b,
         Kind::File(range) => {
-            send_file(&mut out, &range, parker, timeout)?;
-            return Ok(range.len());
+            send_file(&mut out, &range, last, parker, timeout)?;
+            return Ok(sent(range.len(), out));
         }
         Kind::Stream { len, f } => {
             let sink = RefCell::new(Sink {
@@ -178,6 +219,7 @@ fn send(
                 chunked: false,
                 remaining: len,
                 written: 0,
+                trailers: None,
             };
             f(&mut writer)?;
             if writer.remaining.is_some_and(|n| n > 0) {
@@ -186,17 +228,26 @@ fn send(
                     "streamed body shorter than its declared length",
                 ));
             }
-            let written = writer.written;
-            let mut sink = sink.into_inner();
-            let rest = sink.buf.split().freeze();
-            send_data(&mut sink.out, rest, true, parker, timeout)?;
-            return Ok(written);
+            let (written, mut trailers) = (writer.written, writer.trailers.take());
+            let Sink {
+                mut out, mut buf, ..
+            } = sink.into_inner();
+            let rest = buf.split().freeze();
+            send_data(&mut out, rest, last && trailers.is_none(), parker, timeout)?;
+            // Trailers end the stream: now, or after the request's body (see `run`).
+            if let Some(t) = trailers.take_if(|_| last) {
+                out.send_trailers(t).map_err(h2_error)?;
+            }
+            return Ok(Sent {
+                trailers,
+                ..sent(written, out)
+            });
         }
         Kind::Empty | Kind::Upgrade(_) => Bytes::new(),
     };
     let len = data.len() as u64;
-    send_data(&mut out, data, true, parker, timeout)?;
-    Ok(len)
+    send_data(&mut out, data, last, parker, timeout)?;
+    Ok(sent(len, out))
 }
 
 /// What the access log needs of a request, kept while the handler owns the request.
@@ -300,10 +351,12 @@ fn capacity(
     }
 }
 
-/// A file range, read in pieces the size of the window that is open.
+/// A file range, read in pieces the size of the window that is open; its last piece ends
+/// the stream if `last`.
 fn send_file(
     out: &mut SendStream<Bytes>,
     range: &FileRange,
+    last: bool,
     parker: &Parker,
     timeout: std::time::Duration,
 ) -> io::Result<()> {
@@ -324,7 +377,7 @@ fn send_file(
         }
         buf.truncate(got);
         offset += got as u64;
-        out.send_data(buf.freeze(), offset == end)
+        out.send_data(buf.freeze(), last && offset == end)
             .map_err(h2_error)?;
     }
     Ok(())
@@ -366,6 +419,8 @@ struct StreamBody {
     /// Body bytes still allowed (`Settings::max_body_bytes`).
     left: u64,
     peer: Option<SocketAddr>,
+    /// The request's trailer fields, once the body has ended, until the handler takes them.
+    trailers: Option<HeaderMap>,
 }
 
 impl StreamBody {
@@ -382,7 +437,15 @@ impl StreamBody {
                 Ok(Some(data))
             }
             Some(Err(e)) => Err(h2_error(e)),
-            None => Ok(None),
+            None => {
+                // After the last DATA: a trailing HEADERS frame, if the client sent one
+                // (already received, so this does not wait).
+                let trailers = self
+                    .parker
+                    .poll_until(self.timeout, |cx| recv.poll_trailers(cx))?;
+                self.trailers = trailers.map_err(h2_error)?;
+                Ok(None)
+            }
         }
     }
 
@@ -442,6 +505,10 @@ impl BodySource for StreamBody {
 
     fn remaining_hint(&self, _seq: u64) -> Option<u64> {
         None
+    }
+
+    fn trailers(&mut self, _seq: u64) -> Option<HeaderMap> {
+        self.trailers.take()
     }
 }
 
