@@ -5,7 +5,8 @@
 //! straight from RFC 9112 §7.1 (as strict as fibra: hex sizes of 1..=16 significant digits after
 //! at most 4096 leading zeros, whitespace only before an extension's `;`, extensions of
 //! visible bytes, CRLF everywhere, token-named trailer fields): same data, same end position,
-//! same accept/reject. Limits are set high enough that they never trigger here (the unit tests
+//! same accept/reject, and the same trailer fields (names lowercased, values trimmed, in any
+//! order). Limits are set high enough that they never trigger here (the unit tests
 //! cover 413/431), except the 16-digit size rule which both sides share.
 #![no_main]
 
@@ -16,16 +17,23 @@ use libfuzzer_sys::fuzz_target;
 /// when the input ended before the body did.
 type Outcome = Option<Result<(Vec<u8>, usize), ()>>;
 
+/// Trailer fields as (lowercased name, value without surrounding whitespace), sorted.
+type Fields = Vec<(Vec<u8>, Vec<u8>)>;
+
 const MAX_TOTAL: u64 = u64::MAX;
 const MAX_TRAILER: usize = 1 << 20;
 
-fn incremental(input: &[u8], piece: usize, max_data: usize) -> Outcome {
+fn incremental(input: &[u8], piece: usize, max_data: usize, trailers: &mut Fields) -> Outcome {
     let mut d = ChunkedDecoder::new(MAX_TOTAL, MAX_TRAILER);
     let mut out = Vec::new();
     let (mut pos, mut avail) = (0, 0);
     // Each step either consumes bytes, returns data, or makes more input available.
     for _ in 0..(input.len() * 4 + 16) {
         if d.is_done() {
+            for (name, value) in d.take_trailers().iter().flatten() {
+                trailers.push((name.as_str().as_bytes().to_vec(), value.as_bytes().to_vec()));
+            }
+            trailers.sort();
             return Some(Ok((out, pos)));
         }
         if pos == avail {
@@ -71,7 +79,7 @@ fn crlf(input: &[u8], i: usize) -> Result<usize, Outcome> {
 }
 
 /// Whole-buffer reference decoder.
-fn reference(input: &[u8]) -> Outcome {
+fn reference(input: &[u8], trailers: &mut Fields) -> Outcome {
     let mut body = Vec::new();
     let mut i = 0;
     let at = |i: usize| input.get(i).copied();
@@ -155,7 +163,10 @@ fn reference(input: &[u8]) -> Outcome {
     // trailer-section CRLF
     loop {
         match (at(i), at(i + 1)) {
-            (Some(b'\r'), Some(b'\n')) => return Some(Ok((body, i + 2))),
+            (Some(b'\r'), Some(b'\n')) => {
+                trailers.sort();
+                return Some(Ok((body, i + 2)));
+            }
             (Some(b'\r'), None) | (None, _) => return None,
             (Some(b'\r'), Some(_)) => return Some(Err(())),
             _ => {}
@@ -164,11 +175,13 @@ fn reference(input: &[u8]) -> Outcome {
         while at(i).is_some_and(is_token) {
             i += 1;
         }
+        let name = input[name_start..i].to_ascii_lowercase();
         match at(i) {
             None => return None,
             Some(b':') if i > name_start => i += 1,
             Some(_) => return Some(Err(())),
         }
+        let value_start = i;
         while let Some(b) = at(i) {
             if b == b'\r' {
                 break;
@@ -178,6 +191,18 @@ fn reference(input: &[u8]) -> Outcome {
             }
             i += 1;
         }
+        let value = &input[value_start..i];
+        let value = value
+            .iter()
+            .position(|&b| b != b' ' && b != b'\t')
+            .map_or(&[][..], |from| {
+                let to = value
+                    .iter()
+                    .rposition(|&b| b != b' ' && b != b'\t')
+                    .unwrap();
+                &value[from..=to]
+            });
+        trailers.push((name, value.to_vec()));
         i = match crlf(input, i) {
             Ok(next) => next,
             Err(outcome) => return outcome,
@@ -189,9 +214,17 @@ fuzz_target!(|data: &[u8]| {
     let [p, m, input @ ..] = data else { return };
     let piece = usize::from(*p % 64) + 1;
     let max_data = usize::from(*m) + 1;
-    let want = reference(input);
-    let whole = incremental(input, input.len().max(1), usize::MAX);
-    let pieces = incremental(input, piece, max_data);
+    let (mut want_fields, mut whole_fields, mut piece_fields) = (vec![], vec![], vec![]);
+    let want = reference(input, &mut want_fields);
+    let whole = incremental(input, input.len().max(1), usize::MAX, &mut whole_fields);
+    let pieces = incremental(input, piece, max_data, &mut piece_fields);
     assert_eq!(whole, pieces, "split {piece}/{max_data} changes the result");
     assert_eq!(want, whole, "differs from the reference decoder");
+    if let Some(Ok(_)) = want {
+        assert_eq!(whole_fields, piece_fields, "split changes the trailers");
+        assert_eq!(
+            want_fields, whole_fields,
+            "trailers differ from the reference"
+        );
+    }
 });
