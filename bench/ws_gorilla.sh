@@ -12,7 +12,11 @@
 # CPU µs per message (user+system of the server's process group over the measured run, from
 # /proc/PID/stat), and the ratios fibra ÷ gorilla. Fails unless every message was echoed.
 #
-# Needs go and taskset; builds fibra (release) unless NO_BUILD=1.
+# With PONG=1 a third server joins each round: bench/pong/ws_pong.c, a minimal C epoll echo
+# server (one read and one write per message), the floor any server's CPU per message meets.
+#
+# Needs go and taskset (and cc with libcrypto for PONG=1); builds fibra (release) unless
+# NO_BUILD=1.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 ROUNDS=${1:-5}
@@ -27,6 +31,12 @@ FIBRA="$ROOT/target/release/fibra"
 mkdir -p "$ROOT/bench/target"
 GORILLA="$ROOT/bench/target/gorilla-echo"
 (cd "$ROOT/bench/peers/gorilla" && go build -o "$GORILLA" .)
+SERVERS="fibra gorilla"
+if [ "${PONG:-0}" = 1 ]; then
+  WS_PONG="$ROOT/bench/target/ws_pong"
+  cc -O2 -o "$WS_PONG" "$ROOT/bench/pong/ws_pong.c" -lcrypto
+  SERVERS="fibra gorilla pong"
+fi
 
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill -- "-$p" 2>/dev/null || true; done; }
@@ -38,6 +48,7 @@ start() { # NAME PORT -> sets SPID (process group leader)
   case $1 in
     fibra) setsid taskset -c 0 "$FIBRA" hello --workers 1 --port "$2" >/dev/null 2>&1 & ;;
     gorilla) GOMAXPROCS=1 setsid taskset -c 0 "$GORILLA" -addr "127.0.0.1:$2" >/dev/null 2>&1 & ;;
+    pong) setsid taskset -c 0 "$WS_PONG" "$2" >/dev/null 2>&1 & ;;
   esac
   SPID=$!
   PIDS+=("$SPID")
@@ -64,7 +75,7 @@ load() { # URL N -> JSON summary of fibra bench --ws
 HZ=$(getconf CLK_TCK)
 declare -A MPS CPU
 for r in $(seq "$ROUNDS"); do
-  for s in fibra gorilla; do
+  for s in $SERVERS; do
     port=$(free_port)
     start "$s" "$port"
     url="ws://127.0.0.1:$port/ws"
@@ -89,11 +100,16 @@ print(v["requests"]["succeeded"], v["ws"]["messages_per_sec"], v["latency_us"]["
   done
 done
 
-python3 - "${MPS[fibra]}" "${CPU[fibra]}" "${MPS[gorilla]}" "${CPU[gorilla]}" <<'PY'
+python3 - "${MPS[fibra]}" "${CPU[fibra]}" "${MPS[gorilla]}" "${CPU[gorilla]}" "${MPS[pong]:-}" "${CPU[pong]:-}" <<'PY'
 import statistics as st, sys
-fr, fc, gr, gc = ([float(x) for x in a.split()] for a in sys.argv[1:])
+fr, fc, gr, gc, pr, pc = ([float(x) for x in a.split()] for a in sys.argv[1:])
 print(f"median  fibra   {st.median(fr):9.0f} messages/s {st.median(fc):6.2f} us CPU per message")
 print(f"median  gorilla {st.median(gr):9.0f} messages/s {st.median(gc):6.2f} us CPU per message")
 print(f"fibra / gorilla: messages/s {st.median(fr)/st.median(gr):.2f}, CPU per message {st.median(fc)/st.median(gc):.2f}"
       f" (per-round CPU ratios: {' '.join(f'{a/b:.2f}' for a, b in zip(fc, gc))})")
+if pc:
+    print(f"median  pong    {st.median(pr):9.0f} messages/s {st.median(pc):6.2f} us CPU per message")
+    print(f"pong / gorilla: CPU per message {st.median(pc)/st.median(gc):.2f}"
+          f" (per round: {' '.join(f'{a/b:.2f}' for a, b in zip(pc, gc))});"
+          f" fibra / pong: {st.median(fc)/st.median(pc):.2f}")
 PY
