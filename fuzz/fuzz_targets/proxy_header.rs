@@ -69,7 +69,11 @@ fuzz_target!(|data: &[u8]| {
     let parsed = parse_header(wire);
     match &parsed {
         Ok(Some(h)) => {
-            assert!(h.len <= wire.len() && h.len <= MAX_HEADER_BYTES, "length {}", h.len);
+            assert!(
+                h.len <= wire.len() && h.len <= MAX_HEADER_BYTES,
+                "length {}",
+                h.len
+            );
             let alone = parse_header(&wire[..h.len]).expect("header alone valid");
             assert_eq!(alone.as_ref(), Some(h));
             for k in [0, 1, h.len / 2, h.len.saturating_sub(1)] {
