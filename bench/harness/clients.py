@@ -83,6 +83,8 @@ class Scenario:
                 check_h2load_bodies(ctx, self, port, cpu)
             run_h2load(ctx, self, port, cpu, ctx.warmup)
         elif self.client == "fibra-bench":
+            if "bytes" in self.params and toolchain.ensure(ctx, "h2load"):
+                check_h2load_bodies(ctx, self, port, cpu)
             run_fibra_bench(ctx, self, port, cpu, ctx.warmup)
 
     def run(self, ctx, port, cpu):
@@ -135,6 +137,10 @@ def scenarios():
         Scenario("tls-static-1m", "HTTPS static 1 MiB file, 32 connections", STATIC_TLS,
                  "h2load", f"`h2load --h1 -t1 -c32` GET /{BIG_FILE} over TLS", conns=32,
                  path=f"/{BIG_FILE}", bytes=1 << 20),
+        Scenario("tls-static-1m-rustls", "HTTPS static 1 MiB file, 32 connections "
+                 "(fibra bench)", STATIC_TLS, "fibra-bench",
+                 f"`fibra bench -k -c32 --insecure` (rustls client) GET /{BIG_FILE} over TLS",
+                 conns=32, path=f"/{BIG_FILE}", bytes=1 << 20),
         Scenario("h2c-plaintext", "HTTP/2 cleartext, 100 connections x 10 streams", HELLO_H2C,
                  "h2load", "`h2load -t1 -c100 -m10` GET /plaintext, h2c prior knowledge",
                  conns=100, streams=10),
