@@ -15,76 +15,15 @@
 #![no_main]
 
 use std::cell::RefCell;
-use std::io::{self, Read, Write};
-use std::net::{Shutdown, SocketAddr};
-use std::rc::Rc;
+use std::io::{Read, Write};
 use std::sync::OnceLock;
-use std::time::Duration;
 
-use fibra_http::{FileRange, Request, Response, ResponseBody, Settings, Transport};
+use fibra_http::{FileRange, Request, Response, ResponseBody, Settings};
 use libfuzzer_sys::fuzz_target;
 
-struct Mock {
-    input: Vec<u8>,
-    pos: usize,
-    read_size: usize,
-    reads: u32,
-    timeouts: u8,
-    out: Rc<RefCell<Vec<u8>>>,
-    write_limit: Option<usize>,
-    write_failed: Rc<RefCell<bool>>,
-}
-
-impl Read for Mock {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let i = self.reads;
-        self.reads += 1;
-        if i < 8 && self.timeouts & (1 << i) != 0 {
-            return Err(io::ErrorKind::TimedOut.into());
-        }
-        let n = buf
-            .len()
-            .min(self.read_size)
-            .min(self.input.len() - self.pos);
-        buf[..n].copy_from_slice(&self.input[self.pos..self.pos + n]);
-        self.pos += n;
-        Ok(n)
-    }
-}
-
-impl Write for Mock {
-    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        let mut out = self.out.borrow_mut();
-        if let Some(limit) = self.write_limit {
-            if out.len() + data.len() > limit {
-                *self.write_failed.borrow_mut() = true;
-                return Err(io::ErrorKind::BrokenPipe.into());
-            }
-        }
-        // Short writes exercise the callers' write_all loops.
-        let n = data.len().min(4000);
-        out.extend_from_slice(&data[..n]);
-        Ok(n)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Transport for Mock {
-    fn set_read_timeout(&self, _: Option<Duration>) -> io::Result<()> {
-        Ok(())
-    }
-    fn set_write_timeout(&self, _: Option<Duration>) -> io::Result<()> {
-        Ok(())
-    }
-    fn peer_addr(&self) -> Option<SocketAddr> {
-        None
-    }
-    fn shutdown(&self, _: Shutdown) -> io::Result<()> {
-        Ok(())
-    }
-}
+#[path = "common/mock.rs"]
+mod mock;
+use mock::Mock;
 
 /// A 20,000-byte file (bigger than the 16 KiB inline-file limit, so `send_file` is used).
 fn file() -> &'static std::fs::File {
@@ -297,25 +236,22 @@ fuzz_target!(|data: &[u8]| {
     let [read_size, flags, timeouts, write_limit, wire @ ..] = data else {
         return;
     };
-    let out = Rc::new(RefCell::new(Vec::new()));
-    let write_failed = Rc::new(RefCell::new(false));
-    let mock = Mock {
-        input: wire.to_vec(),
-        pos: 0,
-        read_size: if *read_size == 255 {
+    let mock = Mock::new(
+        wire,
+        if *read_size == 255 {
             usize::MAX
         } else {
-            usize::from(*read_size).max(1)
+            usize::from(*read_size)
         },
-        reads: 0,
-        timeouts: *timeouts,
-        out: out.clone(),
-        write_limit: (*write_limit != 0).then(|| usize::from(*write_limit) * 64),
-        write_failed: write_failed.clone(),
-    };
+    )
+    .timeouts(*timeouts)
+    // Short writes exercise the callers' write_all loops.
+    .write_piece(4000)
+    .write_limit((*write_limit != 0).then(|| usize::from(*write_limit) * 64));
+    let (out, write_failed) = (mock.out.clone(), mock.write_failed.clone());
     let calls = RefCell::new(Calls::default());
     fibra_http::serve_connection(mock, &settings(*flags), &|req| handle(req, &calls));
-    if !*write_failed.borrow() {
-        check_output(&out.borrow(), &calls.borrow());
+    if !*write_failed.lock().unwrap() {
+        check_output(&out.lock().unwrap(), &calls.borrow());
     }
 });

@@ -14,59 +14,18 @@
 //! starting with its SETTINGS; and `serve_connection_h2` returns once the input has ended.
 #![no_main]
 
-use std::io::{self, Read, Write};
-use std::net::{Shutdown, SocketAddr};
-use std::sync::{Arc, Mutex};
+use std::io::Write;
+use std::sync::Arc;
 use std::time::Duration;
 
-use fibra_http::{Request, Response, ResponseBody, Settings, Transport};
+use fibra_http::{Request, Response, ResponseBody, Settings};
 use libfuzzer_sys::fuzz_target;
 
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
-struct Mock {
-    input: Vec<u8>,
-    pos: usize,
-    read_size: usize,
-    out: Arc<Mutex<Vec<u8>>>,
-}
-
-impl Read for Mock {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = buf
-            .len()
-            .min(self.read_size)
-            .min(self.input.len() - self.pos);
-        buf[..n].copy_from_slice(&self.input[self.pos..self.pos + n]);
-        self.pos += n;
-        Ok(n)
-    }
-}
-
-impl Write for Mock {
-    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        self.out.lock().unwrap().extend_from_slice(data);
-        Ok(data.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Transport for Mock {
-    fn set_read_timeout(&self, _: Option<Duration>) -> io::Result<()> {
-        Ok(())
-    }
-    fn set_write_timeout(&self, _: Option<Duration>) -> io::Result<()> {
-        Ok(())
-    }
-    fn peer_addr(&self) -> Option<SocketAddr> {
-        None
-    }
-    fn shutdown(&self, _: Shutdown) -> io::Result<()> {
-        Ok(())
-    }
-}
+#[path = "common/mock.rs"]
+mod mock;
+use mock::Mock;
 
 fn handler(mut req: Request) -> Response {
     match req.uri().path().as_bytes().get(1) {
@@ -101,7 +60,6 @@ fuzz_target!(|data: &[u8]| {
         255 => usize::MAX,
         n => n as usize,
     };
-    let out = Arc::new(Mutex::new(Vec::new()));
     let mut input = PREFACE.to_vec();
     input.extend_from_slice(wire);
     let settings = Arc::new(Settings {
@@ -112,14 +70,9 @@ fuzz_target!(|data: &[u8]| {
         ..Settings::default()
     });
     let written = RUNTIME.with(|rt| {
-        let out = out.clone();
         rt.block_on(move || {
-            let mock = Mock {
-                input,
-                pos: 0,
-                read_size,
-                out: out.clone(),
-            };
+            let mock = Mock::new(&input, read_size);
+            let out = mock.out.clone();
             fibra_http::http2::serve_connection_h2(mock, settings, Arc::new(handler));
             let written = out.lock().unwrap().clone();
             written

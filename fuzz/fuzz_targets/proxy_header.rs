@@ -14,53 +14,16 @@
 //!   bytes.
 #![no_main]
 
-use std::io::{self, Read, Write};
-use std::net::{Shutdown, SocketAddr};
-use std::time::Duration;
+use std::io;
+use std::net::SocketAddr;
 
 use fibra_http::proxy_protocol::{parse_header, ProxyProtocol, MAX_HEADER_BYTES};
 use fibra_http::Transport;
 use libfuzzer_sys::fuzz_target;
 
-/// The client's bytes, `piece` at a time.
-struct Mock {
-    input: Vec<u8>,
-    pos: usize,
-    piece: usize,
-}
-
-impl Read for Mock {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = (self.input.len() - self.pos).min(self.piece).min(buf.len());
-        buf[..n].copy_from_slice(&self.input[self.pos..self.pos + n]);
-        self.pos += n;
-        Ok(n)
-    }
-}
-
-impl Write for Mock {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Transport for Mock {
-    fn set_read_timeout(&self, _: Option<Duration>) -> io::Result<()> {
-        Ok(())
-    }
-    fn set_write_timeout(&self, _: Option<Duration>) -> io::Result<()> {
-        Ok(())
-    }
-    fn peer_addr(&self) -> Option<SocketAddr> {
-        Some(SocketAddr::from(([127, 0, 0, 1], 1)))
-    }
-    fn shutdown(&self, _: Shutdown) -> io::Result<()> {
-        Ok(())
-    }
-}
+#[path = "common/mock.rs"]
+mod mock;
+use mock::Mock;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&piece, wire)) = data.split_first() else {
@@ -87,11 +50,9 @@ fuzz_target!(|data: &[u8]| {
         Err(e) => assert_eq!(e.kind(), io::ErrorKind::InvalidData),
     }
 
-    let mut pp = ProxyProtocol::new(Mock {
-        input: wire.to_vec(),
-        pos: 0,
-        piece: usize::from(piece.max(1)),
-    });
+    let mut pp = ProxyProtocol::new(
+        Mock::new(wire, usize::from(piece)).peer(SocketAddr::from(([127, 0, 0, 1], 1))),
+    );
     let mut out = Vec::new();
     let mut buf = [0u8; 100];
     let result = loop {

@@ -18,15 +18,10 @@
 //!   a few reads at the end of the stream (no spinning on EOF).
 #![no_main]
 
-use std::cell::RefCell;
-use std::io::{self, Read, Write};
-use std::net::{Shutdown, SocketAddr};
-use std::rc::Rc;
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
 use fibra_http::tls::{ChooseConfig, Tls};
-use fibra_http::{Response, Settings, Transport};
+use fibra_http::{Response, Settings};
 use libfuzzer_sys::fuzz_target;
 use rustls::{ServerConfig, ServerConnection};
 
@@ -98,59 +93,9 @@ fn configs() -> &'static (Arc<ServerConfig>, Arc<ChooseConfig>) {
     })
 }
 
-struct Mock {
-    input: Vec<u8>,
-    pos: usize,
-    read_size: usize,
-    eof_reads: u32,
-    out: Rc<RefCell<Vec<u8>>>,
-}
-
-impl Read for Mock {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if self.pos == self.input.len() && !buf.is_empty() {
-            self.eof_reads += 1;
-            assert!(
-                self.eof_reads <= MAX_EOF_READS,
-                "the connection loop keeps reading after the end of the input"
-            );
-        }
-        let n = buf
-            .len()
-            .min(self.read_size)
-            .min(self.input.len() - self.pos);
-        buf[..n].copy_from_slice(&self.input[self.pos..self.pos + n]);
-        self.pos += n;
-        Ok(n)
-    }
-}
-
-impl Write for Mock {
-    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        // Short writes exercise the callers' write loops (rustls's `write_tls`).
-        let n = data.len().min(4000);
-        self.out.borrow_mut().extend_from_slice(&data[..n]);
-        Ok(n)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Transport for Mock {
-    fn set_read_timeout(&self, _: Option<Duration>) -> io::Result<()> {
-        Ok(())
-    }
-    fn set_write_timeout(&self, _: Option<Duration>) -> io::Result<()> {
-        Ok(())
-    }
-    fn peer_addr(&self) -> Option<SocketAddr> {
-        None
-    }
-    fn shutdown(&self, _: Shutdown) -> io::Result<()> {
-        Ok(())
-    }
-}
+#[path = "common/mock.rs"]
+mod mock;
+use mock::Mock;
 
 /// Checks what the server wrote; see the module docs.
 fn check_output(out: &[u8]) {
@@ -186,18 +131,18 @@ fuzz_target!(|data: &[u8]| {
     let [read_size, wire @ ..] = data else {
         return;
     };
-    let out = Rc::new(RefCell::new(Vec::new()));
-    let mock = Mock {
-        input: wire.to_vec(),
-        pos: 0,
-        read_size: if *read_size == 255 {
+    let mock = Mock::new(
+        wire,
+        if *read_size == 255 {
             usize::MAX
         } else {
-            usize::from(*read_size).max(1)
+            usize::from(*read_size)
         },
-        eof_reads: 0,
-        out: out.clone(),
-    };
+    )
+    .max_eof_reads(MAX_EOF_READS)
+    // Short writes exercise the callers' write loops (rustls's `write_tls`).
+    .write_piece(4000);
+    let out = mock.out.clone();
     let tls = if read_size % 2 == 1 {
         Tls::choosing(mock, configs().1.clone())
     } else {
@@ -209,5 +154,5 @@ fuzz_target!(|data: &[u8]| {
     fibra_http::serve_connection(tls, &Settings::default(), &|_req| {
         Response::new("ok".into())
     });
-    check_output(&out.borrow());
+    check_output(&out.lock().unwrap());
 });
