@@ -12,10 +12,13 @@
 # (status 200, bytes compared with the file) and gets a warm-up pass, then the rounds
 # alternate between them (the order flips every round; round r draws paths with seed r for
 # both). Prints per round req/s and server CPU µs per request, user and system apart
-# (/proc/PID/stat utime and stime of the server's processes), then the medians and the
-# fibra/nginx ratios. Last, `strace -c -f` on each server during a STRACE_SECS run gives
-# syscalls per request, failing ones apart (STRACE_SECS=0 skips it).
-# Environment: FIBRA (binary), SITE_FILES and SITE_SEED (small site), FIBRA_ARGS (extra flags).
+# (/proc/PID/stat utime and stime of the server's processes), then the medians, the
+# fibra/nginx ratios of the medians and the medians of the per-round ratios. Last,
+# `strace -c -f` on each server during a STRACE_SECS run gives syscalls per request, failing
+# ones apart (STRACE_SECS=0 skips it).
+# Environment: FIBRA (binary), SITE_FILES and SITE_SEED (small site), FIBRA_ARGS (extra flags),
+# FIBRA_BASE (a second fibra binary, e.g. a build before a change, measured in the same rounds
+# as "base", with the fibra/base ratios).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 site=${1:?usage: bench/site.sh small|docs [ROUNDS] [SECS] [CONNS]}
@@ -52,6 +55,13 @@ pn=$(server_start 0 nginx -p "$run" -c "$run/nginx.conf")
 pids+=("$pn")
 server_wait $port_f; server_wait $port_n
 declare -A pgid=([fibra]=$pf [nginx]=$pn) port=([fibra]=$port_f [nginx]=$port_n)
+servers="fibra nginx"
+if [ -n "${FIBRA_BASE:-}" ]; then
+    # shellcheck disable=SC2086
+    pb=$(server_start 0 "$FIBRA_BASE" serve "$run/root" --workers 1 -p 18943 --cache-entries "$cache" ${FIBRA_ARGS:-})
+    pids+=("$pb"); server_wait 18943
+    pgid[base]=$pb; port[base]=18943; servers="fibra nginx base"
+fi
 
 load() { # port secs seed -> wrk's output; fails on any non-2xx answer or socket error
     local out
@@ -72,13 +82,13 @@ measure() { # name seed -> "name req/s user_us sys_us"
 }
 
 echo "$site site, $conns conns, ${secs}s x $rounds rounds, caches of $cache entries"
-for s in fibra nginx; do
+for s in $servers; do
     $files check "${port[$s]}" "$run/root" "$run/list"
     load "${port[$s]}" 2 0 > /dev/null   # warm-up: fills both caches
 done
 results=()
 for r in $(seq "$rounds"); do
-    order="fibra nginx"; [ $((r % 2)) = 0 ] && order="nginx fibra"
+    order=$servers; [ $((r % 2)) = 0 ] && order=$(tr ' ' '\n' <<< "$servers" | tac | xargs)
     for s in $order; do
         results+=("$(measure "$s" "$r")"); echo "round $r ${results[-1]}"
     done
@@ -86,15 +96,24 @@ done
 printf '%s\n' "${results[@]}" | python3 -c '
 import sys, statistics as st
 rows = [l.split() for l in sys.stdin if l.strip()]
-m = {s: [st.median(float(r[i]) for r in rows if r[0] == s) for i in (1, 2, 3)] for s in ("fibra", "nginx")}
+names = [s for s in ("fibra", "nginx", "base") if any(r[0] == s for r in rows)]
+m = {s: [st.median(float(r[i]) for r in rows if r[0] == s) for i in (1, 2, 3)] for s in names}
 for s, (rps, u, k) in m.items():
     print(f"median {s}: {rps:,.0f} req/s, CPU/request {u + k:.2f} us (user {u:.2f}, system {k:.2f})")
-f, n = m["fibra"], m["nginx"]
-print(f"fibra/nginx: req/s {f[0]/n[0]:.2f}x, CPU/request {(f[1]+f[2])/(n[1]+n[2]):.2f}x, "
-      f"user {f[1]/n[1]:.2f}x, system {f[2]/n[2]:.2f}x")'
+# Ratios of the medians, then the median of the per-round ratios (the servers of a round ran
+# back to back: steadier when the machine drifts between rounds).
+per = {s: [r for r in rows if r[0] == s] for s in names}
+def ratios(a, b):
+    return (a[0] / b[0], (a[1] + a[2]) / (b[1] + b[2]), a[1] / b[1], a[2] / b[2])
+for s in names[1:]:
+    r = ratios(m["fibra"], m[s])
+    pr = [ratios([float(x) for x in f[1:]], [float(x) for x in n[1:]]) for f, n in zip(per["fibra"], per[s])]
+    pm = [st.median(p[i] for p in pr) for i in range(4)]
+    print(f"fibra/{s}: req/s {r[0]:.2f}x, CPU/request {r[1]:.2f}x, user {r[2]:.2f}x, system {r[3]:.2f}x; "
+          f"per-round medians {pm[0]:.2f}x, {pm[1]:.2f}x, {pm[2]:.2f}x, {pm[3]:.2f}x")'
 
 [ "$strace_secs" = 0 ] && exit 0
-for s in fibra nginx; do
+for s in $servers; do
     args=()
     for p in $(server_pids "${pgid[$s]}"); do args+=(-p "$p"); done
     strace -c -f -o "$run/strace.$s" "${args[@]}" 2> /dev/null &
