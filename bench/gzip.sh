@@ -30,10 +30,9 @@ check() { # port
     gunzip -c "$run/body.gz" | cmp -s - "$file" || { echo "port $1: wrong bytes" >&2; exit 1; }
     echo "$(stat -c %s "$run/body.gz")"
 }
-cpu() { # pgid -> clock ticks of the group
-    ps -o pid= -g "$1" | while read -r p; do awk '{print $14+$15}' "/proc/$p/stat" 2>/dev/null; done \
-        | awk '{s+=$1} END {print s+0}'
-}
+# shellcheck source=bench/lib/pinned.sh
+source "$here/lib/pinned.sh"
+cpu() { server_cpu "$1" | awk '{print $1 + $2}'; }   # pgid -> clock ticks of the group
 measure() { # label port pgid
     local t0 t1 out reqs rps non2xx
     t0=$(cpu "$3")
@@ -46,25 +45,20 @@ measure() { # label port pgid
     [ -z "$non2xx" ] || { echo "$1: $non2xx non-2xx answers" >&2; exit 1; }
     echo "$1 $rps $(python3 -c "print(round(($t1-$t0)/$(getconf CLK_TCK)*1e6/$reqs, 2))")"
 }
-start() { # cmd... ; prints pgid
-    setsid taskset -c 0 "$@" > "$run/server.log" 2>&1 &
-    echo $!
-}
-wait_up() { for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$1/" && return; sleep 0.05; done; }
 
 echo "file $file ($(stat -c %s "$file") bytes), gzip level $level, $conns conns, ${secs}s x $rounds rounds"
 results=()
 for r in $(seq "$rounds"); do
-    pf=$(start "$fibra" serve "$run/root" --workers 1 -p $port_f --gzip-level "$level")
-    wait_up $port_f
+    pf=$(server_start 0 "$fibra" serve "$run/root" --workers 1 -p $port_f --gzip-level "$level")
+    server_wait $port_f
     [ "$r" = 1 ] && echo "fibra gzip body: $(check $port_f) bytes"
     results+=("$(measure fibra $port_f "$pf")"); echo "round $r ${results[-1]}"
-    kill -INT "$pf"; wait "$pf" 2>/dev/null || true
-    pn=$(start nginx -p "$run" -c "$run/nginx.conf")
-    wait_up $port_n
+    server_stop "$pf" INT
+    pn=$(server_start 0 nginx -p "$run" -c "$run/nginx.conf")
+    server_wait $port_n
     [ "$r" = 1 ] && echo "nginx gzip body: $(check $port_n) bytes"
     results+=("$(measure nginx $port_n "$pn")"); echo "round $r ${results[-1]}"
-    kill -QUIT "$pn"; wait "$pn" 2>/dev/null || true
+    server_stop "$pn" QUIT
 done
 printf '%s\n' "${results[@]}" | python3 -c '
 import sys, statistics as st

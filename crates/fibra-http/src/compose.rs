@@ -267,7 +267,7 @@ pub(crate) fn compose(out: &mut Vec<u8>, head: &HeadOut<'_>) -> Composed {
         } else if (name == CONTENT_LENGTH && !keep_user_length) || name == TRANSFER_ENCODING {
             continue;
         }
-        out.extend_from_slice(name.as_str().as_bytes());
+        put_name(out, name.as_str().as_bytes());
         out.extend_from_slice(b": ");
         out.extend_from_slice(value.as_bytes());
         out.extend_from_slice(b"\r\n");
@@ -311,6 +311,28 @@ pub(crate) fn compose(out: &mut Vec<u8>, head: &HeadOut<'_>) -> Composed {
     Composed {
         handler_close,
         date_at,
+    }
+}
+
+/// Appends a field name as nginx writes it on HTTP/1.1: Title-Case (`content-type` becomes
+/// `Content-Type`), with the spellings it keeps for a few (`ETag`, `WWW-Authenticate`), so that
+/// a handler's fields (lowercase in `http::HeaderName`) match the server's own. Names are
+/// case-insensitive (RFC 9110 5.1): this is for people and for clients that compare bytes.
+#[inline]
+fn put_name(out: &mut Vec<u8>, name: &[u8]) {
+    match name {
+        b"etag" => return out.extend_from_slice(b"ETag"),
+        b"www-authenticate" => return out.extend_from_slice(b"WWW-Authenticate"),
+        _ => {}
+    }
+    let start = out.len();
+    out.extend_from_slice(name);
+    let mut upper = true;
+    for b in &mut out[start..] {
+        if upper {
+            b.make_ascii_uppercase();
+        }
+        upper = *b == b'-';
     }
 }
 
@@ -389,8 +411,56 @@ mod tests {
         );
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n\
-             date: Thu, 01 Jan 1970 00:00:00 GMT\r\nServer: fibra\r\nContent-Length: 13\r\nConnection: close\r\n\r\n"
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\
+             Date: Thu, 01 Jan 1970 00:00:00 GMT\r\nServer: fibra\r\nContent-Length: 13\r\nConnection: close\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn handler_field_names_are_title_case() {
+        let mut headers = HeaderMap::new();
+        for name in [
+            "etag",
+            "last-modified",
+            "www-authenticate",
+            "x-content-type-options",
+            "x",
+            "x-2fa--mode",
+            "vary",
+        ] {
+            headers.insert(HeaderName::from_static(name), HeaderValue::from_static("v"));
+        }
+        let mut out = Vec::new();
+        compose(
+            &mut out,
+            &head(
+                StatusCode::OK,
+                &headers,
+                None,
+                Framing::Length(0),
+                ConnHeader::Omit,
+                None,
+            ),
+        );
+        let text = String::from_utf8(out).unwrap();
+        let names: Vec<&str> = text
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split_once(": ").map(|(n, _)| n))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "ETag",
+                "Last-Modified",
+                "WWW-Authenticate",
+                "X-Content-Type-Options",
+                "X",
+                "X-2fa--Mode",
+                "Vary",
+                "Date",
+                "Content-Length"
+            ]
         );
     }
 
@@ -433,7 +503,7 @@ mod tests {
         assert!(!close);
         assert!(String::from_utf8(out)
             .unwrap()
-            .contains("connection: upgrade\r\n"));
+            .contains("Connection: upgrade\r\n"));
     }
 
     /// `put_head` (through the thread's last-head cache) against a fresh `compose`.
@@ -478,7 +548,7 @@ mod tests {
             assert!(!c.to_ascii_lowercase().contains("content-type"), "{c}");
             let d = check(&head(ok, &own, None, len, omit, Some(&plain)));
             assert_eq!(d.to_ascii_lowercase().matches("content-type").count(), 1);
-            assert!(d.contains("content-type: text/html\r\n"), "{d}");
+            assert!(d.contains("Content-Type: text/html\r\n"), "{d}");
             // Values in other memory: equal bytes are a hit, equal lengths with other bytes
             // are not (the kept value is compared by pointer first).
             let copy = HeaderValue::from_bytes(b"text/plain").unwrap();

@@ -413,6 +413,9 @@ impl<T: Transport> Transport for ProxyProtocol<T> {
     fn set_cork(&self, on: bool) -> io::Result<()> {
         self.io.set_cork(on)
     }
+    fn write_before_file(&mut self, head: &[u8]) -> io::Result<bool> {
+        self.io.write_before_file(head)
+    }
     fn send_file(&mut self, file: &File, offset: u64, len: u64) -> io::Result<u64> {
         self.io.send_file(file, offset, len)
     }

@@ -89,6 +89,15 @@ pub trait Transport: Read + Write + 'static {
     fn set_cork(&self, _on: bool) -> io::Result<()> {
         Ok(())
     }
+    /// Writes `head`, the bytes before a file body that [`send_file`](Transport::send_file)
+    /// sends next, so that they leave together in full frames. Returns true when the caller
+    /// must [`set_cork(false)`](Transport::set_cork) after the body. Default: cork, then
+    /// `write_all`; TCP sends the head with `MSG_MORE` instead (no cork to undo).
+    fn write_before_file(&mut self, head: &[u8]) -> io::Result<bool> {
+        let _ = self.set_cork(true);
+        self.write_all(head)?;
+        Ok(true)
+    }
     /// Whether the transport negotiated HTTP/2 (TLS's ALPN chose `h2`): the connection is
     /// then served as HTTP/2 from its first byte, whatever that byte is. Default: false.
     fn negotiated_h2(&self) -> bool {
@@ -290,6 +299,10 @@ socket_transport! {
     extra: {
         fn set_cork(&self, on: bool) -> io::Result<()> {
             self.0.stream.set_cork(on)
+        }
+        fn write_before_file(&mut self, head: &[u8]) -> io::Result<bool> {
+            self.0.stream.write_all_more(head)?;
+            Ok(false)
         }
         fn send_file(&mut self, file: &File, offset: u64, len: u64) -> io::Result<u64> {
             self.0.stream.sendfile(file, offset, len)

@@ -48,7 +48,7 @@ fn each_response_carries_its_own_type() {
             .collect();
         let want: &[&str] = match p {
             "/typed" => &["Content-Type: text/plain"],
-            "/own" => &["content-type: text/html"],
+            "/own" => &["Content-Type: text/html"],
             "/json" => &["Content-Type: application/json"],
             _ => &[],
         };

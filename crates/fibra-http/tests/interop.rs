@@ -62,7 +62,7 @@ fn curl_get_post_and_chunked_upload() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
-    assert!(text.contains("x-path: /p\r\n"), "{text}");
+    assert!(text.contains("X-Path: /p\r\n"), "{text}");
 }
 
 #[test]

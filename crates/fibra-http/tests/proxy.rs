@@ -144,7 +144,7 @@ fn routes_by_longest_prefix_and_gives_other_requests_back() {
     assert_eq!(body("/elsewhere"), "fallback /elsewhere");
     let (head, _) = get(front.addr, "/app?q=1");
     assert_eq!(status_of(&head), 301, "{head}");
-    assert!(head.contains("location: /app/?q=1\r\n"), "{head}");
+    assert!(head.contains("Location: /app/?q=1\r\n"), "{head}");
     for bad in ["/app/../etc/passwd", "/app/%2e%2e/x", "/app/a/..%2fb"] {
         let (head, _) = get(front.addr, bad);
         assert_eq!(status_of(&head), 400, "{bad}: {head}");

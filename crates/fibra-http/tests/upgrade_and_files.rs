@@ -37,7 +37,7 @@ fn upgrade_hands_over_the_connection() {
         head.starts_with("HTTP/1.1 101 Switching Protocols\r\n"),
         "{head}"
     );
-    assert!(head.contains("connection: upgrade\r\n"), "{head}");
+    assert!(head.contains("Connection: upgrade\r\n"), "{head}");
     s.write_all(b"new").unwrap();
     let mut echoed = [0u8; 8];
     s.read_exact(&mut echoed).unwrap();

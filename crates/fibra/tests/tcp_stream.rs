@@ -103,6 +103,39 @@ fn sendfile_sends_the_requested_range() {
 }
 
 #[test]
+fn a_head_written_with_more_leaves_with_the_file_after_it() {
+    let path = std::env::temp_dir().join(format!("fibra-more-{}", std::process::id()));
+    let data: Vec<u8> = (0..100_001u32).map(|i| (i % 253) as u8).collect();
+    std::fs::write(&path, &data).unwrap();
+    let p2 = path.clone();
+    let head = b"HTTP/1.1 200 OK\r\nContent-Length: 100001\r\n\r\n".to_vec();
+    let want: Vec<u8> = head.iter().chain(&data).copied().collect();
+    let n = want.len();
+    let got = fibra::Runtime::builder()
+        .workers(2)
+        .build()
+        .unwrap()
+        .block_on(move || {
+            let (c, mut s) = pair();
+            // The reader reads the exact length while the writer still holds the socket open:
+            // nothing may stay held back after the body (a timeout, not a hang, if it does).
+            s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+            let reader = fibra::spawn(move || {
+                let mut all = vec![0u8; n];
+                s.read_exact(&mut all).map(|()| all)
+            });
+            let file = std::fs::File::open(&p2).unwrap();
+            c.write_all_more(&head).unwrap();
+            assert_eq!(c.sendfile(&file, 0, 100_001).unwrap(), 100_001);
+            let got = reader.join().unwrap();
+            drop(c);
+            got
+        });
+    let _ = std::fs::remove_file(&path);
+    assert!(got.expect("all bytes before the close") == want);
+}
+
+#[test]
 fn connect_to_a_closed_port_fails_cleanly() {
     let port = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -109,34 +109,35 @@ impl std::fmt::Debug for Compressor {
     }
 }
 
-/// Whether a `Content-Type` value names a type worth compressing.
+/// Whether a `Content-Type` value names a type worth compressing. Asked on every file
+/// response, so it compares in place (case-insensitively) rather than lowercasing a copy.
 pub fn compressible(content_type: &[u8]) -> bool {
-    let essence = content_type
+    const TYPES: [&[u8]; 13] = [
+        b"application/json",
+        b"application/javascript",
+        b"application/x-javascript",
+        b"application/ecmascript",
+        b"application/xml",
+        b"application/wasm",
+        b"application/vnd.ms-fontobject",
+        b"font/ttf",
+        b"font/otf",
+        b"image/svg+xml",
+        b"image/x-icon",
+        b"image/vnd.microsoft.icon",
+        b"image/bmp",
+    ];
+    let t = content_type
         .split(|&b| b == b';')
         .next()
         .unwrap_or(b"")
         .trim_ascii();
-    let lower = essence.to_ascii_lowercase();
-    let t = lower.as_slice();
-    t.starts_with(b"text/")
-        || t.ends_with(b"+json")
-        || t.ends_with(b"+xml")
-        || matches!(
-            t,
-            b"application/json"
-                | b"application/javascript"
-                | b"application/x-javascript"
-                | b"application/ecmascript"
-                | b"application/xml"
-                | b"application/wasm"
-                | b"application/vnd.ms-fontobject"
-                | b"font/ttf"
-                | b"font/otf"
-                | b"image/svg+xml"
-                | b"image/x-icon"
-                | b"image/vnd.microsoft.icon"
-                | b"image/bmp"
-        )
+    let starts = |p: &[u8]| t.len() >= p.len() && t[..p.len()].eq_ignore_ascii_case(p);
+    let ends = |p: &[u8]| t.len() >= p.len() && t[t.len() - p.len()..].eq_ignore_ascii_case(p);
+    starts(b"text/")
+        || ends(b"+json")
+        || ends(b"+xml")
+        || TYPES.iter().any(|x| t.eq_ignore_ascii_case(x))
 }
 
 /// The `ETag` of the `encoding` form of the file whose `ETag` is `etag` (`"x"` → `"x-gz"`,
@@ -359,6 +360,8 @@ mod tests {
             "image/svg+xml",
             "application/manifest+json",
             "Application/JSON",
+            "TEXT/plain",
+            "image/SVG+XML",
         ] {
             assert!(compressible(t.as_bytes()), "{t}");
         }

@@ -92,6 +92,16 @@ pub(crate) fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
 /// `send(fd, buf, MSG_NOSIGNAL)`: a closed peer is an `EPIPE` error, not a `SIGPIPE` (as with
 /// `std`'s sockets).
 pub(crate) fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+    send_flags(fd, buf, libc::MSG_NOSIGNAL)
+}
+
+/// [`send`] with `MSG_MORE`: TCP holds a partial last frame back until a send without it.
+pub(crate) fn send_more(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+    send_flags(fd, buf, libc::MSG_NOSIGNAL | libc::MSG_MORE)
+}
+
+#[inline(always)]
+fn send_flags(fd: RawFd, buf: &[u8], flags: libc::c_int) -> io::Result<usize> {
     // SAFETY: `buf` is valid for reads of `buf.len()` bytes for the duration of the call; the
     // address arguments are null, which sendto(2) allows on a connected socket.
     let n = unsafe {
@@ -100,7 +110,7 @@ pub(crate) fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
             fd,
             buf.as_ptr(),
             buf.len(),
-            libc::MSG_NOSIGNAL,
+            flags,
             std::ptr::null::<libc::sockaddr>(),
             0 as libc::socklen_t,
         )

@@ -295,6 +295,26 @@ impl TcpStream {
         self.inner.io.take_error()
     }
 
+    /// Writes all of `buf` with `MSG_MORE`, waiting as needed: the kernel holds a partial last
+    /// frame back until the next send without the flag (a [`sendfile`](Self::sendfile) of the
+    /// body that follows a response head), so both leave in full frames — what two `TCP_CORK`
+    /// toggles do, without their two system calls.
+    pub fn write_all_more(&self, mut buf: &[u8]) -> io::Result<()> {
+        while !buf.is_empty() {
+            let want = buf.len();
+            let n = self.inner.op(
+                Dir::Write,
+                |s| sys::send_more(s.as_raw_fd(), buf),
+                short(want),
+            )?;
+            if n == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            buf = &buf[n..];
+        }
+        Ok(())
+    }
+
     /// Sends `len` bytes of `file` from `offset` with `sendfile(2)`, waiting as needed, and
     /// returns the bytes sent (less than `len` only if the file is shorter).
     pub fn sendfile(&self, file: &File, offset: u64, len: u64) -> io::Result<u64> {

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# A whole site, side by side: fibra serve and nginx (sendfile, open_file_cache holding the
+# whole site) serving the same files to wrk, 64 keep-alive connections requesting paths in
+# random order (bench/lua/paths.lua), one worker each pinned to CPU 0, wrk on CPU 1.
+#
+#   bench/site.sh small [ROUNDS] [SECS] [CONNS]   10,000 files of 1-8 KB (CSS, JS, SVG, JSON,
+#                                                 WOFF2), generated with a fixed seed
+#   bench/site.sh docs  [ROUNDS] [SECS] [CONNS]   the Python 3 documentation from Debian's
+#                                                 python3-doc (HTML, CSS, JS, PNG, SVG)
+#
+# Both servers run for the whole script; every server first answers every file of the site
+# (status 200, bytes compared with the file) and gets a warm-up pass, then the rounds
+# alternate between them (the order flips every round; round r draws paths with seed r for
+# both). Prints per round req/s and server CPU µs per request, user and system apart
+# (/proc/PID/stat utime and stime of the server's processes), then the medians, the
+# fibra/nginx ratios of the medians and the medians of the per-round ratios. Last,
+# `strace -c -f` on each server during a STRACE_SECS run gives syscalls per request, failing
+# ones apart (STRACE_SECS=0 skips it).
+# Environment: FIBRA (binary), SITE_FILES and SITE_SEED (small site), FIBRA_ARGS (extra flags),
+# FIBRA_BASE (a second fibra binary, e.g. a build before a change, measured in the same rounds
+# as "base", with the fibra/base ratios).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+site=${1:?usage: bench/site.sh small|docs [ROUNDS] [SECS] [CONNS]}
+rounds=${2:-5}; secs=${3:-10}; conns=${4:-64}
+fibra=${FIBRA:-$here/../target/release/fibra}
+strace_secs=${STRACE_SECS:-3}
+run=$(mktemp -d /tmp/fibra-site.XXXXXX)
+chmod 755 "$run"   # nginx's worker runs as nobody when we are root
+pids=()
+trap 'for p in "${pids[@]}"; do server_stop "$p" TERM; done; rm -rf "$run"' EXIT
+# shellcheck source=bench/lib/pinned.sh
+source "$here/lib/pinned.sh"
+files="python3 $here/lib/site_files.py"
+
+case $site in
+    small) $files small "$run/root" "$run/list" "${SITE_FILES:-10000}" "${SITE_SEED:-1}" ;;
+    docs)
+        docs=/usr/share/doc/python3/html
+        [ -f "$docs/index.html" ] || { echo "needs Debian's python3-doc (apt-get install python3-doc)" >&2; exit 1; }
+        echo "python3-doc $(dpkg-query -W -f '${Version}' python3-doc)"
+        $files copy "$docs/" "$run/root" "$run/list" html,css,js,png,svg ;;
+    *) echo "unknown site $site (small or docs)" >&2; exit 1 ;;
+esac
+chmod -R a+rX "$run/root"
+cache=$(( $(find "$run/root" -type f | wc -l) * 2 ))
+
+port_f=18941; port_n=18942
+sed -e "s|@RUN@|$run|g" -e "s|@ROOT@|$run/root|g" -e "s|@PORT@|$port_n|g" -e "s|@CACHE@|$cache|g" \
+    "$here/site/nginx.conf.in" > "$run/nginx.conf"
+# shellcheck disable=SC2086
+pf=$(server_start 0 "$fibra" serve "$run/root" --workers 1 -p $port_f --cache-entries "$cache" ${FIBRA_ARGS:-})
+pids+=("$pf")
+pn=$(server_start 0 nginx -p "$run" -c "$run/nginx.conf")
+pids+=("$pn")
+server_wait $port_f; server_wait $port_n
+declare -A pgid=([fibra]=$pf [nginx]=$pn) port=([fibra]=$port_f [nginx]=$port_n)
+servers="fibra nginx"
+if [ -n "${FIBRA_BASE:-}" ]; then
+    # shellcheck disable=SC2086
+    pb=$(server_start 0 "$FIBRA_BASE" serve "$run/root" --workers 1 -p 18943 --cache-entries "$cache" ${FIBRA_ARGS:-})
+    pids+=("$pb"); server_wait 18943
+    pgid[base]=$pb; port[base]=18943; servers="fibra nginx base"
+fi
+
+load() { # port secs seed -> wrk's output; fails on any non-2xx answer or socket error
+    local out
+    out=$(taskset -c 1 wrk -t1 -c"$conns" -d"${2}s" -s "$here/lua/paths.lua" \
+          "http://127.0.0.1:$1" -- "$run/list" "$3")
+    if grep -qE 'Non-2xx|Socket errors' <<< "$out"; then
+        echo "port $1: $(grep -E 'Non-2xx|Socket errors' <<< "$out")" >&2; exit 1
+    fi
+    echo "$out"
+}
+measure() { # name seed -> "name req/s user_us sys_us"
+    local c0 c1 out
+    c0=$(server_cpu "${pgid[$1]}")
+    out=$(load "${port[$1]}" "$secs" "$2")
+    c1=$(server_cpu "${pgid[$1]}")
+    echo "$1 $c0 $c1 $(awk '/requests in/{print $1}' <<< "$out") $(awk '/Requests\/sec/{print $2}' <<< "$out")" \
+        | awk -v tck="$(getconf CLK_TCK)" '{printf "%s %s %.2f %.2f\n", $1, $7, ($4-$2)/tck*1e6/$6, ($5-$3)/tck*1e6/$6}'
+}
+
+echo "$site site, $conns conns, ${secs}s x $rounds rounds, caches of $cache entries"
+for s in $servers; do
+    $files check "${port[$s]}" "$run/root" "$run/list"
+    load "${port[$s]}" 2 0 > /dev/null   # warm-up: fills both caches
+done
+results=()
+for r in $(seq "$rounds"); do
+    order=$servers; [ $((r % 2)) = 0 ] && order=$(tr ' ' '\n' <<< "$servers" | tac | xargs)
+    for s in $order; do
+        results+=("$(measure "$s" "$r")"); echo "round $r ${results[-1]}"
+    done
+done
+printf '%s\n' "${results[@]}" | python3 -c '
+import sys, statistics as st
+rows = [l.split() for l in sys.stdin if l.strip()]
+names = [s for s in ("fibra", "nginx", "base") if any(r[0] == s for r in rows)]
+m = {s: [st.median(float(r[i]) for r in rows if r[0] == s) for i in (1, 2, 3)] for s in names}
+for s, (rps, u, k) in m.items():
+    print(f"median {s}: {rps:,.0f} req/s, CPU/request {u + k:.2f} us (user {u:.2f}, system {k:.2f})")
+# Ratios of the medians, then the median of the per-round ratios (the servers of a round ran
+# back to back: steadier when the machine drifts between rounds).
+per = {s: [r for r in rows if r[0] == s] for s in names}
+def ratios(a, b):
+    return (a[0] / b[0], (a[1] + a[2]) / (b[1] + b[2]), a[1] / b[1], a[2] / b[2])
+for s in names[1:]:
+    r = ratios(m["fibra"], m[s])
+    pr = [ratios([float(x) for x in f[1:]], [float(x) for x in n[1:]]) for f, n in zip(per["fibra"], per[s])]
+    pm = [st.median(p[i] for p in pr) for i in range(4)]
+    print(f"fibra/{s}: req/s {r[0]:.2f}x, CPU/request {r[1]:.2f}x, user {r[2]:.2f}x, system {r[3]:.2f}x; "
+          f"per-round medians {pm[0]:.2f}x, {pm[1]:.2f}x, {pm[2]:.2f}x, {pm[3]:.2f}x")'
+
+[ "$strace_secs" = 0 ] && exit 0
+for s in $servers; do
+    args=()
+    for p in $(server_pids "${pgid[$s]}"); do args+=(-p "$p"); done
+    strace -c -f -o "$run/strace.$s" "${args[@]}" 2> /dev/null &
+    tracer=$!
+    sleep 1   # strace attaches to every thread
+    reqs=$(load "${port[$s]}" "$strace_secs" 99 | awk '/requests in/{print $1}')
+    kill -INT "$tracer"; wait "$tracer" 2>/dev/null || true
+    python3 - "$s" "$reqs" "$run/strace.$s" <<'PY'
+import re, sys
+name, reqs, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+calls, errors = {}, {}
+for line in open(path):
+    p = line.split()
+    if len(p) >= 5 and re.match(r"^[\d.]+$", p[0]) and p[-1] != "total":
+        calls[p[-1]] = int(p[3])
+        errors[p[-1]] = int(p[4]) if len(p) == 6 else 0
+top = sorted(calls, key=calls.get, reverse=True)[:6]
+print(f"strace {name}: {sum(calls.values()) / reqs:.2f} syscalls/request, "
+      f"{sum(errors.values()) / reqs:.3f} failing ({reqs} requests): "
+      + ", ".join(f"{c} {calls[c] / reqs:.2f}" + (f" ({errors[c] / reqs:.2f} failing)" if errors[c] else "")
+                  for c in top))
+PY
+done
