@@ -319,7 +319,7 @@ pub(crate) fn compose(out: &mut Vec<u8>, head: &HeadOut<'_>) -> Composed {
 /// a handler's fields (lowercase in `http::HeaderName`) match the server's own. Names are
 /// case-insensitive (RFC 9110 5.1): this is for people and for clients that compare bytes.
 #[inline]
-fn put_name(out: &mut Vec<u8>, name: &[u8]) {
+pub(crate) fn put_name(out: &mut Vec<u8>, name: &[u8]) {
     match name {
         b"etag" => return out.extend_from_slice(b"ETag"),
         b"www-authenticate" => return out.extend_from_slice(b"WWW-Authenticate"),

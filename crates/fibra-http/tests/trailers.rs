@@ -1,6 +1,7 @@
 //! Trailer fields both ways, on HTTP/1.1 (a chunked body's trailer section) and HTTP/2 (a
 //! trailing HEADERS frame): the handler reads the request's with `Body::trailers` once the
-//! body has ended, and sends its own with `BodyWriter::set_trailers` on a streamed body.
+//! body has ended, and sends its own with `BodyWriter::set_trailers` on a streamed body
+//! (on HTTP/1.1 with Title-Case names, like the head's).
 
 mod h2_util;
 mod util;
@@ -62,7 +63,7 @@ fn http1_trailers_both_ways() {
     assert!(dump.contains("Transfer-Encoding: chunked"), "{dump}");
     let (_, tail) = dump.split_once("\r\n0\r\n").expect("the last chunk");
     assert_eq!(
-        tail, "x-checksum: abc\r\nx-checksum: def\r\nx-body-len: 5\r\n\r\n",
+        tail, "X-Checksum: abc\r\nX-Checksum: def\r\nX-Body-Len: 5\r\n\r\n",
         "{dump}"
     );
     // No trailer section: none for the handler, still the body's length for the client.
@@ -71,7 +72,7 @@ fn http1_trailers_both_ways() {
     )
     .unwrap();
     let dump = read_chunked_response(&mut s);
-    assert!(dump.ends_with("\r\n0\r\nx-body-len: 2\r\n\r\n"), "{dump}");
+    assert!(dump.ends_with("\r\n0\r\nX-Body-Len: 2\r\n\r\n"), "{dump}");
 }
 
 #[test]
