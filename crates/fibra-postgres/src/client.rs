@@ -132,6 +132,37 @@ impl Pending {
     pub fn execute(self) -> Result<u64, Error> {
         self.wait().map(|r| r.affected)
     }
+
+    /// Waits until every query in `pending` is answered (or has failed or timed out); their
+    /// [`rows`](Pending::rows), [`one`](Pending::one) or [`execute`](Pending::execute) then
+    /// return at once. Cheaper than waiting for them one by one: the answers on one
+    /// connection come in order, so this waits for the last one listed on each first, and a batch of
+    /// answers is read in as few wake-ups as the connection can manage instead of one each.
+    /// Errors are left for those calls to return.
+    ///
+    /// ```no_run
+    /// # use fibra_postgres::{Client, Error, Pending, Statement};
+    /// # fn f(client: &Client, world: &Statement) -> Result<(), Error> {
+    /// let pending: Vec<_> = (1..=20i32)
+    ///     .map(|id| client.send(world, &[&id]))
+    ///     .collect::<Result<_, _>>()?;
+    /// Pending::wait_all(&pending);
+    /// let rows: Vec<_> = pending.into_iter().map(Pending::one).collect::<Result<_, _>>()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn wait_all(pending: &[Pending]) {
+        let mut waited: Vec<&Rc<Connection>> = Vec::new();
+        for p in pending.iter().rev() {
+            if !waited.iter().any(|c| Rc::ptr_eq(c, &p.conn)) {
+                waited.push(&p.conn);
+                let _ = p.conn.wait_done(&p.slot);
+            }
+        }
+        // Sent in another order than listed: the rest (returns at once for those done).
+        for p in pending {
+            let _ = p.conn.wait_done(&p.slot);
+        }
+    }
 }
 
 impl Drop for Pending {

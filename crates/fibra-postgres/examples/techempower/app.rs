@@ -16,7 +16,7 @@
 //! `Server::server_header(Some(SERVER_NAME.into()))` is set.
 
 use fibra_http::{Request, Response, ResponseBody};
-use fibra_postgres::{Client, Error, Pool, Statement, Type};
+use fibra_postgres::{Client, Error, Pending, Pool, Statement, Type};
 use http::header::HeaderValue;
 use http::StatusCode;
 use serde::Serialize;
@@ -130,6 +130,7 @@ fn many(c: &Client, n: usize) -> Result<Vec<World>, Error> {
         .iter()
         .map(|id| c.send(&WORLD, &[id]))
         .collect::<Result<Vec<_>, _>>()?;
+    Pending::wait_all(&pending);
     pending.into_iter().map(|p| world(&p.one()?)).collect()
 }
 
