@@ -20,6 +20,7 @@ use fibra_postgres::{Client, Error, Pending, Pool, Statement, Type};
 use http::header::HeaderValue;
 use http::StatusCode;
 use serde::Serialize;
+use std::io::Write;
 use std::sync::LazyLock;
 
 /// Rows in `World`.
@@ -169,7 +170,7 @@ fn fortunes(c: &Client) -> Result<Response, Error> {
     );
     for (id, message) in list {
         html.extend_from_slice(b"<tr><td>");
-        html.extend_from_slice(id.to_string().as_bytes());
+        write!(html, "{id}").expect("writing to a Vec");
         html.extend_from_slice(b"</td><td>");
         escape_html(message, &mut html);
         html.extend_from_slice(b"</td></tr>");
