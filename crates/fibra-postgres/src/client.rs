@@ -79,7 +79,6 @@ impl Client {
         Ok(Pending {
             conn: self.conn.clone(),
             slot,
-            waited: false,
         })
     }
 
@@ -96,7 +95,6 @@ impl Client {
 pub struct Pending {
     conn: Rc<Connection>,
     slot: Rc<Slot>,
-    waited: bool,
 }
 
 impl std::fmt::Debug for Pending {
@@ -106,8 +104,7 @@ impl std::fmt::Debug for Pending {
 }
 
 impl Pending {
-    fn wait(mut self) -> Result<Reply, Error> {
-        self.waited = true;
+    fn wait(self) -> Result<Reply, Error> {
         self.conn.wait(&self.slot)
     }
 
@@ -161,14 +158,6 @@ impl Pending {
         // Sent in another order than listed: the rest (returns at once for those done).
         for p in pending {
             let _ = p.conn.wait_done(&p.slot);
-        }
-    }
-}
-
-impl Drop for Pending {
-    fn drop(&mut self) {
-        if !self.waited {
-            self.slot.abandon();
         }
     }
 }

@@ -18,8 +18,10 @@
 //! - **Reading.** The first waiting fiber that finds no reader becomes the reader
 //!   (`reading`): it reads, hands every complete answer to its slot and wakes the slot's
 //!   owner, until its own answer is complete or its deadline passes. It then clears
-//!   `reading` and wakes the owner of the oldest pending slot, which becomes the next reader.
-//!   Other fibers wait on their slot's `Notify` and re-check on every wake-up.
+//!   `reading` and wakes the fiber parked on the oldest slot (`waiting`), which becomes the
+//!   next reader; the owner of an older query who is not waiting for it is passed over, and
+//!   finds no reader, and reads, when it comes to wait. Other fibers wait on their slot's
+//!   `Notify` and re-check on every wake-up.
 //! - **Waking once per batch.** The server sends each query's answer as its own packet, so
 //!   a reader waiting for the last of twenty answers would otherwise wake for each. Before
 //!   it waits, the reader sets the socket's low-water mark (`SO_RCVLOWAT`) to the bytes it
@@ -86,8 +88,8 @@ pub(crate) struct Slot {
     expect: usize,
     notify: Notify,
     st: RefCell<SlotState>,
-    /// Its owner gave up (timeout, or the `Pending` was dropped): the answer is dropped.
-    abandoned: Cell<bool>,
+    /// Its owner is parked waiting for it, as a follower (not reading).
+    waiting: Cell<bool>,
 }
 
 #[derive(Default)]
@@ -273,7 +275,7 @@ impl Connection {
                 return Ok(());
             }
             let Some(left) = fibra::time::remaining(slot.deadline) else {
-                return Err(self.time_out(slot));
+                return Err(self.time_out());
             };
             let lead = {
                 let mut st = self.st.borrow_mut();
@@ -286,10 +288,12 @@ impl Connection {
                 self.st.borrow_mut().reading = false;
                 self.hand_over();
                 if timed_out && !slot.st.borrow().done {
-                    return Err(self.time_out(slot));
+                    return Err(self.time_out());
                 }
             } else {
+                let waiting = Waiting::start(slot);
                 slot.notify.wait_timeout(left);
+                drop(waiting);
             }
         }
     }
@@ -559,14 +563,15 @@ impl Connection {
         }))
     }
 
-    /// Wakes the owner of the oldest slot still waited for, to take over reading.
+    /// Wakes the owner of the oldest slot being waited for, to take over reading. Only a
+    /// fiber parked in [`Connection::wait_done`] is chosen: the owner of an older query that
+    /// is not waiting for it (it holds the `Pending` and does something else) would leave
+    /// every other waiter without a reader until it came back. A fiber that starts waiting
+    /// later finds no reader and reads itself.
     fn hand_over(&self) {
         let next = {
             let st = self.st.borrow();
-            st.queue
-                .iter()
-                .find(|s| matches!(s.kind, SlotKind::Query(_)) && !s.abandoned.get())
-                .cloned()
+            st.queue.iter().find(|s| s.waiting.get()).cloned()
         };
         if let Some(s) = next {
             s.notify.notify_one();
@@ -574,8 +579,7 @@ impl Connection {
     }
 
     /// Gives up on `slot` after its deadline: retires the connection and cancels the query.
-    fn time_out(&self, slot: &Slot) -> Error {
-        slot.abandoned.set(true);
+    fn time_out(&self) -> Error {
         let first = {
             let mut st = self.st.borrow_mut();
             !std::mem::replace(&mut st.retired, true)
@@ -644,13 +648,25 @@ impl Slot {
             expect,
             notify: Notify::new(),
             st: RefCell::new(SlotState::default()),
-            abandoned: Cell::new(matches!(kind, SlotKind::Prepare(_))),
+            waiting: Cell::new(false),
         })
     }
+}
 
-    /// The owner will not wait for it.
-    pub(crate) fn abandon(&self) {
-        self.abandoned.set(true);
+/// Marks a slot's owner as waiting for it while alive; cleared however the wait ends (the
+/// fiber may unwind from it when cancelled).
+struct Waiting<'a>(&'a Slot);
+
+impl<'a> Waiting<'a> {
+    fn start(slot: &'a Slot) -> Waiting<'a> {
+        slot.waiting.set(true);
+        Waiting(slot)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.waiting.set(false);
     }
 }
 

@@ -129,6 +129,7 @@ fn queries_against_a_live_server() {
     });
     pool_across_fibers_and_workers(&cluster);
     waiting_for_a_batch(&cluster);
+    an_owner_not_waiting_holds_nobody_up(&cluster);
     waiting_never_blocks_the_worker(&cluster);
     connection_killed_mid_query(&cluster);
     query_past_its_timeout(&cluster);
@@ -203,6 +204,42 @@ fn waiting_for_a_batch(cluster: &Cluster) {
             assert!(p.rows().unwrap().is_empty());
         }
         assert!(client.is_usable());
+    });
+}
+
+/// The reader's role passes to a fiber that waits, never to the owner of a query that is not
+/// being waited for: fiber A reads, and when A's first answer is in, A's second query is the
+/// oldest unanswered one, but A sleeps instead of waiting for it. B, whose query is queued
+/// behind A's two, must still get its answer (2 s query timeout) before A comes back (4 s).
+/// One worker, one connection: B yields until A is reading (A's wait yields once to gather
+/// queries, then writes and reads), so the order is fixed.
+fn an_owner_not_waiting_holds_nobody_up(cluster: &Cluster) {
+    let pool = Pool::new(
+        config(cluster)
+            .pool_size(1)
+            .query_timeout(Duration::from_secs(2)),
+    );
+    on_fibers(1, move || {
+        let client = pool.get().unwrap();
+        let b = {
+            let pool = pool.clone();
+            fibra::spawn(move || {
+                for _ in 0..10 {
+                    fibra::yield_now();
+                }
+                let client = pool.get().unwrap();
+                client
+                    .query_one(&WORLD, &[&9i32])
+                    .map(|row| row.get::<i32>(0))
+            })
+        };
+        let first = client.send(&SLEEP, &[&0.2f64]).unwrap();
+        let second = client.send(&SLEEP, &[&0.5f64]).unwrap();
+        first.rows().unwrap();
+        fibra::time::sleep(Duration::from_secs(4));
+        let b = b.join().unwrap();
+        assert_eq!(b.unwrap(), 9, "B's query waited for A to come back");
+        second.rows().unwrap();
     });
 }
 
