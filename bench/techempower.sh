@@ -22,6 +22,11 @@
 # server's process group over the measured run, from /proc/PID/stat), PostgreSQL's CPU µs per
 # request likewise, and the ratios fibra ÷ axum; a run in which any response is not 2xx fails.
 #
+# RATE=N holds the load at N requests per second in total (h2load --rps, N/256 per
+# connection) instead of as fast as the servers answer: both servers then do the same work
+# per second, PostgreSQL and the load generator are not saturated, and the CPU per request
+# compares the servers alone (req/s then only shows that both kept up).
+#
 # BASELINE=PATH compares the example with another build of itself (PATH: an older
 # `techempower` binary, run with the same flags) instead of axum: a paired before/after.
 #
@@ -35,6 +40,10 @@ shift 2 2>/dev/null || shift $#
 TESTS=("$@")
 [ ${#TESTS[@]} -gt 0 ] || TESTS=(db queries fortunes updates json plaintext)
 CONNS=256
+RPS_ARG=()
+if [ -n "${RATE:-}" ]; then
+  RPS_ARG=(--rps "$(python3 -c "print(max(0.1, ${RATE} / ${CONNS}))")")
+fi
 POOL=${POOL:-1}
 for tool in h2load curl python3 taskset; do
   command -v "$tool" >/dev/null || { echo "techempower.sh: $tool is missing" >&2; exit 2; }
@@ -157,9 +166,9 @@ for t in "${TESTS[@]}"; do
       start "$s" "$port"
       check "$s" "$port"
       url="http://127.0.0.1:$port$path"
-      taskset -c 1 h2load --h1 -t1 -c$CONNS -D 2 "$url" >/dev/null 2>&1
+      taskset -c 1 h2load --h1 -t1 -c$CONNS -D 2 "${RPS_ARG[@]}" "$url" >/dev/null 2>&1
       t0=$(cpu_ticks "$SPID"); d0=$(pg_ticks)
-      out=$(taskset -c 1 h2load --h1 -t1 -c$CONNS -D "$SECS" "$url" 2>&1)
+      out=$(taskset -c 1 h2load --h1 -t1 -c$CONNS -D "$SECS" "${RPS_ARG[@]}" "$url" 2>&1)
       t1=$(cpu_ticks "$SPID"); d1=$(pg_ticks)
       kill -- "-$SPID" 2>/dev/null || true
       wait "$SPID" 2>/dev/null || true
