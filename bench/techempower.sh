@@ -22,6 +22,14 @@
 # server's process group over the measured run, from /proc/PID/stat), PostgreSQL's CPU µs per
 # request likewise, and the ratios fibra ÷ axum; a run in which any response is not 2xx fails.
 #
+# RATE=N holds the load at N requests per second in total (h2load --rps, N/256 per
+# connection) instead of as fast as the servers answer: both servers then do the same work
+# per second, PostgreSQL and the load generator are not saturated, and the CPU per request
+# compares the servers alone (req/s then only shows that both kept up).
+#
+# BASELINE=PATH compares the example with another build of itself (PATH: an older
+# `techempower` binary, run with the same flags) instead of axum: a paired before/after.
+#
 # Needs h2load (nghttp2-client), curl, python3 and PostgreSQL's server binaries (Debian's
 # postgresql package); builds both servers (release) unless NO_BUILD=1.
 set -euo pipefail
@@ -32,6 +40,10 @@ shift 2 2>/dev/null || shift $#
 TESTS=("$@")
 [ ${#TESTS[@]} -gt 0 ] || TESTS=(db queries fortunes updates json plaintext)
 CONNS=256
+RPS_ARG=()
+if [ -n "${RATE:-}" ]; then
+  RPS_ARG=(--rps "$(python3 -c "print(max(0.1, ${RATE} / ${CONNS}))")")
+fi
 POOL=${POOL:-1}
 for tool in h2load curl python3 taskset; do
   command -v "$tool" >/dev/null || { echo "techempower.sh: $tool is missing" >&2; exit 2; }
@@ -42,10 +54,15 @@ PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 PEER_DIR="$ROOT/bench/peers/axum-pg"
 if [ "${NO_BUILD:-0}" != 1 ]; then
   (cd "$ROOT" && cargo build --release -q -p fibra-postgres --example techempower)
-  (cd "$PEER_DIR" && cargo build --release -q --target-dir "$ROOT/bench/target/cargo")
+  [ $PEER = base ] || (cd "$PEER_DIR" && cargo build --release -q --target-dir "$ROOT/bench/target/cargo")
 fi
 FIBRA="$ROOT/target/release/examples/techempower"
 AXUM="$ROOT/bench/target/cargo/release/bench-peer-axum-pg"
+PEER=axum
+if [ -n "${BASELINE:-}" ]; then
+  [ -x "$BASELINE" ] || { echo "techempower.sh: BASELINE $BASELINE is not an executable" >&2; exit 2; }
+  PEER=base
+fi
 
 RUN="$(mktemp -d)"
 chmod 777 "$RUN"
@@ -86,6 +103,8 @@ path_of() {
 start() { # NAME PORT -> sets SPID (process group leader)
   case $1 in
     fibra) setsid taskset -c 0 "$FIBRA" --addr 127.0.0.1 --port "$2" --workers 1 \
+             --pool-size "$POOL" --database-url "$URL" >"$RUN/$1.log" 2>&1 & ;;
+    base) setsid taskset -c 0 "$BASELINE" --addr 127.0.0.1 --port "$2" --workers 1 \
              --pool-size "$POOL" --database-url "$URL" >"$RUN/$1.log" 2>&1 & ;;
     axum) setsid taskset -c 0 "$AXUM" "$2" "$URL" "$POOL" >"$RUN/$1.log" 2>&1 & ;;
   esac
@@ -142,14 +161,14 @@ for t in "${TESTS[@]}"; do
   path=$(path_of "$t")
   declare -A RPS=() CPU=() DBCPU=()
   for r in $(seq "$ROUNDS"); do
-    for s in fibra axum; do
+    for s in fibra $PEER; do
       port=$(free_port)
       start "$s" "$port"
       check "$s" "$port"
       url="http://127.0.0.1:$port$path"
-      taskset -c 1 h2load --h1 -t1 -c$CONNS -D 2 "$url" >/dev/null 2>&1
+      taskset -c 1 h2load --h1 -t1 -c$CONNS -D 2 "${RPS_ARG[@]}" "$url" >/dev/null 2>&1
       t0=$(cpu_ticks "$SPID"); d0=$(pg_ticks)
-      out=$(taskset -c 1 h2load --h1 -t1 -c$CONNS -D "$SECS" "$url" 2>&1)
+      out=$(taskset -c 1 h2load --h1 -t1 -c$CONNS -D "$SECS" "${RPS_ARG[@]}" "$url" 2>&1)
       t1=$(cpu_ticks "$SPID"); d1=$(pg_ticks)
       kill -- "-$SPID" 2>/dev/null || true
       wait "$SPID" 2>/dev/null || true
@@ -170,14 +189,14 @@ for t in "${TESTS[@]}"; do
         "$t" "$r" "$s" "$rps" "$us" "$dbus" "$done_"
     done
   done
-  python3 - "$t" "${RPS[fibra]}" "${CPU[fibra]}" "${DBCPU[fibra]}" "${RPS[axum]}" "${CPU[axum]}" "${DBCPU[axum]}" <<'EOF'
+  python3 - "$t" "$PEER" "${RPS[fibra]}" "${CPU[fibra]}" "${DBCPU[fibra]}" "${RPS[$PEER]}" "${CPU[$PEER]}" "${DBCPU[$PEER]}" <<'EOF'
 import statistics as st, sys
-t = sys.argv[1]
-fr, fc, fd, ar, ac, ad = ([float(x) for x in a.split()] for a in sys.argv[2:])
+t, peer = sys.argv[1:3]
+fr, fc, fd, ar, ac, ad = ([float(x) for x in a.split()] for a in sys.argv[3:])
 m = st.median
 print(f"{t}: median  fibra {m(fr):9.0f} req/s {m(fc):7.2f} us CPU/req (PostgreSQL {m(fd):.2f})")
-print(f"{t}: median  axum  {m(ar):9.0f} req/s {m(ac):7.2f} us CPU/req (PostgreSQL {m(ad):.2f})")
-print(f"{t}: fibra / axum: req/s {m(fr)/m(ar):.2f}, server CPU per request {m(fc)/m(ac):.2f}"
+print(f"{t}: median  {peer:5} {m(ar):9.0f} req/s {m(ac):7.2f} us CPU/req (PostgreSQL {m(ad):.2f})")
+print(f"{t}: fibra / {peer}: req/s {m(fr)/m(ar):.2f}, server CPU per request {m(fc)/m(ac):.2f}"
       f" (per-round CPU ratios: {' '.join(f'{a/b:.2f}' for a, b in zip(fc, ac))})")
 EOF
   unset RPS CPU DBCPU

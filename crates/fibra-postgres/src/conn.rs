@@ -18,8 +18,17 @@
 //! - **Reading.** The first waiting fiber that finds no reader becomes the reader
 //!   (`reading`): it reads, hands every complete answer to its slot and wakes the slot's
 //!   owner, until its own answer is complete or its deadline passes. It then clears
-//!   `reading` and wakes the owner of the oldest pending slot, which becomes the next reader.
-//!   Other fibers wait on their slot's `Notify` and re-check on every wake-up.
+//!   `reading` and wakes the fiber parked on the oldest slot (`waiting`), which becomes the
+//!   next reader; the owner of an older query who is not waiting for it is passed over, and
+//!   finds no reader, and reads, when it comes to wait. Other fibers wait on their slot's
+//!   `Notify` and re-check on every wake-up.
+//! - **Waking once per batch.** The server sends each query's answer as its own packet, so
+//!   a reader waiting for the last of twenty answers would otherwise wake for each. Before
+//!   it waits, the reader sets the socket's low-water mark (`SO_RCVLOWAT`) to the bytes it
+//!   expects up to its own answer (each statement's last answer size on this connection).
+//!   So that an answer smaller than expected can never leave it waiting, the mark is capped
+//!   by what is certain to arrive: [`MIN_ANSWER`] bytes for every query already handed to
+//!   the socket and not yet answered, less what of the front answer is already here.
 //! - **State** is in a `RefCell` borrowed only between blocking calls: every fiber that uses
 //!   a connection runs on the worker that made it (the pool is per worker, and fibers never
 //!   migrate), so no borrow is ever held across a park.
@@ -65,14 +74,22 @@ enum SlotKind {
     Query(u64),
 }
 
+/// The fewest bytes any answer to `Bind`/`Execute`/`Sync` or `Parse`/`Describe`/`Sync` can
+/// take: an `ErrorResponse` with no field (6) and `ReadyForQuery` (6). Every other answer is
+/// longer (`BindComplete` 5 + `CommandComplete` 6 + `ReadyForQuery` 6 at least).
+const MIN_ANSWER: usize = 12;
+
 /// One answer in the queue.
 pub(crate) struct Slot {
     kind: SlotKind,
     deadline: Instant,
+    /// The bytes its answer is expected to take (the statement's last answer here), for
+    /// the reader's low-water mark.
+    expect: usize,
     notify: Notify,
     st: RefCell<SlotState>,
-    /// Its owner gave up (timeout, or the `Pending` was dropped): the answer is dropped.
-    abandoned: Cell<bool>,
+    /// Its owner is parked waiting for it, as a follower (not reading).
+    waiting: Cell<bool>,
 }
 
 #[derive(Default)]
@@ -97,10 +114,26 @@ struct State {
     writing: bool,
     reading: bool,
     queue: VecDeque<Rc<Slot>>,
-    /// Statements sent to this connection, with their columns once the server described them.
-    prepared: Vec<(u64, Option<Arc<[Type]>>)>,
+    /// Statements sent to this connection: their columns once the server described them,
+    /// and the size of their last answer (0 before the first).
+    prepared: Vec<Prepared>,
+    /// Slots at the back of `queue` whose messages are still in `wbuf` (no writer has taken
+    /// them yet): their answers are not certain to come.
+    unsent: usize,
+    /// Bytes of the stream read since the front slot's answer began (its messages so far,
+    /// and notices), not counting the partial message in `rbuf`.
+    front_seen: usize,
+    /// The socket's receive low-water mark as last set (1, the default, at first).
+    low_water: usize,
     failed: Option<Error>,
     retired: bool,
+}
+
+/// A statement prepared (or being prepared) on this connection.
+struct Prepared {
+    id: u64,
+    columns: Option<Arc<[Type]>>,
+    last_answer: usize,
 }
 
 /// A session with the server.
@@ -129,6 +162,9 @@ impl Connection {
                 reading: false,
                 queue: VecDeque::new(),
                 prepared: Vec::new(),
+                unsent: 0,
+                front_seen: 0,
+                low_water: 1,
                 failed: None,
                 retired: false,
             }),
@@ -168,16 +204,28 @@ impl Connection {
         }
         let deadline = fibra::time::deadline_in(self.config.get_query_timeout());
         let st = &mut *st;
-        if !st.prepared.iter().any(|(id, _)| *id == stmt.id()) {
-            let oids = stmt.params().iter().map(Type::oid);
-            frontend::parse(stmt.name(), stmt.sql(), oids, &mut st.wbuf)
-                .and_then(|()| frontend::describe(b'S', stmt.name(), &mut st.wbuf))
-                .map_err(|e| Error::io(ErrorKind::Conversion, "statement", e))?;
-            frontend::sync(&mut st.wbuf);
-            st.prepared.push((stmt.id(), None));
-            st.queue
-                .push_back(Slot::new(SlotKind::Prepare(stmt.id()), deadline));
-        }
+        let expect = match st.prepared.iter().find(|p| p.id == stmt.id()) {
+            Some(p) => p.last_answer,
+            None => {
+                let oids = stmt.params().iter().map(Type::oid);
+                frontend::parse(stmt.name(), stmt.sql(), oids, &mut st.wbuf)
+                    .and_then(|()| frontend::describe(b'S', stmt.name(), &mut st.wbuf))
+                    .map_err(|e| Error::io(ErrorKind::Conversion, "statement", e))?;
+                frontend::sync(&mut st.wbuf);
+                st.prepared.push(Prepared {
+                    id: stmt.id(),
+                    columns: None,
+                    last_answer: 0,
+                });
+                st.queue.push_back(Slot::new(
+                    SlotKind::Prepare(stmt.id()),
+                    deadline,
+                    MIN_ANSWER,
+                ));
+                st.unsent += 1;
+                0
+            }
+        };
         let mark = st.wbuf.len();
         let formats = (!params.is_empty()).then_some(1i16);
         let bound = frontend::bind(
@@ -206,20 +254,28 @@ impl Connection {
         frontend::execute("", 0, &mut st.wbuf)
             .map_err(|e| Error::io(ErrorKind::Conversion, "execute", e))?;
         frontend::sync(&mut st.wbuf);
-        let slot = Slot::new(SlotKind::Query(stmt.id()), deadline);
+        let slot = Slot::new(SlotKind::Query(stmt.id()), deadline, expect.max(MIN_ANSWER));
         st.queue.push_back(slot.clone());
+        st.unsent += 1;
         Ok(slot)
     }
 
     /// Waits for `slot`'s answer (see the module doc); flushes queued queries first.
     pub(crate) fn wait(&self, slot: &Slot) -> Result<Reply, Error> {
+        self.wait_done(slot)?;
+        self.take_reply(slot).expect("the slot is done")
+    }
+
+    /// Waits until `slot`'s answer is complete (or the connection failed), leaving the answer
+    /// in the slot; a timeout is an error.
+    pub(crate) fn wait_done(&self, slot: &Slot) -> Result<(), Error> {
         self.flush();
         loop {
-            if let Some(r) = self.take_reply(slot) {
-                return r;
+            if slot.st.borrow().done {
+                return Ok(());
             }
             let Some(left) = fibra::time::remaining(slot.deadline) else {
-                return Err(self.time_out(slot));
+                return Err(self.time_out());
             };
             let lead = {
                 let mut st = self.st.borrow_mut();
@@ -232,10 +288,12 @@ impl Connection {
                 self.st.borrow_mut().reading = false;
                 self.hand_over();
                 if timed_out && !slot.st.borrow().done {
-                    return Err(self.time_out(slot));
+                    return Err(self.time_out());
                 }
             } else {
+                let waiting = Waiting::start(slot);
                 slot.notify.wait_timeout(left);
+                drop(waiting);
             }
         }
     }
@@ -260,6 +318,7 @@ impl Connection {
                 std::mem::forget(guard);
                 return;
             }
+            st.unsent = 0;
             st.wbuf.split()
         };
         loop {
@@ -280,6 +339,7 @@ impl Connection {
                 std::mem::forget(guard);
                 return;
             }
+            st.unsent = 0;
             std::mem::swap(&mut buf, &mut st.wbuf);
         }
     }
@@ -296,9 +356,10 @@ impl Connection {
         };
         let timed_out = loop {
             loop {
+                let before = rbuf.len();
                 match Message::parse(&mut rbuf) {
                     Ok(Some(msg)) => {
-                        if let Err(e) = self.dispatch(msg) {
+                        if let Err(e) = self.dispatch(msg, before - rbuf.len()) {
                             self.fail(e);
                             break;
                         }
@@ -316,6 +377,7 @@ impl Connection {
             let Some(left) = fibra::time::remaining(slot.deadline) else {
                 break true;
             };
+            self.set_low_water(slot, rbuf.len());
             let _ = self.stream.set_read_timeout(Some(left));
             match self.stream.read(&mut scratch) {
                 Ok(0) => self.fail(Error::new(
@@ -333,9 +395,38 @@ impl Connection {
         timed_out
     }
 
-    /// Gives one message to the front slot; an error fails the connection.
-    fn dispatch(&self, msg: Message) -> Result<(), Error> {
+    /// Sets the socket's low-water mark for the reader waiting for `slot`, with `partial`
+    /// bytes of a message already in the read buffer (see the module doc).
+    fn set_low_water(&self, slot: &Slot, partial: usize) {
         let mut st = self.st.borrow_mut();
+        let mut expected = 0;
+        for s in st.queue.iter() {
+            expected += s.expect;
+            if std::ptr::eq(&**s, slot) {
+                break;
+            }
+        }
+        let certain = MIN_ANSWER * (st.queue.len() - st.unsent.min(st.queue.len()));
+        let here = st.front_seen + partial;
+        let mark = expected
+            .min(certain)
+            .saturating_sub(here)
+            .clamp(1, READ_CHUNK);
+        if mark != st.low_water {
+            st.low_water = if self.stream.set_recv_low_water(mark).is_ok() {
+                mark
+            } else {
+                // Left as it was; the next read tries again.
+                st.low_water
+            };
+        }
+    }
+
+    /// Gives one message, `len` bytes of the stream, to the front slot; an error fails the
+    /// connection.
+    fn dispatch(&self, msg: Message, len: usize) -> Result<(), Error> {
+        let mut st = self.st.borrow_mut();
+        st.front_seen += len;
         let front = match msg {
             Message::NoticeResponse(_)
             | Message::ParameterStatus(_)
@@ -379,9 +470,15 @@ impl Connection {
             }
             Message::ReadyForQuery(_) => {
                 st.queue.pop_front();
+                let size = std::mem::take(&mut st.front_seen);
                 s.done = true;
+                if let SlotKind::Query(id) = front.kind {
+                    if let Some(p) = st.prepared.iter_mut().find(|p| p.id == id) {
+                        p.last_answer = size;
+                    }
+                }
                 if let SlotKind::Prepare(id) = front.kind {
-                    let i = st.prepared.iter().position(|(p, _)| *p == id);
+                    let i = st.prepared.iter().position(|p| p.id == id);
                     match (i, s.error.is_some()) {
                         // Failed to prepare: forget it, so the next use tries again, and give
                         // the reason to the queries queued behind it.
@@ -399,7 +496,7 @@ impl Connection {
                             }
                         }
                         (Some(i), false) => {
-                            st.prepared[i].1 = Some(std::mem::take(&mut s.columns).into());
+                            st.prepared[i].columns = Some(std::mem::take(&mut s.columns).into());
                         }
                         (None, _) => {}
                     }
@@ -442,8 +539,8 @@ impl Connection {
             .borrow()
             .prepared
             .iter()
-            .find(|(p, _)| *p == id)
-            .and_then(|(_, c)| c.clone());
+            .find(|p| p.id == id)
+            .and_then(|p| p.columns.clone());
         let rows = std::mem::take(&mut s.rows);
         let Some(columns) = columns else {
             if rows.is_empty() {
@@ -466,14 +563,15 @@ impl Connection {
         }))
     }
 
-    /// Wakes the owner of the oldest slot still waited for, to take over reading.
+    /// Wakes the owner of the oldest slot being waited for, to take over reading. Only a
+    /// fiber parked in [`Connection::wait_done`] is chosen: the owner of an older query that
+    /// is not waiting for it (it holds the `Pending` and does something else) would leave
+    /// every other waiter without a reader until it came back. A fiber that starts waiting
+    /// later finds no reader and reads itself.
     fn hand_over(&self) {
         let next = {
             let st = self.st.borrow();
-            st.queue
-                .iter()
-                .find(|s| matches!(s.kind, SlotKind::Query(_)) && !s.abandoned.get())
-                .cloned()
+            st.queue.iter().find(|s| s.waiting.get()).cloned()
         };
         if let Some(s) = next {
             s.notify.notify_one();
@@ -481,8 +579,7 @@ impl Connection {
     }
 
     /// Gives up on `slot` after its deadline: retires the connection and cancels the query.
-    fn time_out(&self, slot: &Slot) -> Error {
-        slot.abandoned.set(true);
+    fn time_out(&self) -> Error {
         let first = {
             let mut st = self.st.borrow_mut();
             !std::mem::replace(&mut st.retired, true)
@@ -544,19 +641,32 @@ impl Drop for FailOnUnwind<'_> {
 }
 
 impl Slot {
-    fn new(kind: SlotKind, deadline: Instant) -> Rc<Slot> {
+    fn new(kind: SlotKind, deadline: Instant, expect: usize) -> Rc<Slot> {
         Rc::new(Slot {
             kind,
             deadline,
+            expect,
             notify: Notify::new(),
             st: RefCell::new(SlotState::default()),
-            abandoned: Cell::new(matches!(kind, SlotKind::Prepare(_))),
+            waiting: Cell::new(false),
         })
     }
+}
 
-    /// The owner will not wait for it.
-    pub(crate) fn abandon(&self) {
-        self.abandoned.set(true);
+/// Marks a slot's owner as waiting for it while alive; cleared however the wait ends (the
+/// fiber may unwind from it when cancelled).
+struct Waiting<'a>(&'a Slot);
+
+impl<'a> Waiting<'a> {
+    fn start(slot: &'a Slot) -> Waiting<'a> {
+        slot.waiting.set(true);
+        Waiting(slot)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.waiting.set(false);
     }
 }
 

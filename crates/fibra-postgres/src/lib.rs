@@ -6,16 +6,18 @@
 //! fibers meanwhile, and no worker thread ever blocks on the database.
 //!
 //! ```no_run
-//! use fibra_postgres::{Config, Pool, Statement, Type};
+//! use fibra_postgres::{Config, Pending, Pool, Statement, Type};
 //!
 //! let pool = Pool::new(Config::from_url("postgres://app:secret@127.0.0.1/app")?.pool_size(4));
 //! let by_id = Statement::new("SELECT name FROM users WHERE id = $1", &[Type::INT8]);
 //! fibra::run(move || -> Result<(), fibra_postgres::Error> {
 //!     let client = pool.get()?;
 //!     let name: String = client.query_one(&by_id, &[&7i64])?.get(0);
-//!     // Twenty queries, one round trip: send them all, then wait for each.
+//!     // Twenty queries, one round trip: send them all, wait for all (answers read in a few
+//!     // wake-ups, not twenty), then take each.
 //!     let pending: Vec<_> =
 //!         (1..=20i64).map(|id| client.send(&by_id, &[&id])).collect::<Result<_, _>>()?;
+//!     Pending::wait_all(&pending);
 //!     for p in pending {
 //!         let _rows = p.rows()?;
 //!     }
@@ -29,7 +31,9 @@
 //!   runs there, in the same round trip, and run by name afterwards; values travel in binary.
 //! - **Pipelining**: queries from all the fibers of a worker, and the queries one fiber queues
 //!   with [`Client::send`], share a connection and are in flight together; each still runs in
-//!   its own implicit transaction.
+//!   its own implicit transaction. The reading fiber sets the socket's low-water mark to the
+//!   answers it expects, so a batch of answers costs a few wake-ups, not one each
+//!   ([`Pending::wait_all`] makes a whole batch the target).
 //! - **A pool per worker** ([`Pool`]): `pool_size` connections per worker thread, opened on
 //!   demand, never shared between threads, replaced when they fail.
 //! - **Timeouts** ([`Config::connect_timeout`], [`Config::query_timeout`]): a query past its

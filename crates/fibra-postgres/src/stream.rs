@@ -83,6 +83,33 @@ impl Stream {
         }
     }
 
+    /// Asks the kernel not to report the socket readable until `bytes` have arrived
+    /// (`SO_RCVLOWAT`; end of stream and errors are still reported at once). Reads that find
+    /// fewer bytes still return them. TCP only: a Unix-domain socket ignores the mark for
+    /// readiness, so it is left alone there.
+    pub(crate) fn set_recv_low_water(&self, bytes: usize) -> io::Result<()> {
+        let Stream::Tcp(s) = self else {
+            return Ok(());
+        };
+        let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+        // SAFETY: `s` owns an open socket for the duration of the call, and the option value
+        // is a valid `c_int` whose size is passed with it.
+        let r = unsafe {
+            libc::setsockopt(
+                std::os::fd::AsRawFd::as_raw_fd(s),
+                libc::SOL_SOCKET,
+                libc::SO_RCVLOWAT,
+                (&v as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
     /// Writes all of `buf`.
     pub(crate) fn write_all(&self, buf: &[u8]) -> io::Result<()> {
         match self {

@@ -1,11 +1,11 @@
 //! The client against a real server the test starts itself (`util::Cluster`): queries,
 //! prepared statements, pipelining, the pool across fibers and workers, errors (query, auth,
-//! conversion), a connection killed mid-query, a query past its timeout, a stopped server and
+//! conversion), waiting for a batch at once, a connection killed mid-query, a query past its timeout, a stopped server and
 //! its return, and that a waiting query never blocks its worker.
 
 mod util;
 
-use fibra_postgres::{Client, Config, ErrorKind, Pool, Statement, Type};
+use fibra_postgres::{Client, Config, ErrorKind, Pending, Pool, Statement, Type};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
@@ -128,6 +128,8 @@ fn queries_against_a_live_server() {
         assert_eq!(e.code(), Some("3D000"));
     });
     pool_across_fibers_and_workers(&cluster);
+    waiting_for_a_batch(&cluster);
+    an_owner_not_waiting_holds_nobody_up(&cluster);
     waiting_never_blocks_the_worker(&cluster);
     connection_killed_mid_query(&cluster);
     query_past_its_timeout(&cluster);
@@ -157,6 +159,88 @@ fn pool_across_fibers_and_workers(cluster: &Cluster) {
         done.load(Ordering::Relaxed)
     });
     assert_eq!(done, 400);
+}
+
+/// `Pending::wait_all`, and answers much smaller than their statement's last one: the
+/// reader's low-water mark is sized from the last answer, and must never wait for bytes that
+/// are not coming (a 5 s query timeout turns such a wait into a failure).
+fn waiting_for_a_batch(cluster: &Cluster) {
+    let cfg = config(cluster).query_timeout(Duration::from_secs(5));
+    on_fibers(1, move || {
+        let client = Client::connect(&cfg).unwrap();
+        let series = Statement::new("SELECT generate_series(1, $1)", &[Type::INT4]);
+        let div = Statement::new("SELECT 1 / $1", &[Type::INT4]);
+        for round in 0..3 {
+            // A large answer (about 30 kB) teaches the connection this statement's size...
+            assert_eq!(client.query(&series, &[&3000i32]).unwrap().len(), 3000);
+            // ...then answers of no row, alone and at the end of a pipeline.
+            assert!(client.query(&series, &[&0i32]).unwrap().is_empty());
+            let big = client.send(&series, &[&3000i32]).unwrap();
+            let small = client.send(&series, &[&0i32]).unwrap();
+            assert_eq!(big.rows().unwrap().len(), 3000);
+            assert!(small.rows().unwrap().is_empty(), "round {round}");
+        }
+        // A batch, an error in its middle, waited for at once, then read in order.
+        let pending: Vec<_> = (1..=30i32)
+            .map(|id| match id {
+                15 => client.send(&div, &[&0i32]).unwrap(),
+                _ => client.send(&WORLD, &[&id]).unwrap(),
+            })
+            .collect();
+        Pending::wait_all(&pending);
+        for (id, p) in (1..=30i32).zip(pending) {
+            if id == 15 {
+                assert_eq!(p.rows().unwrap_err().code(), Some("22012"));
+            } else {
+                assert_eq!(p.one().unwrap().get::<i32>(0), id);
+            }
+        }
+        // Sizes learned from large answers, then a batch of small ones.
+        let pending: Vec<_> = (0..20)
+            .map(|_| client.send(&series, &[&0i32]).unwrap())
+            .collect();
+        Pending::wait_all(&pending);
+        for p in pending {
+            assert!(p.rows().unwrap().is_empty());
+        }
+        assert!(client.is_usable());
+    });
+}
+
+/// The reader's role passes to a fiber that waits, never to the owner of a query that is not
+/// being waited for: fiber A reads, and when A's first answer is in, A's second query is the
+/// oldest unanswered one, but A sleeps instead of waiting for it. B, whose query is queued
+/// behind A's two, must still get its answer (2 s query timeout) before A comes back (4 s).
+/// One worker, one connection: B yields until A is reading (A's wait yields once to gather
+/// queries, then writes and reads), so the order is fixed.
+fn an_owner_not_waiting_holds_nobody_up(cluster: &Cluster) {
+    let pool = Pool::new(
+        config(cluster)
+            .pool_size(1)
+            .query_timeout(Duration::from_secs(2)),
+    );
+    on_fibers(1, move || {
+        let client = pool.get().unwrap();
+        let b = {
+            let pool = pool.clone();
+            fibra::spawn(move || {
+                for _ in 0..10 {
+                    fibra::yield_now();
+                }
+                let client = pool.get().unwrap();
+                client
+                    .query_one(&WORLD, &[&9i32])
+                    .map(|row| row.get::<i32>(0))
+            })
+        };
+        let first = client.send(&SLEEP, &[&0.2f64]).unwrap();
+        let second = client.send(&SLEEP, &[&0.5f64]).unwrap();
+        first.rows().unwrap();
+        fibra::time::sleep(Duration::from_secs(4));
+        let b = b.join().unwrap();
+        assert_eq!(b.unwrap(), 9, "B's query waited for A to come back");
+        second.rows().unwrap();
+    });
 }
 
 fn waiting_never_blocks_the_worker(cluster: &Cluster) {

@@ -16,10 +16,11 @@
 //! `Server::server_header(Some(SERVER_NAME.into()))` is set.
 
 use fibra_http::{Request, Response, ResponseBody};
-use fibra_postgres::{Client, Error, Pool, Statement, Type};
+use fibra_postgres::{Client, Error, Pending, Pool, Statement, Type};
 use http::header::HeaderValue;
 use http::StatusCode;
 use serde::Serialize;
+use std::io::Write;
 use std::sync::LazyLock;
 
 /// Rows in `World`.
@@ -130,6 +131,7 @@ fn many(c: &Client, n: usize) -> Result<Vec<World>, Error> {
         .iter()
         .map(|id| c.send(&WORLD, &[id]))
         .collect::<Result<Vec<_>, _>>()?;
+    Pending::wait_all(&pending);
     pending.into_iter().map(|p| world(&p.one()?)).collect()
 }
 
@@ -168,7 +170,7 @@ fn fortunes(c: &Client) -> Result<Response, Error> {
     );
     for (id, message) in list {
         html.extend_from_slice(b"<tr><td>");
-        html.extend_from_slice(id.to_string().as_bytes());
+        write!(html, "{id}").expect("writing to a Vec");
         html.extend_from_slice(b"</td><td>");
         escape_html(message, &mut html);
         html.extend_from_slice(b"</td></tr>");
