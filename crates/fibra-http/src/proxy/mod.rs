@@ -47,8 +47,15 @@
 //!   that failed on a reused idle connection before any byte of the response is sent again
 //!   once, on a fresh connection.
 //!
-//! Not supported: `https://` upstreams, WebSocket (`Upgrade`) pass-through (the `Upgrade`
-//! field is hop-by-hop and removed), trailers.
+//! * **WebSocket** (and any protocol switch): an HTTP/1.1 request whose `Connection` names
+//!   `upgrade` goes up with its `Upgrade` field and `Connection: upgrade` (what nginx does
+//!   with `proxy_set_header Upgrade $http_upgrade; proxy_set_header Connection "upgrade"`).
+//!   A `101` from the upstream goes to the client, and then bytes are copied both ways until
+//!   one side closes, or the upstream is silent for the read timeout (see the `tunnel`
+//!   module); that upstream connection is never pooled again. Any other answer is relayed as
+//!   usual. A `101` the client did not ask for, or one without `Upgrade`, is a `502`.
+//!
+//! Not supported: `https://` upstreams, trailers.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -63,6 +70,7 @@ mod forward;
 mod headers;
 mod pool;
 mod route;
+mod tunnel;
 mod upstream;
 
 use route::{Route, Target, Upstream};

@@ -193,6 +193,12 @@ impl UpConn {
         }
     }
 
+    /// The socket and the bytes received past the response head, for a tunnel after `101`.
+    pub(crate) fn into_parts(self: Box<Self>) -> (TcpStream, Vec<u8>) {
+        let early = self.rbuf[self.rpos..self.rend].to_vec();
+        (self.stream, early)
+    }
+
     /// The bytes of `range` in the read buffer (a head [`read_head`](Self::read_head) found).
     pub(crate) fn bytes(&self, range: Range<usize>) -> &[u8] {
         &self.rbuf[range]
