@@ -74,13 +74,17 @@ pub(crate) fn forward(proxy: &Proxy, route: &Route, mut req: Request, target: &s
         proto: &proxy.proto,
         trust: proxy.trust_forwarded,
     };
-    let upgrade = upgrade_request(&req).cloned();
+    // No tunnel over TLS to the upstream (yet): the upgrade is not asked for there.
+    let upgrade = match up.tls {
+        None => upgrade_request(&req).cloned(),
+        Some(_) => None,
+    };
     let mut pooled = pool::take(up.id, proxy.idle_timeout);
     let mut sent = 0u64;
     let (mut conn, range, framing) = loop {
         let mut conn = match pooled.take() {
             Some(c) => c,
-            None => match UpConn::connect(up, &proxy.timeouts) {
+            None => match UpConn::connect(up, &proxy.timeouts, proxy.tls.as_ref()) {
                 Ok(c) => c,
                 Err(f) => return proxy.failed(route, &f),
             },
@@ -125,7 +129,10 @@ pub(crate) fn forward(proxy: &Proxy, route: &Route, mut req: Request, target: &s
     let head = match response_head(conn.bytes(range)) {
         Ok(h) if h.status != StatusCode::SWITCHING_PROTOCOLS => h,
         Ok(h) if upgrade.is_some() => match h.upgrade {
-            Some(protocol) if conn.request_sent => return switched(conn, h.headers, protocol),
+            Some(protocol) if conn.request_sent => match conn.into_parts() {
+                Some((stream, early)) => return switched(stream, early, h.headers, protocol),
+                None => return proxy.failed_with(route, "switched protocols over TLS"),
+            },
             Some(_) => return proxy.failed_with(route, "switched protocols before the body"),
             None => return proxy.failed_with(route, "101 without Upgrade"),
         },
@@ -173,8 +180,12 @@ pub(crate) fn forward(proxy: &Proxy, route: &Route, mut req: Request, target: &s
 /// connections are joined ([`tunnel`]). The upstream connection is the tunnel's from now
 /// on, never pooled again.
 #[cold]
-fn switched(conn: Box<UpConn>, headers: http::HeaderMap, protocol: http::HeaderValue) -> Response {
-    let (stream, early) = conn.into_parts();
+fn switched(
+    stream: fibra::net::TcpStream,
+    early: Vec<u8>,
+    headers: http::HeaderMap,
+    protocol: http::HeaderValue,
+) -> Response {
     let mut resp = Response::new(ResponseBody::upgrade(move |client| {
         tunnel::run(client, stream, early)
     }));
