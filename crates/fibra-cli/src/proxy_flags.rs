@@ -58,7 +58,10 @@ impl ProxyFlags {
             .write_timeout(secs("--proxy-timeout", self.proxy_timeout)?)
             .max_idle(self.proxy_keepalive)
             .forwarded_proto(if https { "https" } else { "http" })
-            .on_error(move |e| eprintln!("{name}: {e}"));
+            .on_error(move |e| {
+                crate::endpoints::count_server_error(e.status.as_u16());
+                eprintln!("{name}: {e}");
+            });
         if let Some(ca) = &self.proxy_ca {
             proxy = proxy.upstream_ca(ca)?;
         }
