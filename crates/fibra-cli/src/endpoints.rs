@@ -6,7 +6,10 @@
 //!   SIGTERM with the health check failing, so a balancer stops sending first).
 //! - Metrics, in Prometheus's text format: requests by status class, response body bytes
 //!   (bodies of known length), open connections, a histogram of the time handlers take, and
-//!   whether the server drains. Counters are per worker thread (each written only by its
+//!   whether the server drains; idle connections (counted when scraped), and the error
+//!   responses the server made itself (`fibra_server_errors_total`: rejected requests, 400,
+//!   408, 413, 414, 431; panics, 500; the proxy's 502 and 504), counted where they are
+//!   reported, off the request path. Counters are per worker thread (each written only by its
 //!   thread, with plain loads and stores: no shared cache line, no locked instruction) and
 //!   summed when scraped.
 
@@ -85,6 +88,41 @@ fn record(status: StatusCode, bytes: Option<u64>, nanos: u64) {
         bump(&w.latency[bucket], 1);
         bump(&w.latency_sum_ns, nanos);
     });
+}
+
+/// The statuses `fibra_server_errors_total` has a series for; others count as `other`.
+const ERROR_STATUSES: [u16; 8] = [400, 408, 413, 414, 431, 500, 502, 504];
+
+/// Error responses the server made itself, by [`ERROR_STATUSES`] (plus `other`). Shared
+/// atomics: errors are rare, and counted off the request path (where they are reported).
+static SERVER_ERRORS: [AtomicU64; ERROR_STATUSES.len() + 1] =
+    [const { AtomicU64::new(0) }; ERROR_STATUSES.len() + 1];
+
+/// Counts an error response with `status` the server made itself (a rejected request, a
+/// panic, the proxy's 502 or 504).
+pub fn count_server_error(status: u16) {
+    let i = ERROR_STATUSES
+        .iter()
+        .position(|&s| s == status)
+        .unwrap_or(ERROR_STATUSES.len());
+    SERVER_ERRORS[i].fetch_add(1, Ordering::Relaxed);
+}
+
+/// The server's error hook with `--metrics`: counts what it reports
+/// ([`count_server_error`]) and logs it as the server does without a hook.
+pub fn on_server_error(e: &fibra_http::ServerError) {
+    use fibra_http::ServerErrorKind;
+    match e.kind() {
+        ServerErrorKind::Protocol(p) => {
+            count_server_error(p.status().as_u16());
+            log::debug!("{e}");
+        }
+        ServerErrorKind::Panic(_) => {
+            count_server_error(500);
+            log::error!("{e}");
+        }
+        _ => log::warn!("{e}"),
+    }
 }
 
 /// The endpoints of one server, and its draining flag.
@@ -193,6 +231,18 @@ impl Endpoints {
         out.push_str("# TYPE fibra_open_connections gauge\n");
         let open = self.connections.get().map_or(0, |c| c.get());
         let _ = writeln!(out, "fibra_open_connections {open}");
+        out.push_str("# HELP fibra_idle_connections Open connections waiting for a request (holding no fiber stack).\n");
+        out.push_str("# TYPE fibra_idle_connections gauge\n");
+        let idle = self.connections.get().map_or(0, |c| c.idle());
+        let _ = writeln!(out, "fibra_idle_connections {idle}");
+        out.push_str("# HELP fibra_server_errors_total Error responses the server made itself (rejected requests, panics, the proxy's 502 and 504), by status.\n");
+        out.push_str("# TYPE fibra_server_errors_total counter\n");
+        for (i, status) in ERROR_STATUSES.iter().enumerate() {
+            let n = SERVER_ERRORS[i].load(Ordering::Relaxed);
+            let _ = writeln!(out, "fibra_server_errors_total{{status=\"{status}\"}} {n}");
+        }
+        let other = SERVER_ERRORS[ERROR_STATUSES.len()].load(Ordering::Relaxed);
+        let _ = writeln!(out, "fibra_server_errors_total{{status=\"other\"}} {other}");
         out.push_str(
             "# HELP fibra_request_duration_seconds Time the app took to make a response.\n",
         );

@@ -3,6 +3,10 @@
 //! here: one shared by every worker, or with `--reuse-port` one per worker (`SO_REUSEPORT`),
 //! as `Server::bind` and `Server::bind_reuse_port` bind them. They are bound here rather than by `Server::bind` to keep a copy of each: the
 //! descriptors an upgrade hands to the new binary.
+//!
+//! The sockets are told apart by their names in `LISTEN_FDNAMES` (systemd's
+//! `FileDescriptorName=`): one named [`REDIRECT`] is `--redirect-http`'s, every other the
+//! main server's. An upgrade names the sockets it hands over so.
 
 use std::io;
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
@@ -12,18 +16,52 @@ use std::sync::Mutex;
 use fibra_http::listen_fds::{take_listen_fds, tcp_listener};
 use socket2::{Domain, Protocol, Socket, Type};
 
-/// The descriptors taken from the environment at start (see [`take_inherited`]).
-static INHERITED: Mutex<Vec<OwnedFd>> = Mutex::new(Vec::new());
+/// The `LISTEN_FDNAMES` name of the `--redirect-http` listener.
+pub const REDIRECT: &str = "redirect";
+/// The `LISTEN_FDNAMES` name an upgrade gives the main server's listeners.
+pub const MAIN: &str = "main";
+
+/// The descriptors taken from the environment at start (see [`take_inherited`]), each with
+/// its name in `LISTEN_FDNAMES` (empty if none).
+static INHERITED: Mutex<Vec<(OwnedFd, String)>> = Mutex::new(Vec::new());
 
 /// Takes the listening sockets passed in `LISTEN_FDS` (clearing the variables). Called from
 /// `main` before any thread starts, since it changes the environment.
 pub fn take_inherited() -> io::Result<()> {
+    let names = std::env::var("LISTEN_FDNAMES").unwrap_or_default();
     let fds = take_listen_fds()?;
-    *INHERITED.lock().unwrap_or_else(|e| e.into_inner()) = fds;
+    let mut names = names.split(':').map(str::to_owned);
+    let named = fds
+        .into_iter()
+        .map(|fd| (fd, names.next().unwrap_or_default()))
+        .collect();
+    *INHERITED.lock().unwrap_or_else(|e| e.into_inner()) = named;
     Ok(())
 }
 
-/// The server's listening sockets: the inherited ones if there are any (then `addr` and
+/// The inherited listening sockets named `name` (taken: asked again, none).
+fn take_named(name: &str, wanted: bool) -> io::Result<Vec<TcpListener>> {
+    let mut inherited = INHERITED.lock().unwrap_or_else(|e| e.into_inner());
+    let (taken, kept) = std::mem::take(&mut *inherited)
+        .into_iter()
+        .partition::<Vec<_>, _>(|(_, n)| (n == name) == wanted);
+    *inherited = kept;
+    taken.into_iter().map(|(fd, _)| tcp_listener(fd)).collect()
+}
+
+/// The `--redirect-http` listener: the inherited one named [`REDIRECT`], else a new one on
+/// `addr:port`.
+pub fn redirect_listener(addr: &str, port: u16) -> io::Result<TcpListener> {
+    if let Some(l) = take_named(REDIRECT, true)?.into_iter().next() {
+        return Ok(l);
+    }
+    let at = (addr, port).to_socket_addrs()?.next().ok_or_else(|| {
+        io::Error::new(io::ErrorKind::InvalidInput, format!("{addr}: no address"))
+    })?;
+    bind(at, false).map_err(|e| io::Error::new(e.kind(), format!("cannot listen on {at}: {e}")))
+}
+
+/// The server's listening sockets: the inherited ones (but a [`REDIRECT`]) if there are any (then `addr` and
 /// `port` are not used), else a new one on `addr:port` (a second server on the same port
 /// then fails with "address in use"), or with `reuse_port` one per worker. True if
 /// inherited.
@@ -33,13 +71,9 @@ pub fn listeners(
     workers: usize,
     reuse_port: bool,
 ) -> io::Result<(Vec<TcpListener>, bool)> {
-    let inherited = std::mem::take(&mut *INHERITED.lock().unwrap_or_else(|e| e.into_inner()));
+    let inherited = take_named(REDIRECT, false)?;
     if !inherited.is_empty() {
-        let listeners = inherited
-            .into_iter()
-            .map(tcp_listener)
-            .collect::<io::Result<Vec<_>>>()?;
-        return Ok((listeners, true));
+        return Ok((inherited, true));
     }
     let mut at = (addr, port).to_socket_addrs()?.next().ok_or_else(|| {
         io::Error::new(io::ErrorKind::InvalidInput, format!("{addr}: no address"))

@@ -142,6 +142,8 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once at start: the size of its largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Serve a directory over HTTP (static file server).

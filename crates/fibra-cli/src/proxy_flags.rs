@@ -7,7 +7,7 @@ use std::time::Duration;
 /// Flags of the reverse proxy in front of the files.
 #[derive(clap::Args, Debug)]
 pub struct ProxyFlags {
-    /// Forward requests whose path starts with PREFIX to URL (http://HOST:PORT[/PATH]);
+    /// Forward requests whose path starts with PREFIX to URL (http[s]://HOST:PORT[/PATH]);
     /// repeatable, the longest matching prefix wins. A URL with a path replaces the prefix
     /// (nginx's proxy_pass): `/api/=http://127.0.0.1:9000/` sends /api/users as /users; a URL
     /// without one passes the path unchanged.
@@ -24,6 +24,10 @@ pub struct ProxyFlags {
     /// a burst up to 4N may stay idle for a second; the least recently used is closed first.
     #[arg(long, value_name = "N", default_value_t = 64)]
     proxy_keepalive: usize,
+    /// PEM file of the CA certificates that https:// upstreams' certificates must chain to
+    /// (instead of the system's roots). Certificates are always verified.
+    #[arg(long, value_name = "FILE")]
+    proxy_ca: Option<std::path::PathBuf>,
     /// Largest request body accepted, in bytes (default with --proxy: no limit, bodies are
     /// streamed to the upstream, which may refuse them itself).
     #[arg(long, value_name = "BYTES")]
@@ -54,7 +58,13 @@ impl ProxyFlags {
             .write_timeout(secs("--proxy-timeout", self.proxy_timeout)?)
             .max_idle(self.proxy_keepalive)
             .forwarded_proto(if https { "https" } else { "http" })
-            .on_error(move |e| eprintln!("{name}: {e}"));
+            .on_error(move |e| {
+                crate::endpoints::count_server_error(e.status.as_u16());
+                eprintln!("{name}: {e}");
+            });
+        if let Some(ca) = &self.proxy_ca {
+            proxy = proxy.upstream_ca(ca)?;
+        }
         for spec in &self.proxy {
             let Some((prefix, url)) = spec.split_once('=') else {
                 return Err(io::Error::new(

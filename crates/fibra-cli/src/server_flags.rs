@@ -58,6 +58,11 @@ pub struct ServerFlags {
     /// header timeout is closed. With --tls-cert, the header comes before the TLS handshake.
     #[arg(long)]
     proxy_protocol: bool,
+    /// Expect the PROXY header only from sources in CIDR (e.g. 10.0.0.0/8, or one address;
+    /// repeatable; implies --proxy-protocol). Connections from other addresses are served
+    /// without a header, with their own address (HAProxy's expect-proxy if { src ... }).
+    #[arg(long, value_name = "CIDR")]
+    proxy_protocol_from: Vec<fibra_http::IpNet>,
     /// Write the process id to FILE once serving (removed at exit, unless a newer process
     /// of a SIGUSR2 upgrade has written its own).
     #[arg(long, value_name = "FILE")]
@@ -145,16 +150,6 @@ impl ServerFlags {
     /// Whether the server speaks HTTPS (--tls-cert given).
     pub fn is_tls(&self) -> bool {
         !self.tls_cert.is_empty()
-    }
-
-    /// A server on `port` of --addr with `workers` and the timeouts of these flags.
-    fn server(&self, port: u16, workers: usize) -> std::io::Result<Server> {
-        let addr = (self.addr.as_str(), port);
-        let server = match self.reuse_port {
-            true => Server::bind_reuse_port(addr),
-            false => Server::bind(addr),
-        };
-        self.tune(server.workers(workers))
     }
 
     /// The number of worker threads (`--workers`).
@@ -245,17 +240,25 @@ impl ServerFlags {
         let handler = endpoints.clone().wrap(handler);
         let (server, listeners) = self.main_server()?;
         let server = configure(server);
-        let (handle, scheme) = match (tls, self.proxy_protocol) {
+        // With --metrics, the errors the server reports are counted (and logged as before).
+        let server = match self.metrics.is_some() {
+            true => server.on_error(crate::endpoints::on_server_error),
+            false => server,
+        };
+        let trusted = self.proxy_protocol_from.clone();
+        let proxy_protocol = |server: Server| match trusted.is_empty() {
+            true => server.proxy_protocol(),
+            false => server.proxy_protocol_from(trusted),
+        };
+        let expect_header = self.proxy_protocol || !self.proxy_protocol_from.is_empty();
+        let (handle, scheme) = match (tls, expect_header) {
             (Some(choose), false) => (server.tls_choosing(choose).serve(handler)?, "https"),
             (Some(choose), true) => (
-                server
-                    .proxy_protocol()
-                    .tls_choosing(choose)
-                    .serve(handler)?,
+                proxy_protocol(server).tls_choosing(choose).serve(handler)?,
                 "https",
             ),
             (None, false) => (server.serve(handler)?, "http"),
-            (None, true) => (server.proxy_protocol().serve(handler)?, "http"),
+            (None, true) => (proxy_protocol(server).serve(handler)?, "http"),
         };
         endpoints.set_connections(handle.connection_count());
         println!("{banner} {scheme}://{}/", handle.local_addr());
@@ -266,11 +269,16 @@ impl ServerFlags {
         }
         // Serving: an upgrading parent may now drain and exit.
         crate::upgrade::signal_ready();
-        // One worker: redirects are cheap, and their clients come back over TLS.
+        // One worker: redirects are cheap, and their clients come back over TLS. Its
+        // listener is kept too, for an upgrade to hand over.
+        let mut redirect_copy = None;
         let redirect = match self.redirect_http {
             Some(port) => {
                 let to = fibra_http::tls::redirect_to_https(handle.local_addr().port());
-                let redirect = self.server(port, 1)?.serve(to)?;
+                let listener = crate::listeners::redirect_listener(&self.addr, port)?;
+                redirect_copy = Some(listener.try_clone()?);
+                let server = self.tune(Server::from_listeners(vec![listener]).workers(1))?;
+                let redirect = server.serve(to)?;
                 println!(
                     "{name}: redirecting http://{}/ to https",
                     redirect.local_addr()
@@ -292,7 +300,13 @@ impl ServerFlags {
                 }
                 signals::ServerSignal::Reload => reload(name, resolver.as_deref(), &pairs),
                 signals::ServerSignal::Upgrade => {
-                    match crate::upgrade::start_new_binary(&listeners) {
+                    let mut handed: Vec<_> = listeners.iter().collect();
+                    let mut names = vec![crate::listeners::MAIN; listeners.len()];
+                    if let Some(r) = &redirect_copy {
+                        handed.push(r);
+                        names.push(crate::listeners::REDIRECT);
+                    }
+                    match crate::upgrade::start_new_binary(&handed, &names) {
                         Ok(pid) => {
                             endpoints.set_draining();
                             eprintln!(
@@ -306,6 +320,7 @@ impl ServerFlags {
             }
         };
         drop(listeners);
+        drop(redirect_copy);
         if let Some(redirect) = redirect {
             redirect.shutdown(grace);
         }

@@ -12,6 +12,9 @@
 //!
 //! If the new process exits or closes the pipe without the byte, or does not answer within
 //! [`READY_TIMEOUT`], it is stopped and the old one keeps serving.
+//!
+//! The `--redirect-http` listener is handed over too, named apart in `LISTEN_FDNAMES`; the
+//! old process stops its redirect server once the new one is ready.
 
 use std::ffi::{CString, OsString};
 use std::io::{self, Read, Write};
@@ -76,10 +79,11 @@ pub fn signal_ready() {
     }
 }
 
-/// Starts the binary again with `listeners` handed over and waits until it says it is
-/// ready; returns its pid. An error (it could not start, exited, or did not answer in time)
-/// leaves this process serving, the new one stopped.
-pub fn start_new_binary(listeners: &[TcpListener]) -> io::Result<u32> {
+/// Starts the binary again with `listeners` handed over, named `names` in `LISTEN_FDNAMES`
+/// (see `listeners`), and waits until it says it is ready; returns its pid. An error (it
+/// could not start, exited, or did not answer in time) leaves this process serving, the new
+/// one stopped.
+pub fn start_new_binary(listeners: &[&TcpListener], names: &[&str]) -> io::Result<u32> {
     let (exe, args) = STARTED_AS
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -133,6 +137,9 @@ pub fn start_new_binary(listeners: &[TcpListener]) -> io::Result<u32> {
         envp.push(cstr(&[k, b"=", v.as_bytes()].concat())?);
     }
     envp.push(cstr(format!("LISTEN_FDS={n}").as_bytes())?);
+    envp.push(cstr(
+        format!("LISTEN_FDNAMES={}", names.join(":")).as_bytes(),
+    )?);
     envp.push(cstr(format!("{READY_VAR}={}", 3 + n).as_bytes())?);
     // NUL-terminated; the child writes its pid over the zeros through `pid_at`, the one
     // pointer to this buffer that is used.

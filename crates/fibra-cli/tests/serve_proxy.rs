@@ -1,7 +1,8 @@
 //! `fibra serve DIR --proxy PREFIX=URL`, the built binaries: requests under the prefix go to a
 //! `fibra hello` upstream with the prefix replaced (a 1 MiB POST to its `/echo` comes back
 //! intact), other paths are DIR's files, a stopped upstream gives 502, and a malformed
-//! `--proxy` is a clear error.
+//! `--proxy` is a clear error. An `https://` upstream (`fibra hello` over TLS) is verified
+//! against `--proxy-ca`.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -123,10 +124,7 @@ fn a_malformed_proxy_flag_is_a_clear_error() {
     for (flag, says) in [
         ("/api/", "PREFIX=URL"),
         ("api/=http://127.0.0.1:9/", "must start with /"),
-        (
-            "/api/=https://127.0.0.1:9/",
-            "https upstreams are not supported",
-        ),
+        ("/api/=ftp://127.0.0.1:9/", "expected http[s]://"),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_fibra"))
             .args(["serve", "--port", "0", "--proxy", flag])
@@ -136,4 +134,77 @@ fn a_malformed_proxy_flag_is_a_clear_error() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(says), "{flag}: {err}");
     }
+}
+
+#[test]
+fn serve_proxies_to_an_https_upstream_verified_with_proxy_ca() {
+    let dir = std::env::temp_dir().join(format!("fibra-serve-proxy-tls-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert, ck.cert.pem()).unwrap();
+    std::fs::write(&key, ck.signing_key.serialize_pem()).unwrap();
+    let mut hello = Command::new(env!("CARGO_BIN_EXE_fibra"))
+        .args([
+            "hello",
+            "--addr",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--workers",
+            "1",
+        ])
+        .args([
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = hello.stdout.take().unwrap();
+    let _hello = Running(hello);
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).unwrap();
+    let port = line
+        .trim()
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .trim_end_matches('/');
+    let route = format!("/s/=https://localhost:{port}/");
+    let (_serve, front) = start(&[
+        "serve",
+        dir.to_str().unwrap(),
+        "--port",
+        "0",
+        "--workers",
+        "1",
+        "--proxy",
+        &route,
+        "--proxy-ca",
+        cert.to_str().unwrap(),
+    ]);
+    let resp = request(
+        &front,
+        "GET /s/plaintext HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        b"",
+    );
+    let (head, body) = split(&resp);
+    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+    assert_eq!(body, b"Hello, World!");
+
+    let out = Command::new(env!("CARGO_BIN_EXE_fibra"))
+        .args(["serve", "--port", "0", "--proxy", &route, "--proxy-ca"])
+        .arg(dir.join("missing.pem"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("missing.pem"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

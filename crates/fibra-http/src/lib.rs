@@ -91,6 +91,7 @@ mod error;
 pub mod files;
 mod going_away;
 pub mod http2;
+pub mod ip_net;
 mod lazy;
 mod lifecycle;
 pub mod listen;
@@ -122,6 +123,7 @@ pub use error::ProtocolError;
 /// The `http` crate (methods, status codes, header maps, URIs), re-exported so handlers need
 /// no dependency of their own on it (and the same version as the server's).
 pub use http;
+pub use ip_net::IpNet;
 pub use outbox::{Outbox, OutboxSender};
 pub use request::Request;
 pub use response::{BodyWriter, FileRange, Response, ResponseBody, Upgraded};

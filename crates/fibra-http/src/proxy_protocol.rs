@@ -18,6 +18,16 @@
 //!   Unix-socket addresses keep the socket's own peer address, as the specification says.
 //!   TLVs are skipped.
 //!
+//! - Optionally only some sources are balancers ([`crate::Server::proxy_protocol_from`],
+//!   HAProxy's `tcp-request connection expect-proxy layer4 if { src ... }`): a connection
+//!   from a trusted network must start with a header as above, one from elsewhere is served
+//!   as a plain connection with its socket's address (bytes shaped like a PROXY header are
+//!   then a malformed request, never believed). So a balancer and direct clients
+//!   (a health probe, say) can share a port, and nobody outside the trusted networks can
+//!   claim an address. nginx's `set_real_ip_from` instead still requires the header from
+//!   everyone and ignores its address from others; refusing such connections outright is
+//!   a firewall's job.
+//!
 //! As a library: [`crate::Server::proxy_protocol`] wraps every worker's acceptor (before
 //! [`crate::Server::tls`], if the balancer passes TLS through: the header comes first, in the
 //! clear):
@@ -43,6 +53,7 @@ use fibra::sync::Notify;
 use ppp::{v1, v2, HeaderResult};
 
 use crate::acceptor::{Acceptor, TcpAcceptor};
+use crate::ip_net::IpNet;
 use crate::server::Server;
 use crate::transport::{ShutdownHandle, Transport};
 
@@ -218,6 +229,15 @@ impl<T: Transport> ProxyProtocol<T> {
             source: None,
             deadline: Cell::new(None),
             asked: Cell::new(None),
+        }
+    }
+
+    /// Wraps `io` without a PROXY header: reads pass through, the peer address is `io`'s (a
+    /// connection from a source that is not trusted to send one).
+    pub fn passthrough(io: T) -> ProxyProtocol<T> {
+        ProxyProtocol {
+            stage: Stage::Plain,
+            ..ProxyProtocol::new(io)
         }
     }
 
@@ -426,12 +446,27 @@ impl<T: Transport> Transport for ProxyProtocol<T> {
 #[derive(Debug, Clone)]
 pub struct ProxyProtocolAcceptor<A = TcpAcceptor> {
     inner: A,
+    /// Sources that send a header (`None`: all).
+    trusted: Option<Arc<[IpNet]>>,
 }
 
 impl<A: Acceptor> ProxyProtocolAcceptor<A> {
     /// Expects a PROXY header on every connection of `inner`.
     pub fn new(inner: A) -> ProxyProtocolAcceptor<A> {
-        ProxyProtocolAcceptor { inner }
+        ProxyProtocolAcceptor {
+            inner,
+            trusted: None,
+        }
+    }
+
+    /// Expects a PROXY header on the connections of `inner` from an address in `trusted`;
+    /// the others (and those without an IP address, over a Unix socket) are served without
+    /// one ([`ProxyProtocol::passthrough`]). See the module docs.
+    pub fn trusting(inner: A, trusted: Arc<[IpNet]>) -> ProxyProtocolAcceptor<A> {
+        ProxyProtocolAcceptor {
+            inner,
+            trusted: Some(trusted),
+        }
     }
 
     /// The acceptor underneath.
@@ -444,7 +479,16 @@ impl<A: Acceptor> Acceptor for ProxyProtocolAcceptor<A> {
     type Io = ProxyProtocol<A::Io>;
 
     fn accept(&self) -> io::Result<ProxyProtocol<A::Io>> {
-        Ok(ProxyProtocol::new(self.inner.accept()?))
+        let io = self.inner.accept()?;
+        let Some(trusted) = &self.trusted else {
+            return Ok(ProxyProtocol::new(io));
+        };
+        match io.peer_addr() {
+            Some(peer) if trusted.iter().any(|net| net.contains(peer.ip())) => {
+                Ok(ProxyProtocol::new(io))
+            }
+            _ => Ok(ProxyProtocol::passthrough(io)),
+        }
     }
 
     fn set_accept_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
@@ -462,5 +506,16 @@ impl<A: Acceptor> Server<A> {
     /// [`Server::tls`] when the balancer passes TLS through.
     pub fn proxy_protocol(self) -> Server<ProxyProtocolAcceptor<A>> {
         self.wrap_acceptor(ProxyProtocolAcceptor::new)
+    }
+
+    /// [`Server::proxy_protocol`] for connections from the `trusted` networks only: the
+    /// others are served without a header, with their socket's address (HAProxy's
+    /// `expect-proxy layer4 if { src ... }`; see [`crate::proxy_protocol`]).
+    pub fn proxy_protocol_from(
+        self,
+        trusted: impl IntoIterator<Item = IpNet>,
+    ) -> Server<ProxyProtocolAcceptor<A>> {
+        let trusted: Arc<[IpNet]> = trusted.into_iter().collect();
+        self.wrap_acceptor(move |a| ProxyProtocolAcceptor::trusting(a, trusted.clone()))
     }
 }

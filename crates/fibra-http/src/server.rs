@@ -375,6 +375,19 @@ impl ConnectionCount {
     pub fn get(&self) -> usize {
         self.0.active.load(Ordering::Relaxed)
     }
+
+    /// Number of open connections idle now: waiting for their next request with nothing
+    /// buffered (such a connection holds no fiber stack). Counted when asked, by looking at
+    /// every connection: nothing is counted on the request path.
+    pub fn idle(&self) -> usize {
+        let idle = std::cell::Cell::new(0);
+        self.0.each_conn(|_, st| {
+            if st.idle.load(Ordering::Relaxed) {
+                idle.set(idle.get() + 1);
+            }
+        });
+        idle.get()
+    }
 }
 
 /// How to stop: leave idle connections open for `idle_grace` (see [`ServerHandle::drain`]),

@@ -18,9 +18,10 @@ use std::io::{Read, Write};
 
 use http::{Method, StatusCode};
 
-use super::headers::{put_request_head, response_head, BodyOut, Forwarding};
+use super::headers::{put_request_head, response_head, upgrade_request, BodyOut, Forwarding};
 use super::pool;
 use super::route::Route;
+use super::tunnel;
 use super::upstream::{Failure, UpConn};
 use super::{Proxy, UpstreamError};
 use crate::client::Framing;
@@ -73,18 +74,31 @@ pub(crate) fn forward(proxy: &Proxy, route: &Route, mut req: Request, target: &s
         proto: &proxy.proto,
         trust: proxy.trust_forwarded,
     };
+    // No tunnel over TLS to the upstream (yet): the upgrade is not asked for there.
+    let upgrade = match up.tls {
+        None => upgrade_request(&req).cloned(),
+        Some(_) => None,
+    };
     let mut pooled = pool::take(up.id, proxy.idle_timeout);
     let mut sent = 0u64;
     let (mut conn, range, framing) = loop {
         let mut conn = match pooled.take() {
             Some(c) => c,
-            None => match UpConn::connect(up, &proxy.timeouts) {
+            None => match UpConn::connect(up, &proxy.timeouts, proxy.tls.as_ref()) {
                 Ok(c) => c,
                 Err(f) => return proxy.failed(route, &f),
             },
         };
         conn.start(is_head);
-        put_request_head(&mut conn.wbuf, &req, target, &up.authority, body, &fwd);
+        put_request_head(
+            &mut conn.wbuf,
+            &req,
+            target,
+            &up.authority,
+            body,
+            &fwd,
+            upgrade.as_ref(),
+        );
         let outcome = match send(&mut conn, &mut req, body, &mut sent) {
             Ok(()) => {
                 conn.request_sent = true;
@@ -114,6 +128,14 @@ pub(crate) fn forward(proxy: &Proxy, route: &Route, mut req: Request, target: &s
     };
     let head = match response_head(conn.bytes(range)) {
         Ok(h) if h.status != StatusCode::SWITCHING_PROTOCOLS => h,
+        Ok(h) if upgrade.is_some() => match h.upgrade {
+            Some(protocol) if conn.request_sent => match conn.into_parts() {
+                Some((stream, early)) => return switched(stream, early, h.headers, protocol),
+                None => return proxy.failed_with(route, "switched protocols over TLS"),
+            },
+            Some(_) => return proxy.failed_with(route, "switched protocols before the body"),
+            None => return proxy.failed_with(route, "101 without Upgrade"),
+        },
         Ok(_) => return proxy.failed_with(route, "switched protocols unasked"),
         Err(why) => return proxy.failed_with(route, why),
     };
@@ -150,6 +172,31 @@ pub(crate) fn forward(proxy: &Proxy, route: &Route, mut req: Request, target: &s
     if !head.headers.is_empty() {
         *resp.headers_mut() = head.headers;
     }
+    resp
+}
+
+/// The upstream switched protocols: the `101` goes to the client (with the upstream's
+/// `Upgrade` and its end-to-end fields, `Sec-WebSocket-Accept` among them), then the two
+/// connections are joined ([`tunnel`]). The upstream connection is the tunnel's from now
+/// on, never pooled again.
+#[cold]
+fn switched(
+    stream: fibra::net::TcpStream,
+    early: Vec<u8>,
+    headers: http::HeaderMap,
+    protocol: http::HeaderValue,
+) -> Response {
+    let mut resp = Response::new(ResponseBody::upgrade(move |client| {
+        tunnel::run(client, stream, early)
+    }));
+    *resp.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+    *resp.headers_mut() = headers;
+    let h = resp.headers_mut();
+    h.insert(http::header::UPGRADE, protocol);
+    h.insert(
+        http::header::CONNECTION,
+        http::HeaderValue::from_static("Upgrade"),
+    );
     resp
 }
 

@@ -89,6 +89,7 @@ pub(crate) fn put_request_head(
     default_host: &str,
     body: BodyOut,
     fwd: &Forwarding<'_>,
+    upgrade: Option<&HeaderValue>,
 ) {
     let headers = req.headers();
     out.extend_from_slice(req.method().as_str().as_bytes());
@@ -143,6 +144,11 @@ pub(crate) fn put_request_head(
         out.extend_from_slice(b"\r\n");
     }
     put_forwarding(out, fwd, host, xff, fwd_list, xfp, xfh);
+    if let Some(protocol) = upgrade {
+        out.extend_from_slice(b"Upgrade: ");
+        out.extend_from_slice(protocol.as_bytes());
+        out.extend_from_slice(b"\r\nConnection: upgrade\r\n");
+    }
     match body {
         BodyOut::None => {}
         BodyOut::Length(n) => {
@@ -151,6 +157,21 @@ pub(crate) fn put_request_head(
         BodyOut::Chunked => out.extend_from_slice(b"Transfer-Encoding: chunked\r\n"),
     }
     out.extend_from_slice(b"\r\n");
+}
+
+/// The protocol a request asks to switch to, to be passed on: its `Upgrade` field, if the
+/// request is HTTP/1.1 and its `Connection` field names `upgrade` (RFC 9110 §7.8). The
+/// proxy then forwards `Upgrade` and `Connection: upgrade`, as nginx does when configured
+/// with `proxy_set_header Upgrade $http_upgrade` for WebSockets.
+pub(crate) fn upgrade_request(req: &Request) -> Option<&HeaderValue> {
+    if req.version() != http::Version::HTTP_11 {
+        return None;
+    }
+    let protocol = req.headers().get(header::UPGRADE)?;
+    connection_options(req.headers())
+        .iter()
+        .any(|o| o == "upgrade")
+        .then_some(protocol)
 }
 
 /// Joins repeated list fields with `, ` (RFC 9110 §5.3).
@@ -247,6 +268,8 @@ pub(crate) struct ResponseHead {
     pub(crate) content_type: Option<HeaderValue>,
     /// The upstream's `Content-Length`, for the answer to `HEAD`.
     pub(crate) content_length: Option<u64>,
+    /// The upstream's `Upgrade` field (kept only for a `101`).
+    pub(crate) upgrade: Option<HeaderValue>,
 }
 
 thread_local! {
@@ -290,6 +313,7 @@ pub(crate) fn response_head(head: &[u8]) -> Result<ResponseHead, &'static str> {
         headers: HeaderMap::new(),
         content_type: None,
         content_length: None,
+        upgrade: None,
     };
     let mut named: Vec<&[u8]> = Vec::new();
     for h in parsed.headers.iter() {
@@ -314,6 +338,10 @@ pub(crate) fn response_head(head: &[u8]) -> Result<ResponseHead, &'static str> {
             if status != StatusCode::NOT_MODIFIED {
                 continue;
             }
+        }
+        if name == header::UPGRADE && status == StatusCode::SWITCHING_PROTOCOLS {
+            out.upgrade = HeaderValue::from_bytes(h.value).ok();
+            continue;
         }
         if is_connection_field(&name) && name != header::CONTENT_LENGTH
             || name == header::DATE
@@ -351,7 +379,7 @@ mod tests {
     fn head_of(req: http::Request<Body>, fwd: Forwarding<'_>, body: BodyOut) -> String {
         let req = Request::from(req);
         let mut out = Vec::new();
-        put_request_head(&mut out, &req, "/t?q", "up:9", body, &fwd);
+        put_request_head(&mut out, &req, "/t?q", "up:9", body, &fwd, None);
         String::from_utf8(out).unwrap()
     }
 

@@ -47,8 +47,20 @@
 //!   that failed on a reused idle connection before any byte of the response is sent again
 //!   once, on a fresh connection.
 //!
-//! Not supported: `https://` upstreams, WebSocket (`Upgrade`) pass-through (the `Upgrade`
-//! field is hop-by-hop and removed), trailers.
+//! * **WebSocket** (and any protocol switch): an HTTP/1.1 request whose `Connection` names
+//!   `upgrade` goes up with its `Upgrade` field and `Connection: upgrade` (what nginx does
+//!   with `proxy_set_header Upgrade $http_upgrade; proxy_set_header Connection "upgrade"`).
+//!   A `101` from the upstream goes to the client, and then bytes are copied both ways until
+//!   one side closes, or the upstream is silent for the read timeout (see the `tunnel`
+//!   module); that upstream connection is never pooled again. Any other answer is relayed as
+//!   usual. A `101` the client did not ask for, or one without `Upgrade`, is a `502`.
+//!
+//! * **`https://` upstreams**: TLS with rustls, the certificate verified against the
+//!   system's roots or a CA file ([`upstream_ca`](Proxy::upstream_ca)), SNI the URL's host;
+//!   pooled as plain connections are (see the `tls` module).
+//!
+//! Not supported: WebSocket to `https://` upstreams (the upgrade is not passed on to them),
+//! trailers.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -63,6 +75,8 @@ mod forward;
 mod headers;
 mod pool;
 mod route;
+mod tls;
+mod tunnel;
 mod upstream;
 
 use route::{Route, Target, Upstream};
@@ -102,6 +116,8 @@ pub struct Proxy {
     proto: String,
     trust_forwarded: bool,
     on_error: Option<ErrorHook>,
+    /// For `https://` upstreams (set by the first such route, if not before).
+    tls: Option<Arc<rustls::ClientConfig>>,
 }
 
 impl Default for Proxy {
@@ -140,12 +156,16 @@ impl Proxy {
             proto: "http".into(),
             trust_forwarded: false,
             on_error: None,
+            tls: None,
         }
     }
 
     /// Sends requests whose path starts with `prefix` to `upstream`,
-    /// `http://HOST[:PORT][/PATH]` (see the module docs for how the target is rewritten).
-    /// `HOST` is resolved now. Fails (`InvalidInput`, naming the URL) on a prefix not starting
+    /// `http://HOST[:PORT][/PATH]` or `https://…` (see the module docs for how the target is
+    /// rewritten). `HOST` is resolved now. The first `https://` route loads the system's
+    /// root certificates unless [`upstream_ca`](Self::upstream_ca) or
+    /// [`upstream_tls_config`](Self::upstream_tls_config) came before (failing if there are
+    /// none). Fails (`InvalidInput`, naming the URL) on a prefix not starting
     /// with `/`, a prefix routed twice, an unsupported URL or a name that does not resolve.
     pub fn route(mut self, prefix: &str, upstream: &str) -> io::Result<Proxy> {
         if !prefix.starts_with('/') {
@@ -160,11 +180,31 @@ impl Proxy {
                 format!("proxy prefix {prefix:?} given twice"),
             ));
         }
+        let upstream = Upstream::parse(upstream)?;
+        if upstream.tls.is_some() && self.tls.is_none() {
+            self.tls = Some(tls::system_roots()?);
+        }
         self.routes.push(Route {
             prefix: prefix.to_owned(),
-            upstream: Upstream::parse(upstream)?,
+            upstream,
         });
         Ok(self)
+    }
+
+    /// Trusts the CA certificates of the PEM file `path` (instead of the system's roots) for
+    /// `https://` upstreams. Call it before the routes to such upstreams on a system without
+    /// root certificates. Fails (naming the file) if it cannot be read or holds no
+    /// certificate.
+    pub fn upstream_ca(mut self, path: impl AsRef<std::path::Path>) -> io::Result<Proxy> {
+        self.tls = Some(tls::ca_file(path.as_ref())?);
+        Ok(self)
+    }
+
+    /// The rustls client configuration for `https://` upstreams, for full control (client
+    /// certificates, protocol versions). Its ALPN should offer only `http/1.1`.
+    pub fn upstream_tls_config(mut self, config: Arc<rustls::ClientConfig>) -> Proxy {
+        self.tls = Some(config);
+        self
     }
 
     /// How long connecting to an upstream may take (then 504).

@@ -33,6 +33,8 @@ pub(crate) struct Upstream {
     pub(crate) authority: String,
     /// The URL's path, if it had one: it replaces the matched prefix.
     pub(crate) path: Option<String>,
+    /// For `https://`: the name its certificate must have (and the SNI).
+    pub(crate) tls: Option<rustls::pki_types::ServerName<'static>>,
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -45,18 +47,15 @@ fn invalid(url: &str, why: &str) -> io::Error {
 }
 
 impl Upstream {
-    /// Parses `http://HOST[:PORT][/PATH]` and resolves `HOST` (once, now: a name lookup would
+    /// Parses `http[s]://HOST[:PORT][/PATH]` and resolves `HOST` (once, now: a name lookup would
     /// block a worker if done per connection).
     pub(crate) fn parse(url: &str) -> io::Result<Upstream> {
-        let rest = if let Some(rest) = strip_prefix_ignore_case(url, "http://") {
-            rest
-        } else if strip_prefix_ignore_case(url, "https://").is_some() {
-            return Err(invalid(
-                url,
-                "https upstreams are not supported, use http://",
-            ));
+        let (rest, https) = if let Some(rest) = strip_prefix_ignore_case(url, "http://") {
+            (rest, false)
+        } else if let Some(rest) = strip_prefix_ignore_case(url, "https://") {
+            (rest, true)
         } else {
-            return Err(invalid(url, "expected http://HOST:PORT[/PATH]"));
+            return Err(invalid(url, "expected http[s]://HOST:PORT[/PATH]"));
         };
         let (authority, path) = match rest.find(['/', '?', '#']) {
             Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], Some(&rest[i..])),
@@ -76,8 +75,16 @@ impl Upstream {
         }
         let with_port = if has_port(authority) {
             authority.to_owned()
+        } else if https {
+            format!("{authority}:443")
         } else {
             format!("{authority}:80")
+        };
+        let tls = if https {
+            let host = &with_port[..with_port.rfind(':').unwrap_or(with_port.len())];
+            Some(super::tls::server_name(host).map_err(|e| invalid(url, &e.to_string()))?)
+        } else {
+            None
         };
         let addrs: Vec<SocketAddr> = with_port
             .to_socket_addrs()
@@ -91,6 +98,7 @@ impl Upstream {
             addrs,
             authority: authority.to_owned(),
             path: path.map(str::to_owned),
+            tls,
         })
     }
 }
@@ -240,8 +248,14 @@ mod tests {
         assert_eq!(u.path, None);
         let u = Upstream::parse("http://127.0.0.1/v2").unwrap();
         assert_eq!(u.addrs[0].port(), 80);
+        let u = Upstream::parse("https://localhost:8443/x").unwrap();
+        assert_eq!(u.addrs[0].port(), 8443);
+        assert_eq!(u.tls.unwrap().to_str(), "localhost");
+        let u = Upstream::parse("https://127.0.0.1").unwrap();
+        assert_eq!(u.addrs[0].port(), 443);
+        assert_eq!(u.tls.unwrap().to_str(), "127.0.0.1");
+        assert!(Upstream::parse("http://127.0.0.1").unwrap().tls.is_none());
         for bad in [
-            "https://127.0.0.1/",
             "ftp://x/",
             "127.0.0.1:80",
             "http://",

@@ -10,9 +10,13 @@ use std::io::{self, Write};
 use std::ops::Range;
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use fibra::net::TcpStream;
+use rustls::ClientConfig;
 
 use super::route::Upstream;
+use super::tls::UpStream;
 use crate::client::{Event, Framing, ParseError, Response as Parsed, ResponseParser, MAX_HEAD};
 use crate::response::BodyWriter;
 
@@ -44,6 +48,15 @@ impl Failure {
     }
 }
 
+/// A failed TLS handshake, saying so (rustls's own message names only what failed, e.g.
+/// `invalid peer certificate: UnknownIssuer`); a timeout stays a timeout (504).
+fn tls_failed(e: io::Error) -> io::Error {
+    if crate::transport::is_timeout(&e) {
+        return e;
+    }
+    io::Error::new(e.kind(), format!("TLS handshake: {e}"))
+}
+
 /// Timeouts of one upstream connection.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Timeouts {
@@ -55,7 +68,7 @@ pub(crate) struct Timeouts {
 /// A connection to an upstream. Boxed, so moving it in and out of the pool and into a
 /// streaming body is a pointer copy.
 pub(crate) struct UpConn {
-    pub(crate) stream: TcpStream,
+    pub(crate) stream: UpStream,
     /// Received bytes `rpos..rend` are not consumed yet.
     rbuf: Vec<u8>,
     rpos: usize,
@@ -76,8 +89,13 @@ pub(crate) struct UpConn {
 }
 
 impl UpConn {
-    /// Connects to the first of the upstream's addresses that accepts.
-    pub(crate) fn connect(up: &Upstream, t: &Timeouts) -> Result<Box<UpConn>, Failure> {
+    /// Connects to the first of the upstream's addresses that accepts (and, for `https://`,
+    /// runs the TLS handshake with `tls`, which must then be given).
+    pub(crate) fn connect(
+        up: &Upstream,
+        t: &Timeouts,
+        tls: Option<&Arc<ClientConfig>>,
+    ) -> Result<Box<UpConn>, Failure> {
         let mut last = None;
         for addr in &up.addrs {
             match TcpStream::connect_timeout(addr, t.connect) {
@@ -89,6 +107,17 @@ impl UpConn {
                     stream
                         .set_write_timeout(Some(t.write))
                         .map_err(Failure::Connect)?;
+                    let stream = match (&up.tls, tls) {
+                        (None, _) => UpStream::Plain(stream),
+                        (Some(name), Some(config)) => UpStream::handshake(stream, config, name)
+                            .map_err(|e| Failure::Connect(tls_failed(e)))?,
+                        (Some(_), None) => {
+                            return Err(Failure::Connect(io::Error::new(
+                                io::ErrorKind::InvalidInput,
+                                "https upstream without a TLS configuration",
+                            )))
+                        }
+                    };
                     return Ok(Box::new(UpConn {
                         stream,
                         rbuf: vec![0; READ_BYTES],
@@ -113,8 +142,7 @@ impl UpConn {
     /// Whether an idle connection is still usable: nothing arrived (no end of stream, no
     /// stray bytes). Costs no system call while the reactor has seen nothing on it.
     pub(crate) fn is_idle_and_open(&mut self) -> bool {
-        let mut probe = [0u8; 1];
-        matches!(self.stream.try_read(&mut probe), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+        self.stream.is_idle_and_open()
     }
 
     /// Prepares for the next request: its method decides whether the response has a body.
@@ -190,6 +218,16 @@ impl UpConn {
                     return Err(Failure::Parse(ParseError::Malformed("body before head")))
                 }
             }
+        }
+    }
+
+    /// The socket and the bytes received past the response head, for a tunnel after `101`
+    /// (`None` over TLS: no tunnel there).
+    pub(crate) fn into_parts(self: Box<Self>) -> Option<(TcpStream, Vec<u8>)> {
+        let early = self.rbuf[self.rpos..self.rend].to_vec();
+        match self.stream {
+            UpStream::Plain(s) => Some((s, early)),
+            UpStream::Tls(_) => None,
         }
     }
 

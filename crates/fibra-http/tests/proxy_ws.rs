@@ -1,0 +1,276 @@
+//! WebSocket (and any `Upgrade`) through the reverse proxy: the upgrade request reaches the
+//! upstream with `Upgrade` and `Connection: upgrade`, its `101` comes back, and bytes then go
+//! both ways until one side closes; an upstream that refuses the upgrade is relayed as any
+//! answer, and the client's connection goes on with HTTP.
+
+mod proxy_util;
+mod util;
+mod ws_util;
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::sync::mpsc;
+use std::sync::Mutex;
+
+use fibra_http::proxy::Proxy;
+use fibra_http::{ws, Request, Response, Settings};
+use proxy_util::{field, front, pattern, raw_upstream, read_head};
+use util::{read_response, status_of};
+
+/// A fibra upstream: WebSocket echo on `/chat`, `plain PATH` on anything else.
+fn ws_upstream() -> util::TestServer {
+    util::start(Settings::default(), |req: Request| {
+        if req.uri().path() == "/chat" {
+            ws::upgrade(&req, ws::Config::default(), ws_util::echo)
+        } else {
+            Response::new(format!("plain {}", req.uri().path()).into())
+        }
+    })
+}
+
+fn proxy_to(up: SocketAddr) -> util::TestServer {
+    front(
+        Proxy::new()
+            .route("/ws/", &format!("http://{up}/"))
+            .unwrap(),
+    )
+}
+
+/// Writes one masked client frame (RFC 6455 §5.2).
+fn send_frame(s: &mut TcpStream, opcode: u8, payload: &[u8]) {
+    let mut f = vec![0x80 | opcode];
+    match payload.len() {
+        n if n < 126 => f.push(0x80 | n as u8),
+        n if n <= 0xffff => {
+            f.push(0x80 | 126);
+            f.extend_from_slice(&(n as u16).to_be_bytes());
+        }
+        n => {
+            f.push(0x80 | 127);
+            f.extend_from_slice(&(n as u64).to_be_bytes());
+        }
+    }
+    let mask = [0x37, 0xfa, 0x21, 0x3d];
+    f.extend_from_slice(&mask);
+    f.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+    s.write_all(&f).unwrap();
+}
+
+/// Reads one unmasked server frame: its opcode and payload.
+fn read_frame(s: &mut TcpStream) -> (u8, Vec<u8>) {
+    let mut h = [0u8; 2];
+    s.read_exact(&mut h).unwrap();
+    assert_eq!(h[0] & 0x80, 0x80, "a final frame");
+    assert_eq!(h[1] & 0x80, 0, "server frames are not masked");
+    let len = match h[1] & 0x7f {
+        126 => {
+            let mut l = [0u8; 2];
+            s.read_exact(&mut l).unwrap();
+            u16::from_be_bytes(l) as usize
+        }
+        127 => {
+            let mut l = [0u8; 8];
+            s.read_exact(&mut l).unwrap();
+            u64::from_be_bytes(l) as usize
+        }
+        n => n as usize,
+    };
+    let mut payload = vec![0u8; len];
+    s.read_exact(&mut payload).unwrap();
+    (h[0] & 0x0f, payload)
+}
+
+#[test]
+fn websocket_echo_through_the_proxy() {
+    let up = ws_upstream();
+    let front = proxy_to(up.addr);
+    // The hand-made handshake checks the 101 and the accept key the upstream derived.
+    let mut s = ws_util::raw_handshake(front.addr, "/ws/chat");
+    send_frame(&mut s, 0x1, b"hello through the proxy");
+    assert_eq!(
+        read_frame(&mut s),
+        (0x1, b"hello through the proxy".to_vec())
+    );
+    let big = pattern(300_000);
+    send_frame(&mut s, 0x2, &big);
+    let (op, echoed) = read_frame(&mut s);
+    assert_eq!(op, 0x2);
+    assert!(echoed == big, "the 300 kB binary message came back intact");
+    for i in 0..20 {
+        let text = format!("message {i}");
+        send_frame(&mut s, 0x1, text.as_bytes());
+        assert_eq!(read_frame(&mut s), (0x1, text.into_bytes()));
+    }
+    // Close: the upstream answers with its close frame and closes; so does the tunnel.
+    send_frame(&mut s, 0x8, &1000u16.to_be_bytes());
+    let (op, payload) = read_frame(&mut s);
+    assert_eq!(op, 0x8);
+    assert_eq!(&payload[..2], &1000u16.to_be_bytes());
+    let mut rest = Vec::new();
+    s.read_to_end(&mut rest).unwrap();
+    assert!(rest.is_empty(), "nothing after the close: {rest:?}");
+    // The front still proxies plain requests to the same upstream.
+    let mut s = util::connect(front.addr);
+    write!(s, "GET /ws/other HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let (head, body) = read_response(&mut s, false);
+    assert_eq!(status_of(&head), 200, "{head}");
+    assert_eq!(body, b"plain /other");
+}
+
+#[test]
+fn tungstenite_client_through_the_proxy() {
+    let up = ws_upstream();
+    let front = proxy_to(up.addr);
+    let mut c = ws_util::client(front.addr, "/ws/chat");
+    for i in 0..10 {
+        c.send(tungstenite::Message::text(format!("t{i}"))).unwrap();
+        assert_eq!(
+            c.read().unwrap(),
+            tungstenite::Message::text(format!("t{i}"))
+        );
+        c.send(tungstenite::Message::binary(vec![i as u8; 1000]))
+            .unwrap();
+        assert_eq!(
+            c.read().unwrap(),
+            tungstenite::Message::binary(vec![i as u8; 1000])
+        );
+    }
+    c.close(None).unwrap();
+    loop {
+        match c.read() {
+            Ok(tungstenite::Message::Close(_)) => {}
+            Ok(m) => panic!("unexpected {m:?}"),
+            Err(tungstenite::Error::ConnectionClosed) => break,
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+#[test]
+fn upstream_refusing_the_upgrade_is_relayed_and_http_goes_on() {
+    let (tx, rx) = mpsc::channel();
+    let tx = Mutex::new(tx);
+    let up = raw_upstream(move |mut s, _| {
+        while let Some(head) = read_head(&mut s) {
+            let refuse = field(&head, "upgrade").is_some();
+            tx.lock().unwrap().send(head).unwrap();
+            let answer: &[u8] = if refuse {
+                b"HTTP/1.1 400 Bad Request\r\nContent-Length: 7\r\nX-Why: no\r\n\r\nrefused"
+            } else {
+                b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+            };
+            if s.write_all(answer).is_err() {
+                return;
+            }
+        }
+    });
+    let front = proxy_to(up.addr);
+    let mut s = util::connect(front.addr);
+    write!(
+        s,
+        "GET /ws/chat HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: keep-alive, Upgrade\r\n\
+         Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+    )
+    .unwrap();
+    let (head, body) = read_response(&mut s, false);
+    assert_eq!(status_of(&head), 400, "{head}");
+    assert_eq!(body, b"refused");
+    assert!(
+        head.contains("x-why: no") || head.contains("X-Why: no"),
+        "{head}"
+    );
+    let seen = rx.recv_timeout(util::CLIENT_TIMEOUT).unwrap();
+    assert!(seen.starts_with("GET /chat HTTP/1.1\r\n"), "{seen}");
+    assert_eq!(field(&seen, "upgrade"), Some("websocket"), "{seen}");
+    assert_eq!(field(&seen, "connection"), Some("upgrade"), "{seen}");
+    assert_eq!(
+        field(&seen, "sec-websocket-key"),
+        Some("dGhlIHNhbXBsZSBub25jZQ==")
+    );
+    // Not switched: the same client connection carries the next request.
+    write!(s, "GET /ws/next HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let (head, body) = read_response(&mut s, false);
+    assert_eq!(status_of(&head), 200, "{head}");
+    assert_eq!(body, b"ok");
+    let seen = rx.recv_timeout(util::CLIENT_TIMEOUT).unwrap();
+    assert_eq!(field(&seen, "upgrade"), None, "{seen}");
+}
+
+#[test]
+fn raw_tunnel_carries_early_bytes_and_half_closes() {
+    // An upstream that switches to a made-up protocol: it sends bytes right behind its 101,
+    // echoes what comes, and on the end of stream says goodbye and closes.
+    let up = raw_upstream(|mut s, _| {
+        let head = read_head(&mut s).unwrap();
+        assert_eq!(field(&head, "upgrade"), Some("echo/1"), "{head}");
+        s.write_all(
+            b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo/1\r\nConnection: Upgrade\r\n\
+              X-Extra: kept\r\n\r\nearly;",
+        )
+        .unwrap();
+        let mut buf = [0u8; 4096];
+        loop {
+            match s.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => s.write_all(&buf[..n]).unwrap(),
+            }
+        }
+        s.write_all(b"bye").unwrap();
+    });
+    let front = proxy_to(up.addr);
+    let mut s = util::connect(front.addr);
+    write!(
+        s,
+        "GET /ws/raw HTTP/1.1\r\nHost: x\r\nUpgrade: echo/1\r\nConnection: Upgrade\r\n\r\n"
+    )
+    .unwrap();
+    let head = read_head(&mut s).unwrap();
+    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+    assert_eq!(field(&head, "upgrade"), Some("echo/1"), "{head}");
+    assert_eq!(field(&head, "connection"), Some("Upgrade"), "{head}");
+    assert_eq!(field(&head, "x-extra"), Some("kept"), "{head}");
+    let mut early = [0u8; 6];
+    s.read_exact(&mut early).unwrap();
+    assert_eq!(&early, b"early;");
+    let data = pattern(1 << 20);
+    let writer = {
+        let mut w = s.try_clone().unwrap();
+        let data = data.clone();
+        std::thread::spawn(move || {
+            w.write_all(&data).unwrap();
+            // The client's end of stream reaches the upstream, which answers and closes.
+            w.shutdown(Shutdown::Write).unwrap();
+        })
+    };
+    let mut got = Vec::new();
+    s.read_to_end(&mut got).unwrap();
+    writer.join().unwrap();
+    assert_eq!(got.len(), data.len() + 3);
+    assert!(got[..data.len()] == data[..], "1 MiB echoed intact");
+    assert_eq!(&got[data.len()..], b"bye");
+}
+
+#[test]
+fn a_101_without_upgrade_asked_or_named_is_a_bad_gateway() {
+    let up = raw_upstream(|mut s, _| {
+        let head = read_head(&mut s).unwrap();
+        let answer: &[u8] = if field(&head, "upgrade").is_some() {
+            // Asked, but the 101 does not say to what.
+            b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n\r\n"
+        } else {
+            b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n"
+        };
+        let _ = s.write_all(answer);
+        proxy_util::wait_for_close(&mut s);
+    });
+    let front = proxy_to(up.addr);
+    for req in [
+        "GET /ws/a HTTP/1.1\r\nHost: x\r\n\r\n",
+        "GET /ws/b HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+    ] {
+        let mut s = util::connect(front.addr);
+        s.write_all(req.as_bytes()).unwrap();
+        let (head, _) = read_response(&mut s, false);
+        assert_eq!(status_of(&head), 502, "{req}: {head}");
+    }
+}
