@@ -10,9 +10,9 @@ mod ops_util;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use ops_util::{fibra, get, start};
+use ops_util::{alive, fibra, get, read_pid, start, wait_for};
 
 const LONG: Duration = Duration::from_secs(30);
 
@@ -40,35 +40,6 @@ fn response(s: &mut TcpStream) -> (String, Vec<u8>) {
     let mut body = vec![0u8; len];
     s.read_exact(&mut body).unwrap();
     (head, body)
-}
-
-fn read_pid(file: &Path) -> Option<u32> {
-    std::fs::read_to_string(file).ok()?.trim().parse().ok()
-}
-
-/// Polls until `f` gives a value, for at most `LONG`.
-fn wait_for<T>(mut f: impl FnMut() -> Option<T>) -> Option<T> {
-    let deadline = Instant::now() + LONG;
-    while Instant::now() < deadline {
-        if let Some(v) = f() {
-            return Some(v);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    None
-}
-
-/// Whether `pid` runs (a zombie does not: once its parent exits, only init may reap it).
-fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z'),
-        Err(_) => false,
-    }
 }
 
 /// Sends SIGUSR2 to `old`, checks the handover with connections in three states, and

@@ -7,43 +7,13 @@ mod ops_util;
 
 use std::io::{BufRead, Read, Write};
 use std::net::TcpStream;
-use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use ops_util::{fibra, start};
+use ops_util::{alive, fibra, read_pid, start, wait_for};
 use rustls::pki_types::{CertificateDer, ServerName};
 
 const LONG: Duration = Duration::from_secs(30);
-
-fn read_pid(file: &Path) -> Option<u32> {
-    std::fs::read_to_string(file).ok()?.trim().parse().ok()
-}
-
-/// Polls until `f` gives a value, for at most `LONG`.
-fn wait_for<T>(mut f: impl FnMut() -> Option<T>) -> Option<T> {
-    let deadline = Instant::now() + LONG;
-    while Instant::now() < deadline {
-        if let Some(v) = f() {
-            return Some(v);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    None
-}
-
-/// Whether `pid` runs (not a zombie).
-fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z'),
-        Err(_) => false,
-    }
-}
 
 /// `GET /plaintext` on the redirect port: the 301's `Location`.
 fn redirected(plain: &str) -> String {

@@ -119,3 +119,36 @@ pub fn get(addr: &str, path: &str) -> String {
         format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
     )
 }
+
+/// How long the polling helpers wait.
+pub const WAIT: Duration = Duration::from_secs(30);
+
+/// The pid in a pid file, once it holds one.
+pub fn read_pid(file: &std::path::Path) -> Option<u32> {
+    std::fs::read_to_string(file).ok()?.trim().parse().ok()
+}
+
+/// Polls until `f` gives a value, for at most `WAIT`.
+pub fn wait_for<T>(mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = std::time::Instant::now() + WAIT;
+    while std::time::Instant::now() < deadline {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+/// Whether `pid` runs (a zombie does not: once its parent exits, only init may reap it).
+pub fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z'),
+        Err(_) => false,
+    }
+}
