@@ -4,6 +4,8 @@
 //! `--proxy` is a clear error. An `https://` upstream (`fibra hello` over TLS) is verified
 //! against `--proxy-ca`.
 
+mod tls_util;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
@@ -138,30 +140,9 @@ fn a_malformed_proxy_flag_is_a_clear_error() {
 
 #[test]
 fn serve_proxies_to_an_https_upstream_verified_with_proxy_ca() {
-    let dir = std::env::temp_dir().join(format!("fibra-serve-proxy-tls-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
-    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
-    std::fs::write(&cert, ck.cert.pem()).unwrap();
-    std::fs::write(&key, ck.signing_key.serialize_pem()).unwrap();
-    let mut hello = Command::new(env!("CARGO_BIN_EXE_fibra"))
-        .args([
-            "hello",
-            "--addr",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--workers",
-            "1",
-        ])
-        .args([
-            "--tls-cert",
-            cert.to_str().unwrap(),
-            "--tls-key",
-            key.to_str().unwrap(),
-        ])
-        .stdin(Stdio::null())
+    let certs = tls_util::Certs::new("serve-proxy-tls");
+    let (cert, key) = (certs.path("cert.pem"), certs.path("key.pem"));
+    let mut hello = tls_util::hello(&["--tls-cert", &cert, "--tls-key", &key])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -170,16 +151,12 @@ fn serve_proxies_to_an_https_upstream_verified_with_proxy_ca() {
     let _hello = Running(hello);
     let mut line = String::new();
     BufReader::new(stdout).read_line(&mut line).unwrap();
-    let port = line
-        .trim()
-        .rsplit(':')
-        .next()
-        .unwrap()
-        .trim_end_matches('/');
+    let upstream = tls_util::https_addr(&line);
+    let port = upstream.rsplit(':').next().unwrap();
     let route = format!("/s/=https://localhost:{port}/");
     let (_serve, front) = start(&[
         "serve",
-        dir.to_str().unwrap(),
+        &certs.path(""),
         "--port",
         "0",
         "--workers",
@@ -187,7 +164,7 @@ fn serve_proxies_to_an_https_upstream_verified_with_proxy_ca() {
         "--proxy",
         &route,
         "--proxy-ca",
-        cert.to_str().unwrap(),
+        &cert,
     ]);
     let resp = request(
         &front,
@@ -200,11 +177,10 @@ fn serve_proxies_to_an_https_upstream_verified_with_proxy_ca() {
 
     let out = Command::new(env!("CARGO_BIN_EXE_fibra"))
         .args(["serve", "--port", "0", "--proxy", &route, "--proxy-ca"])
-        .arg(dir.join("missing.pem"))
+        .arg(certs.path("missing.pem"))
         .output()
         .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("missing.pem"), "{err}");
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -4,6 +4,7 @@
 //! Twice in a row; the same ports answer throughout, and each old process exits.
 
 mod ops_util;
+mod tls_util;
 
 use std::io::{BufRead, Read, Write};
 use std::net::TcpStream;
@@ -58,15 +59,13 @@ fn https_get(tls: &str, cert: &CertificateDer<'static>) -> String {
 
 #[test]
 fn sigusr2_hands_the_redirect_listener_over_too() {
-    let dir = std::env::temp_dir().join(format!("fibra-upgrade-redirect-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
-    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
-    std::fs::write(&cert, ck.cert.pem()).unwrap();
-    std::fs::write(&key, ck.signing_key.serialize_pem()).unwrap();
-    let der = ck.cert.der().clone();
-    let pid_file = dir.join("fibra.pid");
+    let certs = tls_util::Certs::new("upgrade-redirect");
+    let (cert, key, der) = (
+        certs.path("cert.pem"),
+        certs.path("key.pem"),
+        certs.der.clone(),
+    );
+    let pid_file = certs.dir.join("fibra.pid");
     let mut first = start(fibra(&[
         "hello",
         "--addr",
@@ -76,9 +75,9 @@ fn sigusr2_hands_the_redirect_listener_over_too() {
         "--workers",
         "1",
         "--tls-cert",
-        cert.to_str().unwrap(),
+        &cert,
         "--tls-key",
-        key.to_str().unwrap(),
+        &key,
         "--redirect-http",
         "0",
         "--pid-file",
@@ -125,5 +124,4 @@ fn sigusr2_hands_the_redirect_listener_over_too() {
     unsafe { libc::kill(old as libc::pid_t, libc::SIGTERM) };
     assert!(wait_for(|| (!alive(old)).then_some(())).is_some());
     let _ = first.stdout.read_line(&mut String::new());
-    let _ = std::fs::remove_dir_all(&dir);
 }
