@@ -12,7 +12,7 @@ PYTHON=${PYTHON:-python3}
 command -v chromium >/dev/null || { echo "chromium_ws.sh: chromium is missing" >&2; exit 2; }
 "$PYTHON" -c 'import websockets' 2>/dev/null || { echo "chromium_ws.sh: $PYTHON has no websockets package" >&2; exit 2; }
 [ "${NO_BUILD:-0}" = 1 ] || (cd "$ROOT" && cargo build --release -q -p fibra-cli)
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+source "$ROOT/bench/lib/measure.sh"
 PORT=$(free_port)
 DEBUG=$(free_port)
 PIDS=()

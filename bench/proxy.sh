@@ -43,7 +43,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+source "$ROOT/bench/lib/measure.sh"
 
 nginx_conf() { # PORT BACKEND_PORT
   mkdir -p "$RUN/nginx"
@@ -104,15 +104,6 @@ start() { # NAME PORT -> sets SPID (process group leader)
   SPID=$!
   PIDS+=("$SPID")
   wait_up "$1" "http://127.0.0.1:$2/plaintext"
-}
-
-cpu_ticks() { # PGID: user+system ticks of every process in the group
-  local sum=0
-  for p in $(pgrep -g "$1"); do
-    read -r -a f <"/proc/$p/stat" || continue
-    sum=$((sum + f[13] + f[14]))
-  done
-  echo "$sum"
 }
 
 active_opens() { nstat -az TcpActiveOpens | awk '/TcpActiveOpens/ {print $2}'; }

@@ -20,7 +20,7 @@ cleanup() {
   rm -rf "$RUN"
 }
 trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+source "$ROOT/bench/lib/measure.sh"
 UP=$(free_port)
 FRONT=$(free_port)
 

@@ -75,7 +75,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+source "$ROOT/bench/lib/measure.sh"
 
 # The cluster, on CPU 1.
 PGPORT=$(free_port)
@@ -136,15 +136,6 @@ for p, n in (("/queries?queries=20", 20), ("/updates?queries=20", 20), ("/querie
 ct, b = get("/fortunes")
 assert ct.startswith("text/html") and b.count(b"<tr><td>") == 13 and b"&lt;script&gt;" in b, (name, b)
 EOF
-}
-
-cpu_ticks() { # PGID: user+system ticks of every process in the group
-  local sum=0
-  for p in $(pgrep -g "$1"); do
-    read -r -a f <"/proc/$p/stat" || continue
-    sum=$((sum + f[13] + f[14]))
-  done
-  echo "$sum"
 }
 
 pg_ticks() { # the postmaster and its children (backends included)

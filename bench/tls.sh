@@ -42,7 +42,7 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=l
   -out "$RUN/cert.pem" -days 2 2>/dev/null
 chmod 644 "$RUN/key.pem" "$RUN/cert.pem"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+source "$ROOT/bench/lib/measure.sh"
 
 nginx_conf() { # PORT
   mkdir -p "$RUN/nginx"
@@ -87,15 +87,6 @@ start() { # NAME PORT -> sets SPID (process group leader)
     sleep 0.1
   done
   echo "tls.sh: $1 did not come up" >&2; exit 1
-}
-
-cpu_ticks() { # PGID: user+system ticks of every process in the group
-  local sum=0
-  for p in $(pgrep -g "$1"); do
-    read -r -a f <"/proc/$p/stat" || continue
-    sum=$((sum + f[13] + f[14]))
-  done
-  echo "$sum"
 }
 
 HZ=$(getconf CLK_TCK)

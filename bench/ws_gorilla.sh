@@ -42,7 +42,7 @@ PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill -- "-$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+source "$ROOT/bench/lib/measure.sh"
 
 start() { # NAME PORT -> sets SPID (process group leader)
   case $1 in
@@ -57,15 +57,6 @@ start() { # NAME PORT -> sets SPID (process group leader)
     sleep 0.1
   done
   echo "ws_gorilla.sh: $1 did not come up" >&2; exit 1
-}
-
-cpu_ticks() { # PGID: user+system ticks of every process in the group
-  local sum=0
-  for p in $(pgrep -g "$1"); do
-    read -r -a f <"/proc/$p/stat" || continue
-    sum=$((sum + f[13] + f[14]))
-  done
-  echo "$sum"
 }
 
 load() { # URL N -> JSON summary of fibra bench --ws

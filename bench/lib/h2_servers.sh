@@ -4,7 +4,7 @@
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=localhost \
   -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" -keyout "$RUN/key.pem" \
   -out "$RUN/cert.pem" -days 2 2>/dev/null
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+source "$ROOT/bench/lib/measure.sh"
 PLAIN=$(free_port)
 TLS=$(free_port)
 "$ROOT/target/release/fibra" hello --workers 1 --port "$PLAIN" >"$RUN/plain.log" 2>&1 &
