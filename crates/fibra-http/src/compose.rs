@@ -267,10 +267,7 @@ pub(crate) fn compose(out: &mut Vec<u8>, head: &HeadOut<'_>) -> Composed {
         } else if (name == CONTENT_LENGTH && !keep_user_length) || name == TRANSFER_ENCODING {
             continue;
         }
-        put_name(out, name.as_str().as_bytes());
-        out.extend_from_slice(b": ");
-        out.extend_from_slice(value.as_bytes());
-        out.extend_from_slice(b"\r\n");
+        put_field(out, name, value);
     }
     if let (Some(ctype), false) = (content_type, has_type) {
         out.extend_from_slice(b"Content-Type: ");
@@ -314,12 +311,22 @@ pub(crate) fn compose(out: &mut Vec<u8>, head: &HeadOut<'_>) -> Composed {
     }
 }
 
+/// Appends one field line, `Name: value` and CRLF, the name as [`put_name`] writes it (the
+/// head's fields, and a chunked body's trailer fields).
+#[inline]
+pub(crate) fn put_field(out: &mut Vec<u8>, name: &http::HeaderName, value: &http::HeaderValue) {
+    put_name(out, name.as_str().as_bytes());
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value.as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
 /// Appends a field name as nginx writes it on HTTP/1.1: Title-Case (`content-type` becomes
 /// `Content-Type`), with the spellings it keeps for a few (`ETag`, `WWW-Authenticate`), so that
 /// a handler's fields (lowercase in `http::HeaderName`) match the server's own. Names are
 /// case-insensitive (RFC 9110 5.1): this is for people and for clients that compare bytes.
 #[inline]
-pub(crate) fn put_name(out: &mut Vec<u8>, name: &[u8]) {
+fn put_name(out: &mut Vec<u8>, name: &[u8]) {
     match name {
         b"etag" => return out.extend_from_slice(b"ETag"),
         b"www-authenticate" => return out.extend_from_slice(b"WWW-Authenticate"),

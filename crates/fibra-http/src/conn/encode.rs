@@ -188,10 +188,7 @@ fn write_stream<T: Transport>(
                 let out = &mut cell.borrow_mut().wbuf;
                 out.extend_from_slice(b"0\r\n");
                 for (name, value) in w.trailers.iter().flatten() {
-                    crate::compose::put_name(out, name.as_str().as_bytes());
-                    out.extend_from_slice(b": ");
-                    out.extend_from_slice(value.as_bytes());
-                    out.extend_from_slice(b"\r\n");
+                    crate::compose::put_field(out, name, value);
                 }
                 out.extend_from_slice(b"\r\n");
             }
