@@ -153,8 +153,13 @@ const COPY_ALIGN: usize = 37;
 /// `size` bytes of `store` (which has 64 to spare) starting at [`COPY_ALIGN`] within a
 /// 64-byte line.
 fn copy_buffer(store: &mut [u8], size: usize) -> &mut [u8] {
-    let skip = (COPY_ALIGN + 64 - store.as_ptr() as usize % 64) % 64;
+    let skip = skip_to_line_offset(store.as_ptr(), COPY_ALIGN);
     &mut store[skip..skip + size]
+}
+
+/// How far past `at` the next address `offset` bytes into a 64-byte line is (0 to 63).
+pub(crate) fn skip_to_line_offset(at: *const u8, offset: usize) -> usize {
+    (offset + 64 - at as usize % 64) % 64
 }
 
 /// Shuts a connection down from another fiber or thread (see

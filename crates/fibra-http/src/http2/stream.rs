@@ -13,7 +13,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
 use std::time::SystemTime;
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use h2::server::SendResponse;
 use h2::{Reason, RecvStream, SendStream};
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
@@ -28,6 +28,7 @@ use crate::response::{
     error_response, is_bodiless, BodyWriter, FileRange, Kind, Response, StreamSink,
 };
 use crate::settings::Settings;
+use crate::transport::skip_to_line_offset;
 
 /// DATA is handed to the crate in pieces of at most this many bytes, each within the
 /// stream's window: a file or stream body holds no more than this in memory per stream.
@@ -351,6 +352,14 @@ fn capacity(
     }
 }
 
+/// Where in a 64-byte line a file piece starts: 14 past a 16-byte boundary, where a DATA
+/// frame's payload lands in rustls's record buffer over TLS (5 bytes of record header, 9 of
+/// frame head, in a 16-aligned allocation; each later record of a frame then starts 16375
+/// bytes on, 5 past a boundary again), and 46 bytes into the line so that the file read's
+/// copy from the page cache starts well past it. The reason is the CPU's string copy, as
+/// for HTTP/1.1's file buffer (`transport::COPY_ALIGN`).
+const FILE_ALIGN: usize = 46;
+
 /// A file range, read in pieces the size of the window that is open; its last piece ends
 /// the stream if `last`.
 fn send_file(
@@ -365,7 +374,9 @@ fn send_file(
     while offset < end {
         let want = ((end - offset) as usize).min(PIECE);
         let n = capacity(out, want, parker, timeout)?;
-        let mut buf = BytesMut::zeroed(n);
+        let mut buf = BytesMut::zeroed(n + 64);
+        buf.advance(skip_to_line_offset(buf.as_ptr(), FILE_ALIGN));
+        buf.truncate(n);
         let got = file.read_at(&mut buf, offset)?;
         if got == 0 {
             // The file shrank below the length in the head: end the stream with an error
