@@ -27,6 +27,12 @@
 # per second, PostgreSQL and the load generator are not saturated, and the CPU per request
 # compares the servers alone (req/s then only shows that both kept up).
 #
+# SYSCALLS=1 also counts, with `perf stat` on the server's process over each measured run,
+# its system calls per request (all of them, and `recvfrom`, `sendto`, `writev`,
+# `epoll_wait`, `setsockopt` alone), the packets it sends (`net:net_dev_xmit`: responses,
+# queries and pure ACKs) and its context switches, and prints their medians. Tracing those
+# calls costs the server some CPU: compare the CPU figures of runs without it.
+#
 # BASELINE=PATH compares the example with another build of itself (PATH: an older
 # `techempower` binary, run with the same flags) instead of axum: a paired before/after.
 #
@@ -45,6 +51,12 @@ if [ -n "${RATE:-}" ]; then
   RPS_ARG=(--rps "$(python3 -c "print(max(0.1, ${RATE} / ${CONNS}))")")
 fi
 POOL=${POOL:-1}
+PERF_EVENTS=raw_syscalls:sys_enter,syscalls:sys_enter_recvfrom,syscalls:sys_enter_sendto
+PERF_EVENTS+=,syscalls:sys_enter_writev,syscalls:sys_enter_epoll_wait,syscalls:sys_enter_setsockopt
+PERF_EVENTS+=,net:net_dev_xmit,context-switches
+if [ "${SYSCALLS:-0}" = 1 ] && ! command -v perf >/dev/null; then
+  echo "techempower.sh: SYSCALLS=1 needs perf" >&2; exit 2
+fi
 for tool in h2load curl python3 taskset; do
   command -v "$tool" >/dev/null || { echo "techempower.sh: $tool is missing" >&2; exit 2; }
 done
@@ -52,17 +64,17 @@ PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 [ -x "$PGBIN/initdb" ] || { echo "techempower.sh: PostgreSQL is not installed (apt-get install postgresql)" >&2; exit 2; }
 
 PEER_DIR="$ROOT/bench/peers/axum-pg"
+PEER=axum
+if [ -n "${BASELINE:-}" ]; then
+  [ -x "$BASELINE" ] || { echo "techempower.sh: BASELINE $BASELINE is not an executable" >&2; exit 2; }
+  PEER=base
+fi
 if [ "${NO_BUILD:-0}" != 1 ]; then
   (cd "$ROOT" && cargo build --release -q -p fibra-postgres --example techempower)
   [ $PEER = base ] || (cd "$PEER_DIR" && cargo build --release -q --target-dir "$ROOT/bench/target/cargo")
 fi
 FIBRA="$ROOT/target/release/examples/techempower"
 AXUM="$ROOT/bench/target/cargo/release/bench-peer-axum-pg"
-PEER=axum
-if [ -n "${BASELINE:-}" ]; then
-  [ -x "$BASELINE" ] || { echo "techempower.sh: BASELINE $BASELINE is not an executable" >&2; exit 2; }
-  PEER=base
-fi
 
 RUN="$(mktemp -d)"
 chmod 777 "$RUN"
@@ -150,7 +162,7 @@ pg_ticks() { # the postmaster and its children (backends included)
 HZ=$(getconf CLK_TCK)
 for t in "${TESTS[@]}"; do
   path=$(path_of "$t")
-  declare -A RPS=() CPU=() DBCPU=()
+  declare -A RPS=() CPU=() DBCPU=() SYS=()
   for r in $(seq "$ROUNDS"); do
     for s in fibra $PEER; do
       port=$(free_port)
@@ -158,9 +170,16 @@ for t in "${TESTS[@]}"; do
       check "$s" "$port"
       url="http://127.0.0.1:$port$path"
       taskset -c 1 h2load --h1 -t1 -c$CONNS -D 2 "${RPS_ARG[@]}" "$url" >/dev/null 2>&1
+      if [ "${SYSCALLS:-0}" = 1 ]; then
+        perf stat -x, -o "$RUN/perf.txt" -p "$SPID" -e "$PERF_EVENTS" &
+        PERF=$!
+      fi
       t0=$(cpu_ticks "$SPID"); d0=$(pg_ticks)
       out=$(taskset -c 1 h2load --h1 -t1 -c$CONNS -D "$SECS" "${RPS_ARG[@]}" "$url" 2>&1)
       t1=$(cpu_ticks "$SPID"); d1=$(pg_ticks)
+      if [ "${SYSCALLS:-0}" = 1 ]; then
+        kill -INT "$PERF"; wait "$PERF" || true
+      fi
       kill -- "-$SPID" 2>/dev/null || true
       wait "$SPID" 2>/dev/null || true
       done_=$(sed -n 's/^requests: .* \([0-9]*\) done, .*/\1/p' <<<"$out")
@@ -178,6 +197,24 @@ for t in "${TESTS[@]}"; do
       DBCPU[$s]+="$dbus "
       printf '%-9s round %d %-5s %9.0f req/s  %7s us server CPU/req  %7s us PostgreSQL CPU/req  (%s responses, all 2xx)\n' \
         "$t" "$r" "$s" "$rps" "$us" "$dbus" "$done_"
+      if [ "${SYSCALLS:-0}" = 1 ]; then
+        # perf counts from its start to its end, around the measured run: per request of
+        # the run (a slight overcount, alike for both servers).
+        calls=$(python3 - "$done_" "$RUN/perf.txt" <<'EOF'
+import sys
+n = int(sys.argv[1])
+out = []
+for line in open(sys.argv[2]):
+    f = line.strip().split(',')
+    if len(f) > 2 and f[0].replace('.', '').isdigit():
+        name = f[2].split(':')[-1].replace('sys_enter_', '').replace('sys_enter', 'syscalls')
+        out.append(f"{name}={float(f[0]) / n:.3f}")
+print(' '.join(out))
+EOF
+)
+        SYS[$s]+="$calls;"
+        echo "          per request: $calls"
+      fi
     done
   done
   python3 - "$t" "$PEER" "${RPS[fibra]}" "${CPU[fibra]}" "${DBCPU[fibra]}" "${RPS[$PEER]}" "${CPU[$PEER]}" "${DBCPU[$PEER]}" <<'EOF'
@@ -190,5 +227,18 @@ print(f"{t}: median  {peer:5} {m(ar):9.0f} req/s {m(ac):7.2f} us CPU/req (Postgr
 print(f"{t}: fibra / {peer}: req/s {m(fr)/m(ar):.2f}, server CPU per request {m(fc)/m(ac):.2f}"
       f" (per-round CPU ratios: {' '.join(f'{a/b:.2f}' for a, b in zip(fc, ac))})")
 EOF
-  unset RPS CPU DBCPU
+  if [ "${SYSCALLS:-0}" = 1 ]; then
+    python3 - "$t" "${SYS[fibra]}" "$PEER" "${SYS[$PEER]}" <<'EOF'
+import statistics as st, sys
+t = sys.argv[1]
+for name, runs in (("fibra", sys.argv[2]), (sys.argv[3], sys.argv[4])):
+    per = {}
+    for run in filter(None, runs.split(';')):
+        for kv in run.split():
+            k, v = kv.split('=')
+            per.setdefault(k, []).append(float(v))
+    print(f"{t}: median per request, {name}: " + ' '.join(f"{k} {st.median(v):.3f}" for k, v in per.items()))
+EOF
+  fi
+  unset RPS CPU DBCPU SYS
 done
