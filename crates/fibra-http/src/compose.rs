@@ -311,6 +311,47 @@ pub(crate) fn compose(out: &mut Vec<u8>, head: &HeadOut<'_>) -> Composed {
     }
 }
 
+/// Appends a head whose fields were rendered ahead of time (`raw`: whole field lines, no
+/// `Date`, `Server`, `Connection` or framing field among them, see `Response::raw`): the
+/// status line, `raw` as it is, then what [`compose`] adds after a handler's fields. No
+/// per-field work, and no last-head comparison (such heads differ from file to file).
+pub(crate) fn put_raw_head(
+    out: &mut Vec<u8>,
+    status: StatusCode,
+    raw: &[u8],
+    server: Option<&str>,
+    framing: Framing,
+    conn: ConnHeader,
+) {
+    put_status(out, status);
+    out.extend_from_slice(raw);
+    with_date(|d| {
+        out.extend_from_slice(b"Date: ");
+        out.extend_from_slice(d);
+        out.extend_from_slice(b"\r\n");
+    });
+    if let Some(server) = server {
+        out.extend_from_slice(b"Server: ");
+        out.extend_from_slice(server.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    match framing {
+        Framing::Length(n) => {
+            out.extend_from_slice(b"Content-Length: ");
+            out.extend_from_slice(itoa_buf(n).as_slice());
+            out.extend_from_slice(b"\r\n");
+        }
+        Framing::Chunked => out.extend_from_slice(b"Transfer-Encoding: chunked\r\n"),
+        Framing::None => {}
+    }
+    match conn {
+        ConnHeader::Close => out.extend_from_slice(b"Connection: close\r\n"),
+        ConnHeader::KeepAlive => out.extend_from_slice(b"Connection: keep-alive\r\n"),
+        ConnHeader::Omit | ConnHeader::Handler => {}
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
 /// Appends one field line, `Name: value` and CRLF, the name as [`put_name`] writes it (the
 /// head's fields, and a chunked body's trailer fields).
 #[inline]

@@ -1,6 +1,7 @@
 //! A value boxed on first use, for the parts of a request or response that are usually empty
 //! (extensions, the response's header map).
 
+use std::cell::OnceCell;
 use std::sync::OnceLock;
 
 use http::{Extensions, HeaderMap};
@@ -59,6 +60,72 @@ impl<T> Lazy<T> {
 }
 
 impl<T> Drop for Lazy<T> {
+    #[inline]
+    fn drop(&mut self) {
+        if let Some(value) = self.0.take() {
+            drop_boxed(value);
+        }
+    }
+}
+
+/// [`Lazy`] that can also be made through a shared reference (a `OnceCell` of the box, the
+/// same size): a response's header map, which [`Response::headers`](crate::Response::headers)
+/// fills from pre-rendered fields when asked.
+pub(crate) struct LazyCell<T>(OnceCell<Box<T>>);
+
+impl<T> LazyCell<T> {
+    /// Empty.
+    #[inline]
+    pub(crate) const fn none() -> Self {
+        LazyCell(OnceCell::new())
+    }
+    /// Holding `value`, or empty when `value` is (nothing is boxed for it).
+    pub(crate) fn unless_empty(value: T, is_empty: impl FnOnce(&T) -> bool) -> Self {
+        let cell = OnceCell::new();
+        if !is_empty(&value) {
+            let _ = cell.set(Box::new(value));
+        }
+        LazyCell(cell)
+    }
+    /// The value, or `empty` (a shared empty one) if none was made.
+    #[inline]
+    pub(crate) fn get_or<'a>(&'a self, empty: &'a OnceLock<T>) -> &'a T
+    where
+        T: Default,
+    {
+        match self.0.get() {
+            Some(v) => v,
+            None => empty.get_or_init(T::default),
+        }
+    }
+    /// The value, made by `f` first if none was made.
+    pub(crate) fn get_or_init(&self, f: impl FnOnce() -> T) -> &T {
+        self.0.get_or_init(|| Box::new(f()))
+    }
+    /// Whether a value was made.
+    #[inline]
+    pub(crate) fn is_made(&self) -> bool {
+        self.0.get().is_some()
+    }
+    /// The value, made (empty) first if needed.
+    #[inline]
+    pub(crate) fn get_mut(&mut self) -> &mut T
+    where
+        T: Default,
+    {
+        if self.0.get().is_none() {
+            let _ = self.0.set(Box::default());
+        }
+        self.0.get_mut().expect("made above")
+    }
+    /// Takes the value out, leaving this empty.
+    #[inline]
+    pub(crate) fn take(&mut self) -> Option<T> {
+        self.0.take().map(|b| *b)
+    }
+}
+
+impl<T> Drop for LazyCell<T> {
     #[inline]
     fn drop(&mut self) {
         if let Some(value) = self.0.take() {

@@ -39,7 +39,7 @@ use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue};
 use http::{Extensions, HeaderMap, StatusCode, Version};
 
-use crate::lazy::{Lazy, NO_EXTENSIONS, NO_HEADERS};
+use crate::lazy::{Lazy, LazyCell, NO_EXTENSIONS, NO_HEADERS};
 pub use crate::upgraded::Upgraded;
 
 /// The response type handlers return. See the module docs.
@@ -47,10 +47,16 @@ pub struct Response {
     pub(crate) status: StatusCode,
     version: Version,
     /// Boxed on first use: most responses have no fields of their own, and an absent box is
-    /// cheap to move and costs nothing to drop.
-    pub(crate) headers: Lazy<HeaderMap>,
+    /// cheap to move and costs nothing to drop. While `raw` holds fields, this is empty or
+    /// (once [`Response::headers`] asked) the same fields parsed.
+    pub(crate) headers: LazyCell<HeaderMap>,
     extensions: Lazy<Extensions>,
     pub(crate) body: ResponseBody,
+    /// Header fields this crate rendered ahead of time (a cached file's, see
+    /// [`crate::files`]): whole field lines as sent on HTTP/1.1, each ending in CRLF, never
+    /// `Date`, `Server`, `Connection` or a framing field. Written as they are; the first
+    /// change of the fields ([`Response::headers_mut`]) parses them into the map.
+    pub(crate) raw: Option<Bytes>,
 }
 
 impl Response {
@@ -60,9 +66,21 @@ impl Response {
         Response {
             status: StatusCode::OK,
             version: Version::HTTP_11,
-            headers: Lazy::none(),
+            headers: LazyCell::none(),
             extensions: Lazy::none(),
             body,
+            raw: None,
+        }
+    }
+    /// A response whose fields are `raw`, field lines rendered ahead of time (see the field).
+    pub(crate) fn with_raw_fields(status: StatusCode, raw: Bytes, body: ResponseBody) -> Self {
+        Response {
+            status,
+            version: Version::HTTP_11,
+            headers: LazyCell::none(),
+            extensions: Lazy::none(),
+            body,
+            raw: Some(raw),
         }
     }
     /// A builder, as `http::Response::builder` (its `body` gives a `Result<Response>`).
@@ -90,11 +108,31 @@ impl Response {
     }
     /// The handler's header fields (the server adds `Date`, `Server` and the framing fields).
     pub fn headers(&self) -> &HeaderMap {
-        self.headers.get_or(&NO_HEADERS)
+        match &self.raw {
+            Some(raw) => self.headers.get_or_init(|| parse_raw(raw)),
+            None => self.headers.get_or(&NO_HEADERS),
+        }
     }
     /// The header fields, for changing.
     pub fn headers_mut(&mut self) -> &mut HeaderMap {
+        self.own_fields();
         self.headers.get_mut()
+    }
+    /// Fields rendered ahead of time become the map's (the map is what is sent from now on).
+    #[cold]
+    #[inline(never)]
+    fn materialize(&mut self) {
+        if let Some(raw) = self.raw.take() {
+            if !self.headers.is_made() {
+                self.headers.get_or_init(|| parse_raw(&raw));
+            }
+        }
+    }
+    #[inline]
+    fn own_fields(&mut self) {
+        if self.raw.is_some() {
+            self.materialize();
+        }
     }
     /// Typed values attached to the response; the server does not send them.
     pub fn extensions(&self) -> &Extensions {
@@ -118,6 +156,7 @@ impl Response {
     }
     /// The head as `http`'s parts, and the body.
     pub fn into_parts(mut self) -> (http::response::Parts, ResponseBody) {
+        self.own_fields();
         let (mut parts, ()) = http::Response::new(()).into_parts();
         parts.status = self.status;
         parts.version = self.version;
@@ -134,9 +173,10 @@ impl Response {
         Response {
             status: parts.status,
             version: parts.version,
-            headers: Lazy::unless_empty(parts.headers, HeaderMap::is_empty),
+            headers: LazyCell::unless_empty(parts.headers, HeaderMap::is_empty),
             extensions: Lazy::unless_empty(parts.extensions, Extensions::is_empty),
             body,
+            raw: None,
         }
     }
     /// Converts into `http::Response<ResponseBody>`.
@@ -576,6 +616,25 @@ pub(crate) fn error_response(status: StatusCode, text: &'static str) -> Response
     r
 }
 
+/// Parses field lines rendered by this crate (`Name: value` CRLF each, see `Response::raw`)
+/// into a map; the values share `raw`'s bytes.
+pub(crate) fn parse_raw(raw: &Bytes) -> HeaderMap {
+    let mut map = HeaderMap::new();
+    let mut at = 0;
+    while let Some(end) = memchr::memmem::find(&raw[at..], b"\r\n").map(|n| at + n) {
+        let line = &raw[at..end];
+        if let Some(colon) = memchr::memchr(b':', line) {
+            let name = HeaderName::from_bytes(&line[..colon]);
+            let value = HeaderValue::from_maybe_shared(raw.slice(at + colon + 2..end));
+            if let (Ok(name), Ok(value)) = (name, value) {
+                map.append(name, value);
+            }
+        }
+        at = end + 2;
+    }
+    map
+}
+
 /// Statuses whose responses carry no body and no framing (RFC 9112 §6.3): 1xx, 204, 304.
 #[inline(always)] // a few compares on every response; called from the inlined send path
 pub(crate) fn is_bodiless(status: StatusCode) -> bool {
@@ -637,6 +696,29 @@ mod tests {
         assert!(plain.headers().is_empty() && plain.extensions().is_empty());
         let http_resp = plain.into_http();
         assert!(http_resp.headers().is_empty());
+    }
+
+    /// Pre-rendered fields show in `headers()`, and the first change makes them the map's.
+    #[test]
+    fn rendered_fields_are_shown_and_become_the_map_on_change() {
+        let raw = Bytes::from_static(b"ETag: \"1\"\r\nContent-Type: text/plain\r\nVary: a\r\n");
+        let resp = Response::with_raw_fields(StatusCode::OK, raw.clone(), "x".into());
+        assert_eq!(resp.headers()["etag"], "\"1\"");
+        assert_eq!(resp.headers().len(), 3);
+        assert!(resp.raw.is_some(), "looking keeps the rendered fields");
+        let mut resp = Response::with_raw_fields(StatusCode::OK, raw.clone(), "x".into());
+        resp.headers_mut()
+            .insert("content-type", HeaderValue::from_static("text/html"));
+        assert!(resp.raw.is_none());
+        let (parts, _) = resp.into_parts();
+        assert_eq!(parts.headers["content-type"], "text/html");
+        assert_eq!(parts.headers["vary"], "a");
+        // Converted as a whole (what HTTP/2 does), after a look or without one.
+        let resp = Response::with_raw_fields(StatusCode::OK, raw.clone(), "x".into());
+        let _ = resp.headers();
+        assert_eq!(resp.into_http().headers().len(), 3);
+        let resp = Response::with_raw_fields(StatusCode::OK, raw, "x".into());
+        assert_eq!(resp.into_http().headers()["etag"], "\"1\"");
     }
 
     #[test]

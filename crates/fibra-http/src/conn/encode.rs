@@ -10,7 +10,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use http::StatusCode;
 
 use super::buffered::{not_connected, Shared};
-use crate::compose::{compose, put_head, ConnHeader, Framing, HeadOut};
+use crate::compose::{compose, put_head, put_raw_head, ConnHeader, Framing, HeadOut};
 use crate::error::ProtocolError;
 use crate::lazy::NO_HEADERS;
 use crate::response::{
@@ -252,16 +252,21 @@ pub(super) fn write_response<T: Transport>(
         ConnHeader::Omit
     };
     let mut sh = cell.borrow_mut();
-    let head = HeadOut {
-        status,
-        headers: resp.headers.get_or(&NO_HEADERS),
-        content_type: resp.body.content_type.as_ref(),
-        server,
-        framing,
-        conn,
-    };
-    if put_head(&mut sh.wbuf, &head) {
-        *close = true;
+    if let Some(raw) = &resp.raw {
+        // Fields rendered ahead of time (a cached file's): copied as they are.
+        put_raw_head(&mut sh.wbuf, status, raw, server, framing, conn);
+    } else {
+        let head = HeadOut {
+            status,
+            headers: resp.headers.get_or(&NO_HEADERS),
+            content_type: resp.body.content_type.as_ref(),
+            server,
+            framing,
+            conn,
+        };
+        if put_head(&mut sh.wbuf, &head) {
+            *close = true;
+        }
     }
     if let Kind::Upgrade(_) = resp.body.kind {
         let Kind::Upgrade(f) = std::mem::replace(&mut resp.body.kind, Kind::Empty) else {

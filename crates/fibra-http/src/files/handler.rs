@@ -20,7 +20,9 @@
 //! # let _ = handler;
 //! ```
 
-use super::server::{FileBody, FileReply, FileServer};
+use http::StatusCode;
+
+use super::server::{Answer, FileBody, FileReply, FileServer};
 use crate::{FileRange, Request, Response, ResponseBody};
 
 impl FileServer {
@@ -28,8 +30,26 @@ impl FileServer {
     /// [`FileServer::matches`] to route).
     pub fn handle(&self, req: &Request) -> Response {
         let uri = req.uri();
-        self.reply(req.method(), uri.path(), uri.query(), req.headers())
-            .into_response()
+        match self.answer(req.method(), uri.path(), uri.query(), req.headers()) {
+            // A whole cached file: its fields go out as rendered when the file was cached (no
+            // header map is built; `Response::headers` shows them when asked).
+            Answer::Whole { head, body } => {
+                Response::with_raw_fields(StatusCode::OK, head, body.into_body())
+            }
+            Answer::Reply(r) => r.into_response(),
+        }
+    }
+}
+
+impl FileBody {
+    fn into_body(self) -> ResponseBody {
+        match self {
+            FileBody::Empty => ResponseBody::empty(),
+            FileBody::Bytes(b) => ResponseBody::from(b),
+            FileBody::File { file, offset, len } => {
+                ResponseBody::file(FileRange::new(file, offset, len))
+            }
+        }
     }
 }
 
@@ -37,14 +57,7 @@ impl FileReply {
     /// Converts into a fibra-http response (`Content-Length` is added by the writer; for HEAD
     /// it announces the body length and sends nothing).
     pub fn into_response(self) -> Response {
-        let body = match self.body {
-            FileBody::Empty => ResponseBody::empty(),
-            FileBody::Bytes(b) => ResponseBody::from(b),
-            FileBody::File { file, offset, len } => {
-                ResponseBody::file(FileRange::new(file, offset, len))
-            }
-        };
-        let mut resp = Response::new(body);
+        let mut resp = Response::new(self.body.into_body());
         *resp.status_mut() = self.status;
         *resp.headers_mut() = self.headers;
         resp

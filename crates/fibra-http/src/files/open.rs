@@ -17,7 +17,7 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use http::HeaderValue;
@@ -92,6 +92,10 @@ pub struct FileEntry {
     pub gzip: Option<OpenFile>,
     /// `Content-Type` of the file as named (siblings share it).
     pub content_type: HeaderValue,
+    /// The header fields of a `200` for each representation (identity, brotli, gzip), rendered
+    /// on first use by the file server (they depend on its settings too) and kept with the
+    /// bytes they describe: an entry replaced after a change takes its heads with it.
+    pub heads: [OnceLock<bytes::Bytes>; 3],
 }
 
 impl FileEntry {
@@ -238,6 +242,7 @@ impl Resolver {
             gzip: sibling(Encoding::Gzip),
             content_type: HeaderValue::from_str(&content_type(rel))
                 .unwrap_or(HeaderValue::from_static("application/octet-stream")),
+            heads: Default::default(),
         }
     }
 

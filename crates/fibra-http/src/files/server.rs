@@ -17,7 +17,7 @@ use super::compress::{CompressConfig, Compressor};
 use super::conditional::{evaluate, Conditionals, Precondition};
 use super::listing;
 use super::meta::{accepted_encodings, Encoding};
-use super::open::{FileData, Lookup, Resolver};
+use super::open::{FileData, FileEntry, Lookup, OpenFile, Resolver};
 use super::path::{self, PathError};
 use super::range::{parse_range, RangeRequest};
 
@@ -159,6 +159,20 @@ impl FileReply {
     }
 }
 
+/// What [`FileServer::answer`] found: a whole cached file (`200`, its fields `head` rendered
+/// ahead of time as HTTP/1.1 field lines), or any other reply.
+pub(crate) enum Answer {
+    /// A `200` with the whole file as it is stored (identity or a precompressed sibling).
+    Whole {
+        /// The fields, rendered once per cached file (see [`FileEntry::heads`]).
+        head: bytes::Bytes,
+        /// The file's bytes.
+        body: FileBody,
+    },
+    /// Anything else.
+    Reply(FileReply),
+}
+
 /// The request fields a file reply depends on (the first value of each), found in one pass
 /// over the request's fields: a request has a handful, and seven hashed `HeaderMap::get`s
 /// cost more than walking them once.
@@ -281,6 +295,25 @@ impl FileServer {
         query: Option<&str>,
         headers: &HeaderMap,
     ) -> FileReply {
+        match self.answer(method, path, query, headers) {
+            Answer::Reply(r) => r,
+            Answer::Whole { head, body } => FileReply {
+                status: StatusCode::OK,
+                headers: crate::response::parse_raw(&head),
+                body,
+            },
+        }
+    }
+
+    /// [`FileServer::reply`], with the common case apart: a whole file as it is cached, whose
+    /// `200` fields come rendered ahead of time.
+    pub(crate) fn answer(
+        &self,
+        method: &Method,
+        path: &str,
+        query: Option<&str>,
+        headers: &HeaderMap,
+    ) -> Answer {
         let is_get = *method == Method::GET;
         if !is_get && *method != Method::HEAD {
             // OPTIONS (for a path, or `*` for the server) is answered with what is allowed.
@@ -290,114 +323,189 @@ impl FileServer {
                 FileReply::error(StatusCode::METHOD_NOT_ALLOWED)
             };
             r.header(header::ALLOW, HeaderValue::from_static(ALLOW));
-            return r;
+            return Answer::Reply(r);
         }
         let Some(rest) = path::strip_prefix(path, &self.prefix) else {
-            return FileReply::error(StatusCode::NOT_FOUND);
+            return Answer::Reply(FileReply::error(StatusCode::NOT_FOUND));
         };
         let lookup = self
             .catalog
             .lookup(rest, self.allow_hidden, fibra::time::now());
-        match lookup {
+        Answer::Reply(match lookup {
             Err(PathError::BadRequest) => FileReply::error(StatusCode::BAD_REQUEST),
             Err(PathError::NotFound) | Ok(Lookup::NotFound) => {
                 FileReply::error(StatusCode::NOT_FOUND)
             }
             Ok(Lookup::Forbidden) => FileReply::error(StatusCode::FORBIDDEN),
             Ok(Lookup::Dir) => self.directory(rest, query),
-            Ok(Lookup::File(entry)) => {
-                let fields = RequestFields::of(headers);
-                let (br_ok, gz_ok) = accepted_encodings(fields.accept_encoding);
-                let (file, encoding) = entry.select(br_ok, gz_ok);
-                // On-the-fly brotli or gzip (cached): a compressible file with no sibling chosen, and
-                // no Range (ranges stay offsets into the file itself).
-                let compressible = self
-                    .compressor
-                    .as_ref()
-                    .filter(|c| c.applies(&entry.content_type, entry.identity.size));
-                let compressed = compressible
-                    .filter(|_| encoding == Encoding::Identity && fields.range.is_none())
-                    .and_then(|c| Some((c, c.choose(br_ok, gz_ok)?)))
-                    .and_then(|(c, coding)| c.compressed(file, coding));
-                let etag = compressed.as_ref().map_or(&file.etag, |g| &g.etag);
-                let precondition = evaluate(&fields.conds, etag.as_bytes(), file.mtime);
-                let status = match precondition {
-                    Precondition::Failed => {
-                        return FileReply::error(StatusCode::PRECONDITION_FAILED)
-                    }
-                    Precondition::NotModified => StatusCode::NOT_MODIFIED,
-                    Precondition::Proceed { .. } => StatusCode::OK,
-                };
-                let mut r = FileReply::new(status);
-                r.header(header::ETAG, etag.clone());
-                r.header(header::LAST_MODIFIED, file.last_modified.clone());
-                if let Some(cc) = &self.cache_control {
-                    r.header(header::CACHE_CONTROL, cc.clone());
-                }
-                if entry.has_variants() || compressible.is_some() {
-                    r.header(header::VARY, HeaderValue::from_static("Accept-Encoding"));
-                }
-                if status == StatusCode::NOT_MODIFIED {
-                    return r;
-                }
-                if let Some(c) = compressed {
-                    r.header(header::CONTENT_TYPE, entry.content_type.clone());
-                    if let Some(enc) = c.encoding.header() {
-                        r.header(header::CONTENT_ENCODING, HeaderValue::from_static(enc));
-                    }
-                    r.body = FileBody::Bytes(c.body.clone());
-                    return r;
-                }
-                r.header(header::CONTENT_TYPE, entry.content_type.clone());
-                if let Some(enc) = encoding.header() {
-                    r.header(header::CONTENT_ENCODING, HeaderValue::from_static(enc));
-                }
-                r.header(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
-                let range_allowed = matches!(
-                    precondition,
-                    Precondition::Proceed {
-                        range_allowed: true
-                    }
-                );
-                // Range is defined for GET only (RFC 9110 §14.2); HEAD ignores it.
-                let range = match fields.range {
-                    Some(v) if is_get && range_allowed => parse_range(v, file.size),
-                    _ => RangeRequest::Full,
-                };
-                let (offset, len) = match range {
-                    RangeRequest::Full => (0, file.size),
-                    RangeRequest::Single { start, end } => {
-                        r.status = StatusCode::PARTIAL_CONTENT;
-                        let cr = format!("bytes {start}-{end}/{}", file.size);
-                        r.header(
-                            header::CONTENT_RANGE,
-                            HeaderValue::try_from(cr).expect("ascii"),
-                        );
-                        (start, end - start + 1)
-                    }
-                    RangeRequest::Unsatisfiable => {
-                        let mut e = FileReply::error(StatusCode::RANGE_NOT_SATISFIABLE);
-                        let cr = format!("bytes */{}", file.size);
-                        e.header(
-                            header::CONTENT_RANGE,
-                            HeaderValue::try_from(cr).expect("ascii"),
-                        );
-                        return e;
-                    }
-                };
-                r.body = match &file.data {
-                    FileData::Memory(bytes) => {
-                        FileBody::Bytes(bytes.slice(offset as usize..(offset + len) as usize))
-                    }
-                    FileData::Open(f) => FileBody::File {
-                        file: Arc::clone(f),
-                        offset,
-                        len,
-                    },
-                };
-                r
-            }
+            Ok(Lookup::File(entry)) => return self.file(&entry, is_get, headers),
+        })
+    }
+
+    /// The `200` fields of `file`, the `encoding` representation of `entry`, as the reply
+    /// below would set them, rendered as HTTP/1.1 field lines.
+    fn render_head(
+        &self,
+        entry: &FileEntry,
+        file: &OpenFile,
+        encoding: Encoding,
+        compressible: bool,
+    ) -> bytes::Bytes {
+        let mut r = FileReply::new(StatusCode::OK);
+        self.validator_fields(&mut r, entry, &file.etag, file, compressible);
+        self.content_fields(&mut r, entry, encoding);
+        let mut out = Vec::with_capacity(256);
+        for (name, value) in &r.headers {
+            crate::compose::put_field(&mut out, name, value);
         }
+        out.into()
+    }
+
+    /// `ETag`, `Last-Modified`, `Cache-Control` and `Vary`: what a `200` and a `304` share.
+    fn validator_fields(
+        &self,
+        r: &mut FileReply,
+        entry: &FileEntry,
+        etag: &HeaderValue,
+        file: &OpenFile,
+        compressible: bool,
+    ) {
+        r.header(header::ETAG, etag.clone());
+        r.header(header::LAST_MODIFIED, file.last_modified.clone());
+        if let Some(cc) = &self.cache_control {
+            r.header(header::CACHE_CONTROL, cc.clone());
+        }
+        if entry.has_variants() || compressible {
+            r.header(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+        }
+    }
+
+    /// `Content-Type`, `Content-Encoding` and `Accept-Ranges` of a file sent as it is stored.
+    fn content_fields(&self, r: &mut FileReply, entry: &FileEntry, encoding: Encoding) {
+        r.header(header::CONTENT_TYPE, entry.content_type.clone());
+        if let Some(enc) = encoding.header() {
+            r.header(header::CONTENT_ENCODING, HeaderValue::from_static(enc));
+        }
+        r.header(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    }
+
+    /// A file: the whole of it with its rendered head when the request asks nothing more
+    /// (no precondition, no range, no compression to make), else the reply built field by
+    /// field.
+    fn file(&self, entry: &Arc<FileEntry>, is_get: bool, headers: &HeaderMap) -> Answer {
+        let fields = RequestFields::of(headers);
+        let (br_ok, gz_ok) = accepted_encodings(fields.accept_encoding);
+        let (file, encoding) = entry.select(br_ok, gz_ok);
+        // On-the-fly brotli or gzip (cached): a compressible file with no sibling chosen, and
+        // no Range (ranges stay offsets into the file itself).
+        let compressible = self
+            .compressor
+            .as_ref()
+            .filter(|c| c.applies(&entry.content_type, entry.identity.size));
+        let c = &fields.conds;
+        let whole = fields.range.is_none()
+            && c.if_match.is_none()
+            && c.if_none_match.is_none()
+            && c.if_modified_since.is_none()
+            && c.if_unmodified_since.is_none()
+            && !(encoding == Encoding::Identity
+                && compressible.is_some_and(|c| c.choose(br_ok, gz_ok).is_some()));
+        if whole {
+            // (`If-Range` without `Range` means nothing.)
+            let head = entry.heads[encoding as usize]
+                .get_or_init(|| self.render_head(entry, file, encoding, compressible.is_some()))
+                .clone();
+            let body = match &file.data {
+                FileData::Memory(bytes) => FileBody::Bytes(bytes.clone()),
+                FileData::Open(f) => FileBody::File {
+                    file: Arc::clone(f),
+                    offset: 0,
+                    len: file.size,
+                },
+            };
+            return Answer::Whole { head, body };
+        }
+        Answer::Reply(self.file_reply(entry, is_get, &fields, compressible))
+    }
+
+    /// The reply for a file, field by field (preconditions, ranges, compression).
+    fn file_reply(
+        &self,
+        entry: &FileEntry,
+        is_get: bool,
+        fields: &RequestFields<'_>,
+        compressible: Option<&Compressor>,
+    ) -> FileReply {
+        let (br_ok, gz_ok) = accepted_encodings(fields.accept_encoding);
+        let (file, encoding) = entry.select(br_ok, gz_ok);
+        let compressed = compressible
+            .filter(|_| encoding == Encoding::Identity && fields.range.is_none())
+            .and_then(|c| Some((c, c.choose(br_ok, gz_ok)?)))
+            .and_then(|(c, coding)| c.compressed(file, coding));
+        let etag = compressed.as_ref().map_or(&file.etag, |g| &g.etag);
+        let precondition = evaluate(&fields.conds, etag.as_bytes(), file.mtime);
+        let status = match precondition {
+            Precondition::Failed => return FileReply::error(StatusCode::PRECONDITION_FAILED),
+            Precondition::NotModified => StatusCode::NOT_MODIFIED,
+            Precondition::Proceed { .. } => StatusCode::OK,
+        };
+        let mut r = FileReply::new(status);
+        self.validator_fields(&mut r, entry, etag, file, compressible.is_some());
+        if status == StatusCode::NOT_MODIFIED {
+            return r;
+        }
+        if let Some(c) = compressed {
+            r.header(header::CONTENT_TYPE, entry.content_type.clone());
+            if let Some(enc) = c.encoding.header() {
+                r.header(header::CONTENT_ENCODING, HeaderValue::from_static(enc));
+            }
+            r.body = FileBody::Bytes(c.body.clone());
+            return r;
+        }
+        self.content_fields(&mut r, entry, encoding);
+        let range_allowed = matches!(
+            precondition,
+            Precondition::Proceed {
+                range_allowed: true
+            }
+        );
+        // Range is defined for GET only (RFC 9110 §14.2); HEAD ignores it.
+        let range = match fields.range {
+            Some(v) if is_get && range_allowed => parse_range(v, file.size),
+            _ => RangeRequest::Full,
+        };
+        let (offset, len) = match range {
+            RangeRequest::Full => (0, file.size),
+            RangeRequest::Single { start, end } => {
+                r.status = StatusCode::PARTIAL_CONTENT;
+                let cr = format!("bytes {start}-{end}/{}", file.size);
+                r.header(
+                    header::CONTENT_RANGE,
+                    HeaderValue::try_from(cr).expect("ascii"),
+                );
+                (start, end - start + 1)
+            }
+            RangeRequest::Unsatisfiable => {
+                let mut e = FileReply::error(StatusCode::RANGE_NOT_SATISFIABLE);
+                let cr = format!("bytes */{}", file.size);
+                e.header(
+                    header::CONTENT_RANGE,
+                    HeaderValue::try_from(cr).expect("ascii"),
+                );
+                return e;
+            }
+        };
+        r.body = match &file.data {
+            FileData::Memory(bytes) => {
+                FileBody::Bytes(bytes.slice(offset as usize..(offset + len) as usize))
+            }
+            FileData::Open(f) => FileBody::File {
+                file: Arc::clone(f),
+                offset,
+                len,
+            },
+        };
+        r
     }
 
     /// A directory URL: redirect to the slash form, list it, or refuse.
