@@ -413,7 +413,13 @@ mod tests {
 
     #[test]
     fn ipv4_addresses_are_written_as_display_writes_them() {
-        for ip in ["0.0.0.0", "127.0.0.1", "192.0.2.7", "10.20.100.255", "255.9.99.100"] {
+        for ip in [
+            "0.0.0.0",
+            "127.0.0.1",
+            "192.0.2.7",
+            "10.20.100.255",
+            "255.9.99.100",
+        ] {
             let mut out = Vec::new();
             put_ipv4(&mut out, ip.parse().unwrap());
             assert_eq!(out, ip.as_bytes());
