@@ -329,6 +329,9 @@ impl ServerFlags {
         } else {
             handle.shutdown(grace);
         }
+        // The workers' exit closes what they still hold, such as pooled upstream TLS
+        // sessions (each with its close_notify), before the process does.
+        handle.join();
         if let Some(path) = &self.pid_file {
             let ours = format!("{}\n", std::process::id());
             if std::fs::read_to_string(path).is_ok_and(|p| p == ours) {

@@ -3,59 +3,20 @@
 //! certificate is verified: another CA, or a name the certificate does not have, is a 502
 //! whose error says why. Without a CA file, the system's roots are trusted. A CA file that cannot be used is refused up front, naming it.
 
+mod proxy_tls_util;
 mod proxy_util;
 mod util;
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use fibra_http::proxy::Proxy;
 use fibra_http::tls::server_config_from_pem;
 use fibra_http::{Request, Response, Server, ServerHandle, Settings};
+use proxy_tls_util::TestPki;
 use proxy_util::{front, pattern};
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
 use util::{connect, read_response, status_of};
-
-/// A temporary directory with a CA (`ca.pem`) and a certificate it signed for `localhost`
-/// (`cert.pem`, `key.pem`); removed when dropped.
-struct TestPki {
-    dir: PathBuf,
-}
-
-impl TestPki {
-    fn new(name: &str) -> TestPki {
-        let dir =
-            std::env::temp_dir().join(format!("fibra-proxy-tls-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca_params
-            .distinguished_name
-            .push(DnType::CommonName, format!("fibra test CA {name}"));
-        let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
-        let leaf_key = KeyPair::generate().unwrap();
-        let leaf = CertificateParams::new(vec!["localhost".to_string()])
-            .unwrap()
-            .signed_by(&leaf_key, &ca)
-            .unwrap();
-        std::fs::write(dir.join("ca.pem"), ca.pem()).unwrap();
-        std::fs::write(dir.join("cert.pem"), leaf.pem()).unwrap();
-        std::fs::write(dir.join("key.pem"), leaf_key.serialize_pem()).unwrap();
-        TestPki { dir }
-    }
-
-    fn path(&self, file: &str) -> PathBuf {
-        self.dir.join(file)
-    }
-}
-
-impl Drop for TestPki {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
 
 /// A one-worker TLS upstream: `/echo` answers the body; anything else the path and the
 /// client's port (the same port: the same connection).

@@ -74,11 +74,7 @@ pub(crate) fn forward(proxy: &Proxy, route: &Route, mut req: Request, target: &s
         proto: &proxy.proto,
         trust: proxy.trust_forwarded,
     };
-    // No tunnel over TLS to the upstream (yet): the upgrade is not asked for there.
-    let upgrade = match up.tls {
-        None => upgrade_request(&req).cloned(),
-        Some(_) => None,
-    };
+    let upgrade = upgrade_request(&req).cloned();
     let mut pooled = pool::take(up.id, proxy.idle_timeout);
     let mut sent = 0u64;
     let (mut conn, range, framing) = loop {
@@ -129,10 +125,10 @@ pub(crate) fn forward(proxy: &Proxy, route: &Route, mut req: Request, target: &s
     let head = match response_head(conn.bytes(range)) {
         Ok(h) if h.status != StatusCode::SWITCHING_PROTOCOLS => h,
         Ok(h) if upgrade.is_some() => match h.upgrade {
-            Some(protocol) if conn.request_sent => match conn.into_parts() {
-                Some((stream, early)) => return switched(stream, early, h.headers, protocol),
-                None => return proxy.failed_with(route, "switched protocols over TLS"),
-            },
+            Some(protocol) if conn.request_sent => {
+                let (stream, early) = conn.into_parts();
+                return switched(stream, early, h.headers, protocol);
+            }
             Some(_) => return proxy.failed_with(route, "switched protocols before the body"),
             None => return proxy.failed_with(route, "101 without Upgrade"),
         },
@@ -181,7 +177,7 @@ pub(crate) fn forward(proxy: &Proxy, route: &Route, mut req: Request, target: &s
 /// on, never pooled again.
 #[cold]
 fn switched(
-    stream: fibra::net::TcpStream,
+    stream: super::tls::UpStream,
     early: Vec<u8>,
     headers: http::HeaderMap,
     protocol: http::HeaderValue,

@@ -204,6 +204,7 @@ fn put_forwarding(
         out.extend_from_slice(b", ");
     }
     match ip {
+        Some(IpAddr::V4(ip)) => put_ipv4(out, ip),
         Some(ip) => {
             let _ = write!(out, "{ip}");
         }
@@ -228,7 +229,8 @@ fn put_forwarding(
     // is not a token character) is quoted.
     match ip {
         Some(IpAddr::V4(ip)) => {
-            let _ = write!(out, "for={ip}");
+            out.extend_from_slice(b"for=");
+            put_ipv4(out, ip);
         }
         Some(IpAddr::V6(ip)) => {
             let _ = write!(out, "for=\"[{ip}]\"");
@@ -251,6 +253,23 @@ fn put_forwarding(
     out.extend_from_slice(b";proto=");
     out.extend_from_slice(fwd.proto.as_bytes());
     out.extend_from_slice(b"\r\n");
+}
+
+/// Appends `ip` in dotted decimal: what `write!(out, "{ip}")` does, without the formatting
+/// machinery (which was about 1% of the proxy's CPU, twice a request).
+fn put_ipv4(out: &mut Vec<u8>, ip: std::net::Ipv4Addr) {
+    for (i, b) in ip.octets().into_iter().enumerate() {
+        if i > 0 {
+            out.push(b'.');
+        }
+        if b >= 100 {
+            out.push(b'0' + b / 100);
+        }
+        if b >= 10 {
+            out.push(b'0' + b / 10 % 10);
+        }
+        out.push(b'0' + b % 10);
+    }
 }
 
 /// A token character (RFC 9110 §5.6.2).
@@ -391,6 +410,21 @@ mod tests {
         proto: "http",
         trust: false,
     };
+
+    #[test]
+    fn ipv4_addresses_are_written_as_display_writes_them() {
+        for ip in [
+            "0.0.0.0",
+            "127.0.0.1",
+            "192.0.2.7",
+            "10.20.100.255",
+            "255.9.99.100",
+        ] {
+            let mut out = Vec::new();
+            put_ipv4(&mut out, ip.parse().unwrap());
+            assert_eq!(out, ip.as_bytes());
+        }
+    }
 
     #[test]
     fn request_head_drops_hop_by_hop_and_adds_forwarding() {

@@ -57,10 +57,11 @@
 //!
 //! * **`https://` upstreams**: TLS with rustls, the certificate verified against the
 //!   system's roots or a CA file ([`upstream_ca`](Proxy::upstream_ca)), SNI the URL's host;
-//!   pooled as plain connections are (see the `tls` module).
+//!   pooled as plain connections are (see the `tls` module), and tunnelled to after a `101`
+//!   (the `tunnel_tls` module). A TCP end without `close_notify` is a truncation, not an end
+//!   of stream; `close_notify` is sent whenever the proxy closes such a connection.
 //!
-//! Not supported: WebSocket to `https://` upstreams (the upgrade is not passed on to them),
-//! trailers.
+//! Not supported: trailers.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -77,6 +78,7 @@ mod pool;
 mod route;
 mod tls;
 mod tunnel;
+mod tunnel_tls;
 mod upstream;
 
 use route::{Route, Target, Upstream};

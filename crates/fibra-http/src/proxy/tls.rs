@@ -16,6 +16,16 @@
 //! The handshake runs when the connection is made, within the connect timeout for the
 //! socket and the read and write timeouts for the exchange; a certificate that does not
 //! verify fails the connection (`502`, with rustls's reason in the error).
+//!
+//! The end of a session, both ways: an upstream that closes the TCP connection without
+//! `close_notify` has possibly been cut short (by a crash, or by an attacker who can reset
+//! connections), and for a response body delimited by the close that is the only sign. So
+//! it is an error, as in curl and hyper-rustls: such a body reaches the client as an
+//! incomplete one (HTTP/1.1: the connection closes before the last chunk; HTTP/2:
+//! `RST_STREAM`), and the proxy logs it. A body with a length or chunked framing is complete
+//! before the close, so what comes after does not matter. The other way, the proxy sends
+//! `close_notify` whenever it closes a session: an evicted or unusable pooled connection,
+//! the pool of a worker at shutdown, the end of a tunnel ([`TlsStream`]'s `Drop`).
 
 use std::io::{self, Read, Write};
 use std::path::Path;
@@ -95,16 +105,84 @@ pub(crate) enum UpStream {
     /// `http://`.
     Plain(TcpStream),
     /// `https://`.
-    Tls(Box<StreamOwned<ClientConnection, TcpStream>>),
+    Tls(Box<TlsStream>),
+}
+
+/// The TCP stream under a TLS session, shared with the fiber that watches it for input
+/// while the session is a tunnel's (see `tunnel_tls`); only the session's owner reads and
+/// writes it.
+pub(crate) struct SharedTcp(pub(crate) Arc<TcpStream>);
+
+impl Read for SharedTcp {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        (&*self.0).read(buf)
+    }
+}
+
+impl Write for SharedTcp {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        (&*self.0).write(data)
+    }
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        (&*self.0).write_vectored(bufs)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A TLS session to an upstream. Dropping it (pool eviction, an unusable connection, the
+/// worker's pool at shutdown) sends `close_notify` first, as far as it fits in the socket's
+/// send buffer without waiting: the upstream then sees a clean end, not a truncation.
+pub(crate) struct TlsStream(pub(crate) StreamOwned<ClientConnection, SharedTcp>);
+
+impl TlsStream {
+    /// Queues `close_notify` (once) and sends what rustls has queued, without waiting.
+    pub(crate) fn close_notify(&mut self) {
+        let StreamOwned { conn, sock } = &mut self.0;
+        conn.send_close_notify();
+        while conn.wants_write() {
+            match conn.write_tls(&mut TryWrite(&sock.0)) {
+                Ok(n) if n > 0 => {}
+                _ => break,
+            }
+        }
+    }
+}
+
+impl Drop for TlsStream {
+    fn drop(&mut self) {
+        self.close_notify();
+    }
 }
 
 /// Reads only what has arrived (`WouldBlock` otherwise).
-struct TryRead<'a>(&'a TcpStream);
+pub(crate) struct TryRead<'a>(pub(crate) &'a TcpStream);
 
 impl Read for TryRead<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.0.try_read(buf)
     }
+}
+
+/// Writes only what fits now (`WouldBlock` otherwise).
+struct TryWrite<'a>(&'a TcpStream);
+
+impl Write for TryWrite<'_> {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        self.0.try_write(data)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The error of a TLS upstream that closed its TCP connection without `close_notify`.
+pub(crate) fn truncated() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::UnexpectedEof,
+        "the upstream closed the TLS connection without close_notify (truncated)",
+    )
 }
 
 impl UpStream {
@@ -116,11 +194,13 @@ impl UpStream {
     ) -> io::Result<UpStream> {
         let mut conn = ClientConnection::new(config.clone(), name.clone())
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-        let mut tcp = tcp;
+        let mut tcp = SharedTcp(Arc::new(tcp));
         while conn.is_handshaking() {
             conn.complete_io(&mut tcp)?;
         }
-        Ok(UpStream::Tls(Box::new(StreamOwned::new(conn, tcp))))
+        Ok(UpStream::Tls(Box::new(TlsStream(StreamOwned::new(
+            conn, tcp,
+        )))))
     }
 
     /// Whether an idle connection is still usable: no end of stream, no stray bytes (for
@@ -133,9 +213,9 @@ impl UpStream {
                 matches!(s.try_read(&mut probe), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
             }
             UpStream::Tls(s) => {
-                let StreamOwned { conn, sock } = &mut **s;
+                let StreamOwned { conn, sock } = &mut s.0;
                 loop {
-                    match conn.read_tls(&mut TryRead(sock)) {
+                    match conn.read_tls(&mut TryRead(&sock.0)) {
                         Ok(0) => return false,
                         Ok(_) => {}
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
@@ -155,11 +235,11 @@ impl Read for UpStream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
             UpStream::Plain(s) => s.read(buf),
-            UpStream::Tls(s) => match s.read(buf) {
-                // An upstream that closes without close_notify after a complete response
-                // (many do): the end of stream, as for plain TCP; a body cut short is still
-                // found short by the response parser.
-                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Ok(0),
+            // A TCP end without close_notify is an error (`truncated`), not an end of
+            // stream: for a body delimited by the close it is the only sign of a cut (an
+            // attacker's, or a crash's), as curl, hyper and rustls itself take it.
+            UpStream::Tls(s) => match s.0.read(buf) {
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Err(truncated()),
                 r => r,
             },
         }
@@ -170,22 +250,22 @@ impl Write for UpStream {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         match self {
             UpStream::Plain(s) => s.write(data),
-            UpStream::Tls(s) => s.write(data),
+            UpStream::Tls(s) => s.0.write(data),
         }
     }
     fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
         match self {
             UpStream::Plain(s) => s.write_all(data),
             UpStream::Tls(s) => {
-                s.write_all(data)?;
-                s.flush()
+                s.0.write_all(data)?;
+                s.0.flush()
             }
         }
     }
     fn flush(&mut self) -> io::Result<()> {
         match self {
             UpStream::Plain(s) => s.flush(),
-            UpStream::Tls(s) => s.flush(),
+            UpStream::Tls(s) => s.0.flush(),
         }
     }
 }

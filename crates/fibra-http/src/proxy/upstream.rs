@@ -221,14 +221,11 @@ impl UpConn {
         }
     }
 
-    /// The socket and the bytes received past the response head, for a tunnel after `101`
-    /// (`None` over TLS: no tunnel there).
-    pub(crate) fn into_parts(self: Box<Self>) -> Option<(TcpStream, Vec<u8>)> {
+    /// The connection and the bytes received past the response head, for a tunnel after
+    /// `101`.
+    pub(crate) fn into_parts(self: Box<Self>) -> (UpStream, Vec<u8>) {
         let early = self.rbuf[self.rpos..self.rend].to_vec();
-        match self.stream {
-            UpStream::Plain(s) => Some((s, early)),
-            UpStream::Tls(_) => None,
-        }
+        (self.stream, early)
     }
 
     /// The bytes of `range` in the read buffer (a head [`read_head`](Self::read_head) found).
@@ -273,6 +270,22 @@ impl UpConn {
         self.request_sent && response.keep_alive && self.rpos == self.rend
     }
 
+    /// Logs a response body the upstream cut short (it failed, closed early, or closed a TLS
+    /// session without `close_notify`): the client's copy ends incomplete, as nginx's
+    /// "upstream prematurely closed connection".
+    #[cold]
+    fn cut(&self, e: io::Error) -> io::Error {
+        let peer = match &self.stream {
+            UpStream::Plain(s) => s.peer_addr(),
+            UpStream::Tls(s) => s.0.sock.0.peer_addr(),
+        };
+        match peer {
+            Ok(a) => log::warn!("upstream {a}: response body cut short: {e}"),
+            Err(_) => log::warn!("upstream: response body cut short: {e}"),
+        }
+        e
+    }
+
     /// Copies the response body to the client: data is read from the upstream only when the
     /// client has taken the previous piece. Returns whether the connection may be reused;
     /// an error (the upstream failing or closing mid-body, the client going away) leaves it
@@ -289,10 +302,16 @@ impl UpConn {
                 Event::Data(range) => out.write_all(&self.rbuf[at..][range])?,
                 Event::Done(response) => return Ok(self.reusable(response)),
                 Event::NeedMore => {
-                    if self.fill()? == 0 {
+                    let got = match self.fill() {
+                        Ok(n) => n,
+                        Err(e) => return Err(self.cut(e)),
+                    };
+                    if got == 0 {
                         return match self.parser.eof(self.rend - self.rpos) {
                             Ok(_) => Ok(false), // a body delimited by the close
-                            Err(e) => Err(io::Error::new(io::ErrorKind::UnexpectedEof, e)),
+                            Err(e) => {
+                                Err(self.cut(io::Error::new(io::ErrorKind::UnexpectedEof, e)))
+                            }
                         };
                     }
                 }

@@ -64,3 +64,47 @@ Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n
     assert!(head.contains("s3pPLMBiTxaQ9kYGzzhZRbK+xOo="), "{head}");
     s
 }
+
+/// Writes one masked client frame (RFC 6455 §5.2).
+pub fn send_frame(s: &mut impl Write, opcode: u8, payload: &[u8]) {
+    let mut f = vec![0x80 | opcode];
+    match payload.len() {
+        n if n < 126 => f.push(0x80 | n as u8),
+        n if n <= 0xffff => {
+            f.push(0x80 | 126);
+            f.extend_from_slice(&(n as u16).to_be_bytes());
+        }
+        n => {
+            f.push(0x80 | 127);
+            f.extend_from_slice(&(n as u64).to_be_bytes());
+        }
+    }
+    let mask = [0x37, 0xfa, 0x21, 0x3d];
+    f.extend_from_slice(&mask);
+    f.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+    s.write_all(&f).unwrap();
+}
+
+/// Reads one unmasked server frame: its opcode and payload.
+pub fn read_frame(s: &mut impl Read) -> (u8, Vec<u8>) {
+    let mut h = [0u8; 2];
+    s.read_exact(&mut h).unwrap();
+    assert_eq!(h[0] & 0x80, 0x80, "a final frame");
+    assert_eq!(h[1] & 0x80, 0, "server frames are not masked");
+    let len = match h[1] & 0x7f {
+        126 => {
+            let mut l = [0u8; 2];
+            s.read_exact(&mut l).unwrap();
+            u16::from_be_bytes(l) as usize
+        }
+        127 => {
+            let mut l = [0u8; 8];
+            s.read_exact(&mut l).unwrap();
+            u64::from_be_bytes(l) as usize
+        }
+        n => n as usize,
+    };
+    let mut payload = vec![0u8; len];
+    s.read_exact(&mut payload).unwrap();
+    (h[0] & 0x0f, payload)
+}

@@ -364,6 +364,15 @@ impl TcpStream {
             .try_op(Dir::Read, |s| sys::recv(s.as_raw_fd(), buf), short(want))
     }
 
+    /// Writes what fits into the socket's send buffer now, or says `WouldBlock`; never waits.
+    /// For a last word on a connection about to close (a TLS `close_notify`) that must not
+    /// hold up the caller, also where no fiber runs (a destructor at thread exit).
+    pub fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
+        let want = buf.len();
+        self.inner
+            .try_op(Dir::Write, |s| sys::send(s.as_raw_fd(), buf), short(want))
+    }
+
     /// Waits until a read may make progress: data, end of stream or an error has arrived
     /// (as far as the reactor knows; a following [`try_read`](TcpStream::try_read) can still
     /// find nothing and say `WouldBlock`). Honours the read timeout (`TimedOut`). Returns at
