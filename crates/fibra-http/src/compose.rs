@@ -284,19 +284,9 @@ pub(crate) fn compose(out: &mut Vec<u8>, head: &HeadOut<'_>) -> Composed {
         });
     }
     if let (Some(server), false) = (server, has_server) {
-        out.extend_from_slice(b"Server: ");
-        out.extend_from_slice(server.as_bytes());
-        out.extend_from_slice(b"\r\n");
+        put_server(out, server);
     }
-    match framing {
-        Framing::Length(n) => {
-            out.extend_from_slice(b"Content-Length: ");
-            out.extend_from_slice(itoa_buf(n).as_slice());
-            out.extend_from_slice(b"\r\n");
-        }
-        Framing::Chunked => out.extend_from_slice(b"Transfer-Encoding: chunked\r\n"),
-        Framing::None => {}
-    }
+    put_framing(out, framing);
     match conn {
         ConnHeader::Handler => {}
         _ if handler_close => out.extend_from_slice(b"Connection: close\r\n"),
@@ -331,10 +321,21 @@ pub(crate) fn put_raw_head(
         out.extend_from_slice(b"\r\n");
     });
     if let Some(server) = server {
-        out.extend_from_slice(b"Server: ");
-        out.extend_from_slice(server.as_bytes());
-        out.extend_from_slice(b"\r\n");
+        put_server(out, server);
     }
+    put_framing(out, framing);
+    match conn {
+        ConnHeader::Close => out.extend_from_slice(b"Connection: close\r\n"),
+        ConnHeader::KeepAlive => out.extend_from_slice(b"Connection: keep-alive\r\n"),
+        ConnHeader::Omit | ConnHeader::Handler => {}
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Appends the field that frames the body: `Content-Length`, `Transfer-Encoding: chunked`,
+/// or nothing.
+#[inline]
+fn put_framing(out: &mut Vec<u8>, framing: Framing) {
     match framing {
         Framing::Length(n) => {
             out.extend_from_slice(b"Content-Length: ");
@@ -344,11 +345,13 @@ pub(crate) fn put_raw_head(
         Framing::Chunked => out.extend_from_slice(b"Transfer-Encoding: chunked\r\n"),
         Framing::None => {}
     }
-    match conn {
-        ConnHeader::Close => out.extend_from_slice(b"Connection: close\r\n"),
-        ConnHeader::KeepAlive => out.extend_from_slice(b"Connection: keep-alive\r\n"),
-        ConnHeader::Omit | ConnHeader::Handler => {}
-    }
+}
+
+/// Appends the `Server` field line.
+#[inline]
+fn put_server(out: &mut Vec<u8>, server: &str) {
+    out.extend_from_slice(b"Server: ");
+    out.extend_from_slice(server.as_bytes());
     out.extend_from_slice(b"\r\n");
 }
 
