@@ -8,13 +8,13 @@ mod util;
 mod ws_util;
 
 use std::io::{Read, Write};
-use std::net::{Shutdown, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::mpsc;
 use std::sync::Mutex;
 
 use fibra_http::proxy::Proxy;
 use fibra_http::{ws, Request, Response, Settings};
-use proxy_util::{field, front, pattern, raw_upstream, read_head};
+use proxy_util::{echo_mib_then_bye, field, front, pattern, raw_upstream, read_head, upgrade_raw};
 use util::{read_response, status_of};
 use ws_util::{read_frame, send_frame};
 
@@ -175,36 +175,10 @@ fn raw_tunnel_carries_early_bytes_and_half_closes() {
         s.write_all(b"bye").unwrap();
     });
     let front = proxy_to(up.addr);
-    let mut s = util::connect(front.addr);
-    write!(
-        s,
-        "GET /ws/raw HTTP/1.1\r\nHost: x\r\nUpgrade: echo/1\r\nConnection: Upgrade\r\n\r\n"
-    )
-    .unwrap();
-    let head = read_head(&mut s).unwrap();
-    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
-    assert_eq!(field(&head, "upgrade"), Some("echo/1"), "{head}");
+    let (s, head) = upgrade_raw(front.addr);
     assert_eq!(field(&head, "connection"), Some("Upgrade"), "{head}");
     assert_eq!(field(&head, "x-extra"), Some("kept"), "{head}");
-    let mut early = [0u8; 6];
-    s.read_exact(&mut early).unwrap();
-    assert_eq!(&early, b"early;");
-    let data = pattern(1 << 20);
-    let writer = {
-        let mut w = s.try_clone().unwrap();
-        let data = data.clone();
-        std::thread::spawn(move || {
-            w.write_all(&data).unwrap();
-            // The client's end of stream reaches the upstream, which answers and closes.
-            w.shutdown(Shutdown::Write).unwrap();
-        })
-    };
-    let mut got = Vec::new();
-    s.read_to_end(&mut got).unwrap();
-    writer.join().unwrap();
-    assert_eq!(got.len(), data.len() + 3);
-    assert!(got[..data.len()] == data[..], "1 MiB echoed intact");
-    assert_eq!(&got[data.len()..], b"bye");
+    echo_mib_then_bye(s);
 }
 
 #[test]

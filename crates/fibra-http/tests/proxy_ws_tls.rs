@@ -9,7 +9,7 @@ mod util;
 mod ws_util;
 
 use std::io::{Read, Write};
-use std::net::{Shutdown, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::mpsc;
 use std::sync::Mutex;
 
@@ -17,7 +17,7 @@ use fibra_http::proxy::Proxy;
 use fibra_http::tls::server_config_from_pem;
 use fibra_http::{ws, Request, Response, Server, ServerHandle};
 use proxy_tls_util::{raw_tls_upstream, read_tls_head, read_to_end_of_session, End, TestPki};
-use proxy_util::{field, front, pattern, read_head};
+use proxy_util::{echo_mib_then_bye, field, front, pattern, upgrade_raw};
 use util::{read_response, status_of};
 use ws_util::{read_frame, send_frame};
 
@@ -170,35 +170,9 @@ fn raw_tunnel_over_tls_carries_early_bytes_and_half_closes_with_close_notify() {
         tx.lock().unwrap().send(end).unwrap();
     });
     let front = proxy_to(&pki, up);
-    let mut s = util::connect(front.addr);
-    write!(
-        s,
-        "GET /ws/raw HTTP/1.1\r\nHost: x\r\nUpgrade: echo/1\r\nConnection: Upgrade\r\n\r\n"
-    )
-    .unwrap();
-    let head = read_head(&mut s).unwrap();
-    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
-    assert_eq!(field(&head, "upgrade"), Some("echo/1"), "{head}");
+    let (s, head) = upgrade_raw(front.addr);
     assert_eq!(field(&head, "x-extra"), Some("kept"), "{head}");
-    let mut early = [0u8; 6];
-    s.read_exact(&mut early).unwrap();
-    assert_eq!(&early, b"early;");
-    let data = pattern(1 << 20);
-    let writer = {
-        let mut w = s.try_clone().unwrap();
-        let data = data.clone();
-        std::thread::spawn(move || {
-            w.write_all(&data).unwrap();
-            // The client's end of stream reaches the upstream as close_notify.
-            w.shutdown(Shutdown::Write).unwrap();
-        })
-    };
-    let mut got = Vec::new();
-    s.read_to_end(&mut got).unwrap();
-    writer.join().unwrap();
-    assert_eq!(got.len(), data.len() + 3);
-    assert!(got[..data.len()] == data[..], "1 MiB echoed intact");
-    assert_eq!(&got[data.len()..], b"bye");
+    echo_mib_then_bye(s);
     assert_eq!(
         rx.recv_timeout(util::CLIENT_TIMEOUT).unwrap(),
         End::CloseNotify,
@@ -224,14 +198,7 @@ fn the_upstream_gets_close_notify_when_the_client_drops_the_tunnel() {
             .unwrap();
     });
     let front = proxy_to(&pki, up);
-    let mut s = util::connect(front.addr);
-    write!(
-        s,
-        "GET /ws/raw HTTP/1.1\r\nHost: x\r\nUpgrade: echo/1\r\nConnection: Upgrade\r\n\r\n"
-    )
-    .unwrap();
-    let head = read_head(&mut s).unwrap();
-    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+    let (s, _) = upgrade_raw(front.addr);
     drop(s);
     assert_eq!(
         rx.recv_timeout(util::CLIENT_TIMEOUT).unwrap(),

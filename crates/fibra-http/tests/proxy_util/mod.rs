@@ -109,6 +109,46 @@ pub fn pattern(len: usize) -> Vec<u8> {
         .collect()
 }
 
+/// Asks the front at `addr` for the made-up `echo/1` protocol on `/ws/raw` and checks that
+/// the `101` came back with it; returns the connection and the response head.
+pub fn upgrade_raw(addr: SocketAddr) -> (TcpStream, String) {
+    let mut s = util::connect(addr);
+    write!(
+        s,
+        "GET /ws/raw HTTP/1.1\r\nHost: x\r\nUpgrade: echo/1\r\nConnection: Upgrade\r\n\r\n"
+    )
+    .unwrap();
+    let head = read_head(&mut s).unwrap();
+    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+    assert_eq!(field(&head, "upgrade"), Some("echo/1"), "{head}");
+    (s, head)
+}
+
+/// Over a tunnel to an upstream that sent `early;` with its `101`, echoes what it reads and
+/// says `bye` at the client's end of stream: sends 1 MiB, half-closes, and checks that the
+/// early bytes, the 1 MiB intact and `bye` came back.
+pub fn echo_mib_then_bye(mut s: TcpStream) {
+    let mut early = [0u8; 6];
+    s.read_exact(&mut early).unwrap();
+    assert_eq!(&early, b"early;");
+    let data = pattern(1 << 20);
+    let writer = {
+        let mut w = s.try_clone().unwrap();
+        let data = data.clone();
+        std::thread::spawn(move || {
+            w.write_all(&data).unwrap();
+            // The client's end of stream reaches the upstream, which answers and closes.
+            w.shutdown(std::net::Shutdown::Write).unwrap();
+        })
+    };
+    let mut got = Vec::new();
+    s.read_to_end(&mut got).unwrap();
+    writer.join().unwrap();
+    assert_eq!(got.len(), data.len() + 3);
+    assert!(got[..data.len()] == data[..], "1 MiB echoed intact");
+    assert_eq!(&got[data.len()..], b"bye");
+}
+
 /// A short pause for a test to let the other side act (never a correctness bound).
 pub fn pause() {
     std::thread::sleep(Duration::from_millis(50));
