@@ -16,7 +16,6 @@ use fibra_http::proxy::Proxy;
 use fibra_http::{ws, Request, Response, Settings};
 use proxy_util::{echo_mib_then_bye, field, front, pattern, raw_upstream, read_head, upgrade_raw};
 use util::{read_response, status_of};
-use ws_util::{read_frame, send_frame};
 
 /// A fibra upstream: WebSocket echo on `/chat`, `plain PATH` on anything else.
 fn ws_upstream() -> util::TestServer {
@@ -42,30 +41,9 @@ fn websocket_echo_through_the_proxy() {
     let up = ws_upstream();
     let front = proxy_to(up.addr);
     // The hand-made handshake checks the 101 and the accept key the upstream derived.
-    let mut s = ws_util::raw_handshake(front.addr, "/ws/chat");
-    send_frame(&mut s, 0x1, b"hello through the proxy");
-    assert_eq!(
-        read_frame(&mut s),
-        (0x1, b"hello through the proxy".to_vec())
-    );
-    let big = pattern(300_000);
-    send_frame(&mut s, 0x2, &big);
-    let (op, echoed) = read_frame(&mut s);
-    assert_eq!(op, 0x2);
-    assert!(echoed == big, "the 300 kB binary message came back intact");
-    for i in 0..20 {
-        let text = format!("message {i}");
-        send_frame(&mut s, 0x1, text.as_bytes());
-        assert_eq!(read_frame(&mut s), (0x1, text.into_bytes()));
-    }
+    let s = ws_util::raw_handshake(front.addr, "/ws/chat");
     // Close: the upstream answers with its close frame and closes; so does the tunnel.
-    send_frame(&mut s, 0x8, &1000u16.to_be_bytes());
-    let (op, payload) = read_frame(&mut s);
-    assert_eq!(op, 0x8);
-    assert_eq!(&payload[..2], &1000u16.to_be_bytes());
-    let mut rest = Vec::new();
-    s.read_to_end(&mut rest).unwrap();
-    assert!(rest.is_empty(), "nothing after the close: {rest:?}");
+    ws_util::echo_conversation(s, b"hello through the proxy", &pattern(300_000));
     // The front still proxies plain requests to the same upstream.
     let mut s = util::connect(front.addr);
     write!(s, "GET /ws/other HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();

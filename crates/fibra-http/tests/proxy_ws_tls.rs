@@ -19,7 +19,6 @@ use fibra_http::{ws, Request, Response, Server, ServerHandle};
 use proxy_tls_util::{raw_tls_upstream, read_tls_head, read_to_end_of_session, End, TestPki};
 use proxy_util::{echo_mib_then_bye, field, front, pattern, upgrade_raw};
 use util::{read_response, status_of};
-use ws_util::{read_frame, send_frame};
 
 /// A fibra TLS upstream: WebSocket echo on `/chat`; on `/bye` a WebSocket that closes after
 /// the first message (the upstream starts the close); `plain PATH` on anything else.
@@ -62,28 +61,10 @@ fn websocket_echo_through_a_tls_upstream() {
     let up = wss_upstream(&pki);
     let front = proxy_to(&pki, up.local_addr());
     // The hand-made handshake checks the 101 and the accept key the upstream derived.
-    let mut s = ws_util::raw_handshake(front.addr, "/ws/chat");
-    send_frame(&mut s, 0x1, b"hello through TLS");
-    assert_eq!(read_frame(&mut s), (0x1, b"hello through TLS".to_vec()));
-    let big = pattern(1 << 20);
-    send_frame(&mut s, 0x2, &big);
-    let (op, echoed) = read_frame(&mut s);
-    assert_eq!(op, 0x2);
-    assert!(echoed == big, "the 1 MiB binary message came back intact");
-    for i in 0..20 {
-        let text = format!("message {i}");
-        send_frame(&mut s, 0x1, text.as_bytes());
-        assert_eq!(read_frame(&mut s), (0x1, text.into_bytes()));
-    }
-    // The client closes: the upstream answers with its close frame and closes; so does the
-    // tunnel.
-    send_frame(&mut s, 0x8, &1000u16.to_be_bytes());
-    let (op, payload) = read_frame(&mut s);
-    assert_eq!(op, 0x8);
-    assert_eq!(&payload[..2], &1000u16.to_be_bytes());
-    let mut rest = Vec::new();
-    s.read_to_end(&mut rest).unwrap();
-    assert!(rest.is_empty(), "nothing after the close: {rest:?}");
+    let s = ws_util::raw_handshake(front.addr, "/ws/chat");
+    // A 1 MiB message, and a close from the client: the upstream answers with its close
+    // frame and closes; so does the tunnel.
+    ws_util::echo_conversation(s, b"hello through TLS", &pattern(1 << 20));
     // The front still proxies plain requests to the same upstream.
     let mut s = util::connect(front.addr);
     write!(s, "GET /ws/other HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();

@@ -108,3 +108,31 @@ pub fn read_frame(s: &mut impl Read) -> (u8, Vec<u8>) {
     s.read_exact(&mut payload).unwrap();
     (h[0] & 0x0f, payload)
 }
+
+/// A conversation with an echo server over the raw WebSocket `s`: `text`, the binary message
+/// `big` and 20 short texts, each echoed intact; then the client's close, answered with the
+/// server's close frame (1000) and the end of the connection.
+pub fn echo_conversation(mut s: TcpStream, text: &[u8], big: &[u8]) {
+    send_frame(&mut s, 0x1, text);
+    assert_eq!(read_frame(&mut s), (0x1, text.to_vec()));
+    send_frame(&mut s, 0x2, big);
+    let (op, echoed) = read_frame(&mut s);
+    assert_eq!(op, 0x2);
+    assert!(
+        echoed == big,
+        "the {} byte binary message came back intact",
+        big.len()
+    );
+    for i in 0..20 {
+        let text = format!("message {i}");
+        send_frame(&mut s, 0x1, text.as_bytes());
+        assert_eq!(read_frame(&mut s), (0x1, text.into_bytes()));
+    }
+    send_frame(&mut s, 0x8, &1000u16.to_be_bytes());
+    let (op, payload) = read_frame(&mut s);
+    assert_eq!(op, 0x8);
+    assert_eq!(&payload[..2], &1000u16.to_be_bytes());
+    let mut rest = Vec::new();
+    s.read_to_end(&mut rest).unwrap();
+    assert!(rest.is_empty(), "nothing after the close: {rest:?}");
+}
