@@ -14,7 +14,7 @@ use std::sync::Mutex;
 
 use fibra_http::proxy::Proxy;
 use fibra_http::{ws, Request, Response, Settings};
-use proxy_util::{echo_mib_then_bye, field, front, pattern, raw_upstream, read_head, upgrade_raw};
+use proxy_util::{echo_then_bye, field, front, pattern, raw_upstream, read_head, upgrade_raw};
 use util::{read_response, status_of};
 
 /// A fibra upstream: WebSocket echo on `/chat`, `plain PATH` on anything else.
@@ -156,7 +156,7 @@ fn raw_tunnel_carries_early_bytes_and_half_closes() {
     let (s, head) = upgrade_raw(front.addr);
     assert_eq!(field(&head, "connection"), Some("Upgrade"), "{head}");
     assert_eq!(field(&head, "x-extra"), Some("kept"), "{head}");
-    echo_mib_then_bye(s);
+    echo_then_bye(s, 16);
 }
 
 #[test]

@@ -166,7 +166,7 @@ impl Read for TryRead<'_> {
 }
 
 /// Writes only what fits now (`WouldBlock` otherwise).
-struct TryWrite<'a>(&'a TcpStream);
+pub(crate) struct TryWrite<'a>(pub(crate) &'a TcpStream);
 
 impl Write for TryWrite<'_> {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {

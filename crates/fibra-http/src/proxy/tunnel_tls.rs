@@ -10,9 +10,13 @@
 //! or writes: after a wake-up it waits until the owner has taken in what arrived (the
 //! `drained` notification), so it does not spin on readiness the owner has yet to clear.
 //!
-//! Backpressure needs no queue: each fiber writes what it read before it reads more, so a
-//! client that stops reading stops the reads from the upstream, and the other way round;
-//! memory is the two read buffers and rustls's own.
+//! Backpressure needs no queue: the fiber writes what it read before it reads more from the
+//! same side, so a client that stops reading stops the reads from the upstream, and the other
+//! way round; memory is the two read buffers and rustls's own. One thing it must not do is
+//! stop reading the upstream while the upstream is slow to take what it writes: an upstream
+//! that writes before it reads (an echo) would then wait on us as we wait on it. So while
+//! records for the upstream do not fit its socket, the fiber goes on taking in what the
+//! upstream sends, and waits for "writable or the upstream readable".
 //!
 //! The end is [`super::tunnel`]'s: when the upstream closes, what it sent goes to the client
 //! and both connections close; when the client closes, the upstream gets `close_notify` and
@@ -31,7 +35,7 @@ use fibra::net::TcpStream;
 use fibra::sync::Notify;
 use rustls::ClientConnection;
 
-use super::tls::{TlsStream, TryRead};
+use super::tls::{TlsStream, TryRead, TryWrite};
 use crate::Upgraded;
 
 /// Bytes read at a time from the client (and plaintext from rustls for the client).
@@ -110,6 +114,7 @@ fn pump(
 ) -> io::Result<()> {
     client.set_nonblocking(true);
     let mut buf = vec![0u8; PIECE];
+    let mut pulled = vec![0u8; PIECE];
     let mut client_open = true;
     loop {
         if shared.failed.load(Ordering::SeqCst) {
@@ -122,17 +127,25 @@ fn pump(
             return Ok(()); // the upstream closed
         }
         shared.drained.notify_one();
+        // What taking in records made rustls answer (a key update).
+        if !flush(tls, sock, client, &mut buf, shared)? {
+            return Ok(());
+        }
         if client_open {
             match client.read(&mut buf) {
                 Ok(0) => {
                     client_open = false;
                     tls.send_close_notify();
-                    send_pending(tls, sock)?;
+                    if !flush(tls, sock, client, &mut pulled, shared)? {
+                        return Ok(());
+                    }
                     sock.shutdown(Shutdown::Write)?;
                     continue;
                 }
                 Ok(n) => {
-                    push(tls, sock, &buf[..n])?;
+                    if !push(tls, sock, client, &buf[..n], &mut pulled, shared)? {
+                        return Ok(());
+                    }
                     continue;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
@@ -171,34 +184,66 @@ fn pull(
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(true),
             Err(e) => return Err(e),
         }
-        let processed = tls.process_new_packets();
-        // rustls may answer (a key update) or have an alert to send for what it refused.
-        let sent = send_pending(tls, sock);
-        if let Err(e) = processed {
+        if let Err(e) = tls.process_new_packets() {
+            // The alert for what rustls refused, if it fits (the tunnel ends either way).
+            let _ = tls.write_tls(&mut TryWrite(sock));
             return Err(io::Error::new(io::ErrorKind::InvalidData, e));
         }
-        sent?;
+        // An answer rustls queued (a key update) goes out with the owner's next flush.
     }
 }
 
 /// Encrypts `data` to the upstream (rustls takes as much as its buffer holds; sending
-/// empties it for the rest).
-fn push(tls: &mut ClientConnection, sock: &TcpStream, mut data: &[u8]) -> io::Result<()> {
+/// empties it for the rest), taking in what the upstream sends meanwhile (see [`flush`]).
+/// False once the upstream has closed.
+fn push(
+    tls: &mut ClientConnection,
+    sock: &TcpStream,
+    client: &mut Upgraded,
+    mut data: &[u8],
+    buf: &mut [u8],
+    shared: &Shared,
+) -> io::Result<bool> {
     while !data.is_empty() {
         let n = tls.writer().write(data)?;
         data = &data[n..];
-        send_pending(tls, sock)?;
-    }
-    Ok(())
-}
-
-/// Sends the records rustls has queued, waiting (with the write timeout) as needed.
-fn send_pending(tls: &mut ClientConnection, sock: &TcpStream) -> io::Result<()> {
-    let mut w = sock;
-    while tls.wants_write() {
-        if tls.write_tls(&mut w)? == 0 {
-            return Err(io::ErrorKind::WriteZero.into());
+        if !flush(tls, sock, client, buf, shared)? {
+            return Ok(false);
         }
     }
-    Ok(())
+    Ok(true)
+}
+
+/// Sends the records rustls has queued. While they do not fit the socket, it takes in what
+/// the upstream sends (to the client) and waits for "writable or the upstream readable",
+/// so an upstream that writes before it reads is never left waiting on us while we wait
+/// on it. Honours the write timeout. False once the upstream has closed.
+fn flush(
+    tls: &mut ClientConnection,
+    sock: &TcpStream,
+    client: &mut Upgraded,
+    buf: &mut [u8],
+    shared: &Shared,
+) -> io::Result<bool> {
+    while tls.wants_write() {
+        match tls.write_tls(&mut TryWrite(sock)) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                if !pull(tls, sock, client, buf)? {
+                    return Ok(false);
+                }
+                shared.drained.notify_one();
+                if shared.failed.load(Ordering::SeqCst) {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "the upstream was silent for the read timeout",
+                    ));
+                }
+                sock.writable_or_notified(&shared.readable)?;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
 }

@@ -125,13 +125,15 @@ pub fn upgrade_raw(addr: SocketAddr) -> (TcpStream, String) {
 }
 
 /// Over a tunnel to an upstream that sent `early;` with its `101`, echoes what it reads and
-/// says `bye` at the client's end of stream: sends 1 MiB, half-closes, and checks that the
-/// early bytes, the 1 MiB intact and `bye` came back.
-pub fn echo_mib_then_bye(mut s: TcpStream) {
+/// says `bye` at the client's end of stream: sends `mib` MiB while reading, half-closes, and
+/// checks that the early bytes, the data intact and `bye` came back. More than the sockets
+/// on the way buffer (16 MiB) shows that the tunnel reads one side while the other is slow
+/// to take what it writes.
+pub fn echo_then_bye(mut s: TcpStream, mib: usize) {
     let mut early = [0u8; 6];
     s.read_exact(&mut early).unwrap();
     assert_eq!(&early, b"early;");
-    let data = pattern(1 << 20);
+    let data = pattern(mib << 20);
     let writer = {
         let mut w = s.try_clone().unwrap();
         let data = data.clone();
@@ -145,7 +147,7 @@ pub fn echo_mib_then_bye(mut s: TcpStream) {
     s.read_to_end(&mut got).unwrap();
     writer.join().unwrap();
     assert_eq!(got.len(), data.len() + 3);
-    assert!(got[..data.len()] == data[..], "1 MiB echoed intact");
+    assert!(got[..data.len()] == data[..], "{mib} MiB echoed intact");
     assert_eq!(&got[data.len()..], b"bye");
 }
 

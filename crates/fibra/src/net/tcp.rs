@@ -394,6 +394,15 @@ impl TcpStream {
         self.inner.ready_or_notified(Dir::Read, notify)
     }
 
+    /// Waits until a write may make progress (room in the send buffer, or an error) or
+    /// `notify` is notified, whichever comes first; honours the write timeout (`TimedOut`).
+    /// Returns true if it was notified, false if the stream may be writable. The writing
+    /// side of [`readable_or_notified`](TcpStream::readable_or_notified): a fiber that must
+    /// not stop reading while its peer is slow to take what it writes.
+    pub fn writable_or_notified(&self, notify: &crate::sync::Notify) -> io::Result<bool> {
+        self.inner.ready_or_notified(Dir::Write, notify)
+    }
+
     /// [`readable`](TcpStream::readable) for a fiber made of steps: the wait, holding no
     /// stack, that [`Wait::then`](crate::fiber::Wait::then) continues. The read timeout
     /// (`TimedOut`) counts from this call. See [`crate::fiber::Step`].
