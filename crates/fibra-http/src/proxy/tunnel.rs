@@ -6,9 +6,12 @@
 //! client and writes what it reads to the upstream, and writes to the client what the second
 //! fiber read from the upstream. The second fiber hands its bytes over through an
 //! [`Outbox`] bounded at [`QUEUED_BYTES`], so a client that stops reading stops the reads
-//! from the upstream (and the other way round, a write to the upstream blocks the client's
-//! reads): memory stays flat. Only the connection's fiber touches the client's transport
-//! (a TLS session must not be used from two fibers).
+//! from the upstream (and the other way round, a write to the upstream holds up the client's
+//! reads): memory stays flat. While the upstream is slow to take what the connection's fiber
+//! writes, that fiber goes on writing the queued upstream bytes to the client, so an upstream
+//! that writes before it reads (an echo) is never left waiting on us while we wait on it.
+//! Only the connection's fiber touches the client's transport (a TLS session must not be
+//! used from two fibers).
 //!
 //! The end, as nginx's: when the upstream closes, what it sent is written to the client and
 //! both connections close. When the client closes, the upstream's connection is shut for
@@ -83,7 +86,7 @@ pub(crate) fn run(mut client: Upgraded, upstream: UpStream, early: Vec<u8>) {
             return;
         }
     };
-    if let Err(e) = pump(&mut client, &upstream, &outbox, &up_done) {
+    if let Err(e) = pump(&mut client, &upstream, &outbox, &woken, &up_done) {
         log::debug!("proxy tunnel ended: {e}");
     }
     // Unblocks the reader fiber wherever it waits: in its read (the socket is shut) or in
@@ -98,6 +101,7 @@ fn pump(
     client: &mut Upgraded,
     upstream: &TcpStream,
     outbox: &Outbox,
+    woken: &Notify,
     up_done: &AtomicBool,
 ) -> io::Result<()> {
     client.set_nonblocking(true);
@@ -118,8 +122,7 @@ fn pump(
                     continue;
                 }
                 Ok(n) => {
-                    let mut up = upstream;
-                    up.write_all(&buf[..n])?;
+                    write_upstream(upstream, &buf[..n], client, outbox, woken)?;
                     continue;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
@@ -135,4 +138,28 @@ fn pump(
             }
         })?;
     }
+}
+
+/// Writes `data` to the upstream; while it does not fit the upstream's socket, writes what
+/// the reader fiber queued to the client and waits for "writable or more queued". Honours
+/// the upstream's write timeout.
+fn write_upstream(
+    upstream: &TcpStream,
+    mut data: &[u8],
+    client: &mut Upgraded,
+    outbox: &Outbox,
+    woken: &Notify,
+) -> io::Result<()> {
+    while !data.is_empty() {
+        match upstream.try_write(data) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => data = &data[n..],
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                outbox.flush_to(client)?;
+                upstream.writable_or_notified(woken)?;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
