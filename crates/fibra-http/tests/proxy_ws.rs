@@ -57,28 +57,7 @@ fn tungstenite_client_through_the_proxy() {
     let up = ws_upstream();
     let front = proxy_to(up.addr);
     let mut c = ws_util::client(front.addr, "/ws/chat");
-    for i in 0..10 {
-        c.send(tungstenite::Message::text(format!("t{i}"))).unwrap();
-        assert_eq!(
-            c.read().unwrap(),
-            tungstenite::Message::text(format!("t{i}"))
-        );
-        c.send(tungstenite::Message::binary(vec![i as u8; 1000]))
-            .unwrap();
-        assert_eq!(
-            c.read().unwrap(),
-            tungstenite::Message::binary(vec![i as u8; 1000])
-        );
-    }
-    c.close(None).unwrap();
-    loop {
-        match c.read() {
-            Ok(tungstenite::Message::Close(_)) => {}
-            Ok(m) => panic!("unexpected {m:?}"),
-            Err(tungstenite::Error::ConnectionClosed) => break,
-            Err(e) => panic!("{e}"),
-        }
-    }
+    ws_util::tungstenite_echo_then_close(&mut c, 1000);
 }
 
 #[test]

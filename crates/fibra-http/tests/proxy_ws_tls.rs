@@ -80,28 +80,7 @@ fn tungstenite_client_and_a_close_from_the_upstream() {
     let up = wss_upstream(&pki);
     let front = proxy_to(&pki, up.local_addr());
     let mut c = ws_util::client(front.addr, "/ws/chat");
-    for i in 0..10 {
-        c.send(tungstenite::Message::text(format!("t{i}"))).unwrap();
-        assert_eq!(
-            c.read().unwrap(),
-            tungstenite::Message::text(format!("t{i}"))
-        );
-        c.send(tungstenite::Message::binary(vec![i as u8; 20_000]))
-            .unwrap();
-        assert_eq!(
-            c.read().unwrap(),
-            tungstenite::Message::binary(vec![i as u8; 20_000])
-        );
-    }
-    c.close(None).unwrap();
-    loop {
-        match c.read() {
-            Ok(tungstenite::Message::Close(_)) => {}
-            Ok(m) => panic!("unexpected {m:?}"),
-            Err(tungstenite::Error::ConnectionClosed) => break,
-            Err(e) => panic!("{e}"),
-        }
-    }
+    ws_util::tungstenite_echo_then_close(&mut c, 20_000);
     // The upstream closes first: its close frame comes through, tungstenite answers it, and
     // the connection ends.
     let mut c = ws_util::client(front.addr, "/ws/bye");

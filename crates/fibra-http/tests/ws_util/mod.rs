@@ -136,3 +136,31 @@ pub fn echo_conversation(mut s: TcpStream, text: &[u8], big: &[u8]) {
     s.read_to_end(&mut rest).unwrap();
     assert!(rest.is_empty(), "nothing after the close: {rest:?}");
 }
+
+/// Over tungstenite's client `c` to an echo server: 10 rounds of a text message and a binary
+/// one of `binary_len` bytes, each echoed; then the client's close, until the connection
+/// ends.
+pub fn tungstenite_echo_then_close(c: &mut tungstenite::WebSocket<TcpStream>, binary_len: usize) {
+    for i in 0..10 {
+        c.send(tungstenite::Message::text(format!("t{i}"))).unwrap();
+        assert_eq!(
+            c.read().unwrap(),
+            tungstenite::Message::text(format!("t{i}"))
+        );
+        c.send(tungstenite::Message::binary(vec![i as u8; binary_len]))
+            .unwrap();
+        assert_eq!(
+            c.read().unwrap(),
+            tungstenite::Message::binary(vec![i as u8; binary_len])
+        );
+    }
+    c.close(None).unwrap();
+    loop {
+        match c.read() {
+            Ok(tungstenite::Message::Close(_)) => {}
+            Ok(m) => panic!("unexpected {m:?}"),
+            Err(tungstenite::Error::ConnectionClosed) => break,
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
