@@ -1,4 +1,4 @@
-//! The rest of `TcpStream`'s std-like surface over real sockets: peek, vectored writes,
+//! The rest of `TcpStream`'s std-like surface over real sockets: peek, discard, vectored writes,
 //! sendfile, connect_timeout, shutdown(Write), a listener bound with SO_REUSEPORT, and
 //! waiting (`readable`) apart from reading (`try_read`).
 
@@ -33,6 +33,42 @@ fn peek_does_not_consume() {
             let mut again = [0u8; 5];
             (&s).read_exact(&mut again).unwrap();
             assert_eq!(&again, b"hello");
+        });
+}
+
+#[test]
+fn discard_drops_exactly_what_it_says_and_sees_the_end() {
+    fibra::Runtime::builder()
+        .workers(2)
+        .build()
+        .unwrap()
+        .block_on(|| {
+            let (mut c, s) = pair();
+            // More than the socket buffers hold, so the writer waits on the discarding reader.
+            let data: Vec<u8> = (0..4_000_000u32).map(|i| (i % 251) as u8).collect();
+            let expected = data.clone();
+            let writer = fibra::spawn(move || {
+                c.write_all(&data).unwrap();
+                c.shutdown(Shutdown::Write).unwrap();
+            });
+            let skip = 3_000_001;
+            let mut dropped = 0;
+            while dropped < skip {
+                let n = s.discard(skip - dropped).unwrap();
+                assert!(n > 0, "end of stream after {dropped} bytes");
+                dropped += n;
+            }
+            assert_eq!(dropped, skip, "never more than asked");
+            let mut rest = Vec::new();
+            (&s).read_to_end(&mut rest).unwrap();
+            assert_eq!(
+                rest,
+                expected[skip..],
+                "the bytes after the dropped ones, in order"
+            );
+            assert_eq!(s.discard(10).unwrap(), 0, "end of stream");
+            assert_eq!(s.discard(0).unwrap(), 0);
+            writer.join().unwrap();
         });
 }
 

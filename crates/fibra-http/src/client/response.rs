@@ -262,6 +262,29 @@ impl ResponseParser {
         std::mem::take(&mut self.head_bytes)
     }
 
+    /// Body bytes of the current response still due when its length is known and its head
+    /// has been parsed (0 otherwise): what a caller that only counts bodies may drop from the
+    /// stream unread and pass to [`skip_body`](ResponseParser::skip_body).
+    pub fn body_due(&self) -> u64 {
+        match self.state {
+            State::Length(due) => due,
+            _ => 0,
+        }
+    }
+
+    /// Counts `n` body bytes (at most [`body_due`](ResponseParser::body_due)) as received
+    /// without seeing them: the caller dropped them from the stream. The next
+    /// [`feed`](ResponseParser::feed) completes the response when none is left (also with no
+    /// input).
+    pub fn skip_body(&mut self, n: u64) {
+        if let State::Length(due) = self.state {
+            assert!(n <= due, "skipped {n} body bytes with {due} due");
+            self.state = State::Length(due - n);
+        } else {
+            assert_eq!(n, 0, "skipped body bytes of a body without a known length");
+        }
+    }
+
     /// Consumes as much of `data` as possible, stopping after one complete
     /// response; body bytes are counted, not copied. After an error the
     /// connection must be dropped.

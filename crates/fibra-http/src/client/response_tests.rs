@@ -529,3 +529,31 @@ fn head_request_can_change_between_responses() {
     assert_eq!(parser.feed(a), Ok(Step::NeedMore(a.len())));
     assert_eq!(parser.feed(b"hi"), Ok(Step::Done(2, OK)));
 }
+
+#[test]
+fn skipped_body_bytes_complete_the_response() {
+    let mut parser = ResponseParser::new(false);
+    let head = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc";
+    assert_eq!(parser.body_due(), 0, "no head yet");
+    assert_eq!(parser.feed(head).unwrap(), Step::NeedMore(head.len()));
+    assert_eq!(parser.body_due(), 7);
+    parser.skip_body(4);
+    assert_eq!(parser.body_due(), 3);
+    assert_eq!(parser.feed(b"").unwrap(), Step::NeedMore(0));
+    parser.skip_body(3);
+    match parser.feed(b"").unwrap() {
+        Step::Done(0, response) => assert_eq!(response.status, 200),
+        other => panic!("{other:?}"),
+    }
+    // The next response parses as usual after the skipped one.
+    let next = b"HTTP/1.1 204 No Content\r\n\r\n";
+    match parser.feed(next).unwrap() {
+        Step::Done(n, response) => assert_eq!((n, response.status), (next.len(), 204)),
+        other => panic!("{other:?}"),
+    }
+    // Chunked bodies have no known length: nothing to skip.
+    let mut parser = ResponseParser::new(false);
+    let chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhe";
+    parser.feed(chunked).unwrap();
+    assert_eq!(parser.body_due(), 0);
+}

@@ -72,6 +72,26 @@ pub(crate) fn unix_pair() -> io::Result<(UnixStream, UnixStream)> {
 }
 
 /// `recv(fd, buf, 0)`.
+/// `recvfrom(fd, NULL, len, MSG_TRUNC)`: on a TCP socket the kernel drops up to `len` received
+/// bytes without copying them anywhere (tcp(7)) and returns how many it dropped.
+pub(crate) fn recv_discard(fd: RawFd, len: usize) -> io::Result<usize> {
+    // SAFETY: the buffer pointer is null, so the kernel has nowhere to write: with MSG_TRUNC a
+    // TCP socket copies nothing, and any socket that did try to copy would fail with EFAULT
+    // rather than touch memory. The address arguments are null, which recvfrom(2) allows.
+    let n = unsafe {
+        libc::syscall(
+            libc::SYS_recvfrom,
+            fd,
+            std::ptr::null_mut::<u8>(),
+            len,
+            libc::MSG_TRUNC,
+            std::ptr::null_mut::<libc::sockaddr>(),
+            std::ptr::null_mut::<libc::socklen_t>(),
+        )
+    };
+    result(n)
+}
+
 pub(crate) fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
     // SAFETY: `buf` is valid for writes of `buf.len()` bytes for the duration of the call; the
     // address arguments are null, which recvfrom(2) allows.

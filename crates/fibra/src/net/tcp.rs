@@ -238,6 +238,20 @@ impl TcpStream {
         self.inner.op(Dir::Read, |s| s.peek(buf), |_| false)
     }
 
+    /// Reads and drops up to `len` bytes without copying them into memory (`recv` with
+    /// `MSG_TRUNC`), waiting as [`read`](std::io::Read::read) does; returns how many were
+    /// dropped, 0 at end of stream. For a client that only counts what it receives (a load
+    /// generator skipping a response body of known length): the kernel's copy to user space is
+    /// most of the cost of receiving a large body.
+    pub fn discard(&self, len: usize) -> io::Result<usize> {
+        if len == 0 {
+            return Ok(0);
+        }
+        let fd = self.inner.io.as_raw_fd();
+        self.inner
+            .op(Dir::Read, |_| sys::recv_discard(fd, len), short(len))
+    }
+
     /// Shuts down one or both directions. Shutting down reading wakes a fiber parked in `read`
     /// on this stream (it sees end of file).
     pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
