@@ -16,7 +16,9 @@
 # fibra/nginx ratios of the medians and the medians of the per-round ratios. Last,
 # `strace -c -f` on each server during a STRACE_SECS run gives syscalls per request, failing
 # ones apart (STRACE_SECS=0 skips it).
-# Environment: FIBRA (binary), SITE_FILES and SITE_SEED (small site), FIBRA_ARGS (extra flags),
+# Environment: CLIENT (wrk, the default, or fibra-bench: `fibra bench --paths`, the same random
+# draw over the list, cheaper per response than wrk, which saturates its core on the docs site),
+# BENCH_ARGS (extra fibra bench flags, e.g. --drop-bodies), FIBRA (binary), SITE_FILES and SITE_SEED (small site), FIBRA_ARGS (extra flags),
 # FIBRA_BASE (a second fibra binary, e.g. a build before a change, measured in the same rounds
 # as "base", with the fibra/base ratios).
 set -euo pipefail
@@ -25,6 +27,8 @@ site=${1:?usage: bench/site.sh small|docs [ROUNDS] [SECS] [CONNS]}
 rounds=${2:-5}; secs=${3:-10}; conns=${4:-64}
 fibra=${FIBRA:-$here/../target/release/fibra}
 strace_secs=${STRACE_SECS:-3}
+client=${CLIENT:-wrk}
+case $client in wrk|fibra-bench) ;; *) echo "CLIENT: wrk or fibra-bench, not $client" >&2; exit 1 ;; esac
 run=$(mktemp -d /tmp/fibra-site.XXXXXX)
 chmod 755 "$run"   # nginx's worker runs as nobody when we are root
 pids=()
@@ -63,25 +67,38 @@ if [ -n "${FIBRA_BASE:-}" ]; then
     pgid[base]=$pb; port[base]=18943; servers="fibra nginx base"
 fi
 
-load() { # port secs seed -> wrk's output; fails on any non-2xx answer or socket error
+load() { # port secs seed -> "N requests in" and "Requests/sec: R" lines; fails on any non-2xx
     local out
-    out=$(taskset -c 1 wrk -t1 -c"$conns" -d"${2}s" -s "$here/lua/paths.lua" \
+    if [ "$client" = fibra-bench ]; then
+        out=$(/usr/bin/time -f %P -o "$run/client_cpu" taskset -c 1 "$fibra" bench -k -c"$conns" -d"${2}s" --paths "$run/list" --seed "$3" ${BENCH_ARGS:-} \
+              --json "http://127.0.0.1:$1/") || { echo "port $1: fibra bench failed" >&2; exit 1; }
+        python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+q = r["requests"]
+if q["failed"] or q["errored"] or not q["succeeded"]:
+    sys.exit(f"port {sys.argv[1]}: {q}")
+print(q["succeeded"], "requests in", r["duration_secs"])
+print("Requests/sec:", r["requests_per_sec"])' "$1" <<< "$out" || exit 1
+        return
+    fi
+    out=$(/usr/bin/time -f %P -o "$run/client_cpu" taskset -c 1 wrk -t1 -c"$conns" -d"${2}s" -s "$here/lua/paths.lua" \
           "http://127.0.0.1:$1" -- "$run/list" "$3")
     if grep -qE 'Non-2xx|Socket errors' <<< "$out"; then
         echo "port $1: $(grep -E 'Non-2xx|Socket errors' <<< "$out")" >&2; exit 1
     fi
     echo "$out"
 }
-measure() { # name seed -> "name req/s user_us sys_us"
+measure() { # name seed -> "name req/s user_us sys_us client_cpu_%"
     local c0 c1 out
     c0=$(server_cpu "${pgid[$1]}")
     out=$(load "${port[$1]}" "$secs" "$2")
     c1=$(server_cpu "${pgid[$1]}")
-    echo "$1 $c0 $c1 $(awk '/requests in/{print $1}' <<< "$out") $(awk '/Requests\/sec/{print $2}' <<< "$out")" \
-        | awk -v tck="$(getconf CLK_TCK)" '{printf "%s %s %.2f %.2f\n", $1, $7, ($4-$2)/tck*1e6/$6, ($5-$3)/tck*1e6/$6}'
+    echo "$1 $c0 $c1 $(awk '/requests in/{print $1}' <<< "$out") $(awk '/Requests\/sec/{print $2}' <<< "$out") $(tr -d '%' < "$run/client_cpu")" \
+        | awk -v tck="$(getconf CLK_TCK)" '{printf "%s %s %.2f %.2f %s\n", $1, $7, ($4-$2)/tck*1e6/$6, ($5-$3)/tck*1e6/$6, $8}'
 }
 
-echo "$site site, $conns conns, ${secs}s x $rounds rounds, caches of $cache entries"
+echo "$site site, $conns conns, ${secs}s x $rounds rounds, caches of $cache entries, client $client"
 for s in $servers; do
     $files check "${port[$s]}" "$run/root" "$run/list"
     load "${port[$s]}" 2 0 > /dev/null   # warm-up: fills both caches
@@ -97,9 +114,9 @@ printf '%s\n' "${results[@]}" | python3 -c '
 import sys, statistics as st
 rows = [l.split() for l in sys.stdin if l.strip()]
 names = [s for s in ("fibra", "nginx", "base") if any(r[0] == s for r in rows)]
-m = {s: [st.median(float(r[i]) for r in rows if r[0] == s) for i in (1, 2, 3)] for s in names}
-for s, (rps, u, k) in m.items():
-    print(f"median {s}: {rps:,.0f} req/s, CPU/request {u + k:.2f} us (user {u:.2f}, system {k:.2f})")
+m = {s: [st.median(float(r[i]) for r in rows if r[0] == s) for i in (1, 2, 3, 4)] for s in names}
+for s, (rps, u, k, c) in m.items():
+    print(f"median {s}: {rps:,.0f} req/s, CPU/request {u + k:.2f} us (user {u:.2f}, system {k:.2f}), client {c:.0f}% CPU")
 # Ratios of the medians, then the median of the per-round ratios (the servers of a round ran
 # back to back: steadier when the machine drifts between rounds).
 per = {s: [r for r in rows if r[0] == s] for s in names}

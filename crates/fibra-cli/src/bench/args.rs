@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::http2::H2Load;
+use super::paths;
 use super::request::{self, RequestSpec};
 use super::target::Target;
 use super::tls::{self, Verify};
@@ -109,6 +110,23 @@ pub struct BenchArgs {
     )]
     pub streams: usize,
 
+    /// Every request asks for a path drawn at random from FILE (one URL path a line), as
+    /// wrk with a path-list script does; the URL then gives only the scheme, host and port.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["ws", "h2"])]
+    pub paths: Option<PathBuf>,
+
+    /// --paths: seed of the random draw (each connection draws from its own generator
+    /// seeded with this and its number, so a run repeats).
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "paths")]
+    pub seed: u64,
+
+    /// Have the kernel drop response bodies of a known length unread (recv with MSG_TRUNC)
+    /// instead of copying them in: the client's cost then stays flat as bodies grow, so large
+    /// files load the server, not the client. Bodies are counted, never checked, either way.
+    /// Plain http:// only.
+    #[arg(long, conflicts_with_all = ["ws", "h2"])]
+    pub drop_bodies: bool,
+
     /// Target URL: http[s]://host[:port][/path] (ws://host[:port][/path] with --ws)
     #[arg(value_name = "URL")]
     pub url: String,
@@ -150,6 +168,12 @@ pub struct Config {
     pub method: String,
     /// One rendered request.
     pub request: Vec<u8>,
+    /// `--paths`: one rendered request per listed path (empty: every request is `request`).
+    pub path_requests: Vec<Vec<u8>>,
+    /// `--seed`: of the draw over `path_requests`.
+    pub seed: u64,
+    /// `--drop-bodies`: bodies dropped by the kernel unread.
+    pub drop_bodies: bool,
     /// The TLS client configuration, for an `https://` target.
     pub tls: Option<Arc<rustls::ClientConfig>>,
     /// `--ws`: the size of each echoed message (`None`: HTTP requests).
@@ -316,6 +340,9 @@ impl BenchArgs {
             (true, false, None) => {
                 return err("https needs --cacert FILE to verify the server, or --insecure not to")
             }
+            (true, _, _) if self.drop_bodies => {
+                return err("--drop-bodies is for plain http://: TLS records must be decrypted")
+            }
             (true, true, _) => Some(tls::client_config(Verify::Nothing).map_err(ArgError)?),
             (true, false, Some(ca)) => {
                 Some(tls::client_config(Verify::CaFile(ca)).map_err(ArgError)?)
@@ -329,6 +356,27 @@ impl BenchArgs {
             http10: self.http10,
             keep_alive: self.keep_alive,
         });
+        let path_requests = match &self.paths {
+            None => Vec::new(),
+            Some(file) => paths::read_list(file)
+                .map_err(ArgError)?
+                .into_iter()
+                .map(|path| {
+                    let target = Target {
+                        path,
+                        ..target.clone()
+                    };
+                    request::render(&RequestSpec {
+                        method: &method,
+                        target: &target,
+                        headers: &headers,
+                        body: body.as_deref(),
+                        http10: self.http10,
+                        keep_alive: self.keep_alive,
+                    })
+                })
+                .collect(),
+        };
         let h2 = match self.h2 {
             true => Some(H2Load::new(&target, &method, &headers, self.streams).map_err(ArgError)?),
             false => None,
@@ -346,6 +394,9 @@ impl BenchArgs {
             head_request: method == "HEAD",
             method,
             request,
+            path_requests,
+            seed: self.seed,
+            drop_bodies: self.drop_bodies,
             tls,
             ws_message: self.ws.then_some(self.size),
             h2,

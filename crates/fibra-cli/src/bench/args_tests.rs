@@ -158,3 +158,49 @@ fn http2_load() {
     rejects("--h2 -n 4 --batch http://h/", "--batch");
     rejects("--h2 --ws -n 4 http://h/", "cannot be used with");
 }
+
+#[test]
+fn path_list_renders_one_request_per_path() {
+    let path = std::env::temp_dir().join(format!("fibra-bench-paths-{}", std::process::id()));
+    std::fs::write(&path, "/a.css\n\n/b/c.js\n").unwrap();
+    let c = parse(&format!(
+        "-d 1s -k --paths {} --seed 7 -H X-A:1 http://h:81/ignored",
+        path.display()
+    ));
+    let missing = parse("-d 1s --paths /nonexistent/fibra-list http://h/");
+    std::fs::remove_file(&path).unwrap();
+    let c = c.unwrap();
+    assert_eq!(c.seed, 7);
+    let texts: Vec<String> = c
+        .path_requests
+        .into_iter()
+        .map(|r| String::from_utf8(r).unwrap())
+        .collect();
+    assert_eq!(texts.len(), 2);
+    assert!(
+        texts[0].starts_with("GET /a.css HTTP/1.1\r\nHost: h:81\r\n"),
+        "{}",
+        texts[0]
+    );
+    assert!(
+        texts[1].starts_with("GET /b/c.js HTTP/1.1\r\n"),
+        "{}",
+        texts[1]
+    );
+    assert!(texts.iter().all(|t| t.contains("X-A: 1\r\n")));
+    assert!(missing.unwrap_err().contains("/nonexistent/fibra-list"));
+    rejects("-d 1s --seed 3 http://h/", "--paths");
+    rejects("-d 1s --paths x --ws ws://h/", "--ws");
+}
+
+#[test]
+fn drop_bodies_is_for_plain_http() {
+    assert!(
+        parse("-d 1s -k --drop-bodies http://h/")
+            .unwrap()
+            .drop_bodies
+    );
+    assert!(!parse("-d 1s -k http://h/").unwrap().drop_bodies);
+    rejects("-d 1s --drop-bodies --insecure https://h/", "plain http");
+    rejects("-d 1s --drop-bodies --h2 http://h/", "--h2");
+}

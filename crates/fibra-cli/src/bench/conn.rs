@@ -9,7 +9,8 @@
 //! it in place; nothing here allocates per request. Bytes left over after one
 //! response stay for the next (pipelining), a partial head is kept and
 //! completed by the next read, and the buffer only grows for a response head
-//! larger than itself (up to [`MAX_HEAD`]).
+//! larger than itself (up to [`MAX_HEAD`]). With `--drop-bodies` the rest of a body of known
+//! length is dropped by the kernel unread ([`TcpStream::discard`]) once the buffer is empty.
 
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
@@ -87,6 +88,8 @@ pub struct Conn {
     parser: ResponseParser,
     /// Bytes received since the last [`Conn::take_bytes_read`].
     bytes_read: u64,
+    /// `--drop-bodies`: let the kernel drop body bytes of a known length unread.
+    drop_bodies: bool,
 }
 
 impl Conn {
@@ -101,7 +104,15 @@ impl Conn {
             end: 0,
             parser: ResponseParser::new(head_request),
             bytes_read: 0,
+            drop_bodies: false,
         }
+    }
+
+    /// Has the kernel drop what remains of a body of known length once the buffer is empty,
+    /// without copying it in (plain TCP only; over TLS the records must be decrypted).
+    pub fn drop_bodies(mut self, on: bool) -> Conn {
+        self.drop_bodies = on;
+        self
     }
 
     /// Connects if not connected (and completes the TLS handshake for `https`). Returns
@@ -186,6 +197,28 @@ impl Conn {
             let Some(stream) = &mut self.stream else {
                 return Err(RecvError::Io(io::ErrorKind::NotConnected.into()));
             };
+            let due = self.parser.body_due();
+            if let (true, Stream::Plain(tcp), true) = (self.drop_bodies, &*stream, due > 0) {
+                if self.start == self.end {
+                    match tcp.discard(due.min(1 << 30) as usize) {
+                        Ok(0) => {
+                            let result = self.parser.eof(0);
+                            self.close();
+                            return result.map_err(RecvError::Parse);
+                        }
+                        Ok(n) => {
+                            self.bytes_read += n as u64;
+                            self.parser.skip_body(n as u64);
+                            if let Ok(Step::Done(_, response)) = self.parser.feed(&[]) {
+                                return Ok(response);
+                            }
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(RecvError::Io(e)),
+                    }
+                    continue;
+                }
+            }
             match stream.read(&mut self.buf[self.end..]) {
                 Ok(0) => {
                     let result = self.parser.eof(self.end - self.start);

@@ -21,6 +21,7 @@ use rustls::pki_types::ServerName;
 use super::args::{Config, Limit};
 use super::conn::{Conn, RecvError, TlsClient};
 use super::http2::{self, H2Load};
+use super::paths::Draw;
 use super::stats::{self, Problem, Stats, WorkerState};
 use super::ws::{self, WsLoad};
 
@@ -40,6 +41,11 @@ pub(super) struct Shared {
     /// The request repeated `pipeline` times.
     requests: Vec<u8>,
     request_len: usize,
+    /// `--paths`: one request per listed path, drawn at random for each request (empty:
+    /// every request is `requests`' one).
+    path_requests: Vec<Vec<u8>>,
+    seed: u64,
+    drop_bodies: bool,
     pipeline: u64,
     keep_alive: bool,
     head_request: bool,
@@ -105,6 +111,9 @@ pub fn execute(
         addr,
         requests: config.request.repeat(pipeline),
         request_len: config.request.len(),
+        path_requests: config.path_requests.clone(),
+        seed: config.seed,
+        drop_bodies: config.drop_bodies,
         pipeline: pipeline as u64,
         keep_alive: config.keep_alive,
         head_request: config.head_request,
@@ -154,7 +163,7 @@ pub fn execute(
                 .worker(i % workers);
             if batch {
                 let conns = share(connections as u64, workers, i) as usize;
-                builder.spawn(move || batch_fiber(&shared, conns, done))?;
+                builder.spawn(move || batch_fiber(&shared, conns, i, done))?;
             } else if shared.h2.is_some() {
                 builder.spawn(move || {
                     if let Some(load) = &shared.h2 {
@@ -168,7 +177,7 @@ pub fn execute(
                     }
                 })?;
             } else {
-                builder.spawn(move || connection_fiber(&shared, done))?;
+                builder.spawn(move || connection_fiber(&shared, i, done))?;
             }
         }
         drop(done_tx);
@@ -227,10 +236,45 @@ impl Drop for FinishGuard {
     }
 }
 
+/// What a connection sends: the one request, or (`--paths`) requests drawn from the list.
+struct Requests<'a> {
+    shared: &'a Shared,
+    draw: Draw,
+    /// The drawn requests of one write.
+    scratch: Vec<u8>,
+}
+
+impl<'a> Requests<'a> {
+    /// The requests of connection number `index`.
+    fn new(shared: &'a Shared, index: usize) -> Requests<'a> {
+        Requests {
+            shared,
+            draw: Draw::new(shared.seed, index as u64),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// The bytes of the next `n` requests, back to back.
+    fn next(&mut self, n: u64) -> &[u8] {
+        let list = &self.shared.path_requests;
+        if list.is_empty() {
+            return self.shared.requests(n);
+        }
+        self.scratch.clear();
+        for _ in 0..n {
+            self.scratch
+                .extend_from_slice(&list[self.draw.below(list.len())]);
+        }
+        &self.scratch
+    }
+}
+
 /// One connection: take requests (`pipeline` at a time), send them in one
 /// write, read every response, repeat until the budget or the time is spent.
-fn connection_fiber(shared: &Shared, _done: FinishGuard) {
-    let mut conn = Conn::new(shared.head_request, shared.tls.clone());
+fn connection_fiber(shared: &Shared, index: usize, _done: FinishGuard) {
+    let mut conn =
+        Conn::new(shared.head_request, shared.tls.clone()).drop_bodies(shared.drop_bodies);
+    let mut requests = Requests::new(shared, index);
     let mut last = Instant::now();
     loop {
         let n = shared.take(shared.pipeline);
@@ -243,19 +287,26 @@ fn connection_fiber(shared: &Shared, _done: FinishGuard) {
         // On a reused connection the next request leaves right after the
         // last response was timed: reuse that clock reading.
         let sent = if opened { Instant::now() } else { last };
-        let bytes = shared.requests(n);
+        let bytes = requests.next(n);
+        let len = bytes.len() as u64;
         if send(&mut conn, bytes, n) {
-            last = read_responses(&mut conn, shared, n, sent, bytes.len() as u64);
+            last = read_responses(&mut conn, shared, n, sent, len);
         }
     }
 }
 
 /// The Anon pattern: one request on every connection of this worker, then
 /// every response in turn, round after round.
-fn batch_fiber(shared: &Shared, connections: usize, _done: FinishGuard) {
-    let mut conns: Vec<(Conn, Option<Instant>)> = (0..connections)
-        .map(|_| (Conn::new(shared.head_request, shared.tls.clone()), None))
+fn batch_fiber(shared: &Shared, connections: usize, index: usize, _done: FinishGuard) {
+    let mut conns: Vec<(Conn, Option<(Instant, u64)>)> = (0..connections)
+        .map(|_| {
+            (
+                Conn::new(shared.head_request, shared.tls.clone()).drop_bodies(shared.drop_bodies),
+                None,
+            )
+        })
         .collect();
+    let mut requests = Requests::new(shared, index);
     loop {
         let mut taken = 0;
         for (conn, sent) in conns.iter_mut() {
@@ -265,8 +316,10 @@ fn batch_fiber(shared: &Shared, connections: usize, _done: FinishGuard) {
             taken += 1;
             if connect(conn, shared, 1).is_some() {
                 let at = Instant::now();
-                if send(conn, shared.requests(1), 1) {
-                    *sent = Some(at);
+                let bytes = requests.next(1);
+                let len = bytes.len() as u64;
+                if send(conn, bytes, 1) {
+                    *sent = Some((at, len));
                 }
             }
         }
@@ -274,8 +327,8 @@ fn batch_fiber(shared: &Shared, connections: usize, _done: FinishGuard) {
             break;
         }
         for (conn, sent) in conns.iter_mut() {
-            if let Some(at) = sent.take() {
-                read_responses(conn, shared, 1, at, shared.request_len as u64);
+            if let Some((at, len)) = sent.take() {
+                read_responses(conn, shared, 1, at, len);
             }
         }
     }

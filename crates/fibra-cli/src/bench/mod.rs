@@ -2,7 +2,8 @@
 //! weighttp's flags and report.
 //!
 //! Layout: [`args`] (flags and validation), [`target`] (the URL, with
-//! `http::Uri`), [`request`] (rendered once), [`conn`] (one connection and its
+//! `http::Uri`), [`request`] (rendered once), [`paths`] (`--paths`: a random path a
+//! request), [`conn`] (one connection and its
 //! buffer, read with [`fibra_http::client`]'s response parser), [`driver`]
 //! (fibers on a runtime), [`tls`] (the client configuration for `https://`),
 //! [`ws`] (`--ws`: WebSocket echo load), [`stats`] (per-worker counters and histogram),
@@ -15,6 +16,7 @@ pub mod args;
 pub mod conn;
 pub mod driver;
 pub mod http2;
+pub mod paths;
 pub mod progress;
 pub mod report;
 pub mod request;
