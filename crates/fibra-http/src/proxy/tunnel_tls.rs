@@ -90,6 +90,19 @@ pub(crate) fn run(mut client: Upgraded, mut up: Box<TlsStream>) {
     let _ = watcher.join();
 }
 
+impl Shared {
+    /// `TimedOut` once the watcher gave up waiting for the upstream.
+    fn check(&self) -> io::Result<()> {
+        if self.failed.load(Ordering::SeqCst) {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the upstream was silent for the read timeout",
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// The watcher: waits for the upstream socket to be readable, wakes the owner, and waits
 /// until it has drained the socket, until told to stop.
 fn watch(sock: &TcpStream, shared: &Shared) {
@@ -117,12 +130,7 @@ fn pump(
     let mut pulled = vec![0u8; PIECE];
     let mut client_open = true;
     loop {
-        if shared.failed.load(Ordering::SeqCst) {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "the upstream was silent for the read timeout",
-            ));
-        }
+        shared.check()?;
         if !pull(tls, sock, client, &mut buf)? {
             return Ok(()); // the upstream closed
         }
@@ -234,12 +242,7 @@ fn flush(
                     return Ok(false);
                 }
                 shared.drained.notify_one();
-                if shared.failed.load(Ordering::SeqCst) {
-                    return Err(io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        "the upstream was silent for the read timeout",
-                    ));
-                }
+                shared.check()?;
                 sock.writable_or_notified(&shared.readable)?;
             }
             Err(e) => return Err(e),
