@@ -79,7 +79,7 @@ q = r["requests"]
 if q["failed"] or q["errored"] or not q["succeeded"]:
     sys.exit(f"port {sys.argv[1]}: {q}")
 print(q["succeeded"], "requests in", r["duration_secs"])
-print("Requests/sec:", r["requests_per_sec"])' "$1" <<< "$out" || exit 1
+print("Requests/sec:", round(r["requests_per_sec"], 2))' "$1" <<< "$out" || exit 1
         return
     fi
     out=$(/usr/bin/time -f %P -o "$run/client_cpu" taskset -c 1 wrk -t1 -c"$conns" -d"${2}s" -s "$here/lua/paths.lua" \
