@@ -209,3 +209,68 @@ fn a_file_shrinking_while_sent_closes_the_connection() {
     };
     assert!(head_end > 0);
 }
+
+#[test]
+fn many_cached_paths_short_and_long_each_see_their_own_changes() {
+    // Paths on either side of the cache's in-slot key length, spread over its shards: a change
+    // to one is seen at once, and leaves the others cached (answered as hits, unchanged).
+    let t = TempTree::new("change-many");
+    let long_dir = "a-directory-name-long-enough/to-make-keys/longer-than-fifty-bytes";
+    let names: Vec<String> = (0..64)
+        .map(|i| {
+            if i % 2 == 0 {
+                format!("s/{i}.txt")
+            } else {
+                format!("{long_dir}/{i}.txt")
+            }
+        })
+        .collect();
+    for (i, n) in names.iter().enumerate() {
+        t.write(n, format!("v1 of {i}"));
+    }
+    let srv = files_util::serve(FileServer::new(config(&t)).unwrap());
+    let mut c = Checked::connect(srv.addr());
+    for (i, n) in names.iter().enumerate() {
+        assert_eq!(
+            c.get(&format!("/{n}")),
+            (200, format!("v1 of {i}").into_bytes())
+        );
+    }
+    let nf: &[u8] = b"404 Not Found\n";
+    for (short, long) in [(&names[10], &names[11]), (&names[20], &names[21])] {
+        for n in [short, long] {
+            let target = format!("/{n}");
+            let old = c.get(&target).1;
+            // Replaced by rename.
+            t.write("tmp.txt", "v2");
+            std::fs::rename(t.path("tmp.txt"), t.path(n)).unwrap();
+            until(&mut c, &target, &[(200, &old)], (200, b"v2"));
+            // Deleted, then created again.
+            std::fs::remove_file(t.path(n)).unwrap();
+            until(&mut c, &target, &[(200, b"v2")], (404, nf));
+            t.write(n, "v3");
+            until(&mut c, &target, &[(404, nf)], (200, b"v3"));
+        }
+    }
+    // A path never there, long and short, cached as 404 until created.
+    for n in ["s/late.txt", &format!("{long_dir}/late.txt")] {
+        let target = format!("/{n}");
+        assert_eq!(c.get(&target), (404, nf.to_vec()));
+        t.write(n, "late");
+        until(&mut c, &target, &[(404, nf)], (200, b"late"));
+    }
+    // The untouched files: unchanged, and served from the cache.
+    let before = srv.files().cache_stats();
+    let changed = [10, 11, 20, 21];
+    for (i, n) in names.iter().enumerate() {
+        if !changed.contains(&i) {
+            assert_eq!(
+                c.get(&format!("/{n}")),
+                (200, format!("v1 of {i}").into_bytes())
+            );
+        }
+    }
+    let after = srv.files().cache_stats();
+    assert_eq!(after.hits - before.hits, 60, "{before:?} -> {after:?}");
+    assert_eq!(after.misses, before.misses);
+}

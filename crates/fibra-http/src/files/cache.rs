@@ -22,16 +22,29 @@
 //! Sharing: `SHARDS` `std::sync::Mutex`-guarded shards. A lock is held only for a hash lookup,
 //! an insert or a scan (never across I/O or a fiber switch), so the std mutex is right even
 //! inside fibers. Dropping an entry closes its fds once no in-flight response holds them.
+//!
+//! Hashing: one keyed hash per operation (SipHash-1-3 with this process's random keys, std's
+//! `RandomState`), used for both the shard (bits 32-35) and the shard's `hashbrown` table
+//! (which takes the bucket from the low bits and its tag from the top seven). The keys make
+//! the hash unknown to a client, so paths chosen to collide cannot pile up in one bucket (the
+//! cache holds 404s too, so a client chooses what goes in). Each slot keeps the whole hash,
+//! compared before the key, and a key of up to `INLINE_KEY` bytes (nearly every request path)
+//! is stored in the slot itself: a hit touches the table and its slot, no other allocation.
 
-use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+use hashbrown::HashTable;
 
 use super::open::Lookup;
 use super::watch::{Deps, Invalidation};
 
 const SHARDS: usize = 16;
+
+/// Keys up to this many bytes live in the slot (the rest in their own allocation).
+const INLINE_KEY: usize = 46;
 
 /// Counters for tests and diagnostics.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -42,57 +55,91 @@ pub struct CacheStats {
     pub misses: u64,
 }
 
+/// A cached request path: in place when short, else boxed.
 #[derive(Debug)]
+enum Key {
+    Inline { len: u8, bytes: [u8; INLINE_KEY] },
+    Boxed(Box<[u8]>),
+}
+
+impl Key {
+    fn new(key: &[u8]) -> Key {
+        if key.len() <= INLINE_KEY {
+            let mut bytes = [0; INLINE_KEY];
+            bytes[..key.len()].copy_from_slice(key);
+            Key::Inline {
+                len: key.len() as u8,
+                bytes,
+            }
+        } else {
+            Key::Boxed(key.into())
+        }
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        match self {
+            Key::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            Key::Boxed(b) => b,
+        }
+    }
+}
+
+/// One entry, stored in the shard's table. The fields a hit reads come first (`repr(C)`
+/// keeps them together: the hash, the key, the value and its expiry).
+#[derive(Debug)]
+#[repr(C)]
 struct Slot {
-    key: Box<str>,
+    /// The cache's hash of `key`.
+    hash: u64,
+    key: Key,
     value: Lookup,
     /// When the entry stops being trusted (`None`: a TTL too long to add).
     expires: Option<Instant>,
-    deps: Deps,
-    /// Bytes of file contents the entry holds in memory.
-    bytes: u64,
     /// CLOCK's reference bit: set by a hit, cleared as the hand passes.
     referenced: bool,
+    /// Bytes of file contents the entry holds in memory.
+    bytes: u64,
+    deps: Deps,
+}
+
+impl Slot {
+    fn is(&self, hash: u64, key: &[u8]) -> bool {
+        self.hash == hash && self.key.as_bytes() == key
+    }
 }
 
 #[derive(Debug, Default)]
 struct Shard {
-    map: HashMap<Box<str>, usize>,
-    /// The clock: `None` for a free place.
-    slots: Vec<Option<Slot>>,
-    free: Vec<usize>,
+    table: HashTable<Slot>,
+    /// The clock's hand: a bucket index of `table`.
     hand: usize,
     bytes: u64,
 }
 
 impl Shard {
-    fn remove(&mut self, i: usize) {
-        if let Some(slot) = self.slots[i].take() {
-            self.map.remove(&slot.key);
-            self.bytes -= slot.bytes;
-            self.free.push(i);
-        }
-    }
-
-    /// Evicts by CLOCK until one more entry of `bytes` fits.
+    /// Evicts by CLOCK until one more entry of `bytes` fits. The clock is the table's bucket
+    /// array: removals leave it as it is, and when an insert rebuilds it the hand just goes on
+    /// from the same index (a second chance lost or given, never an unbounded scan).
     fn make_room(&mut self, cap: usize, max_bytes: u64, bytes: u64, now: Instant) {
+        let buckets = self.table.num_buckets();
         let mut steps = 0;
-        while (self.map.len() >= cap || self.bytes + bytes > max_bytes) && !self.map.is_empty() {
+        while (self.table.len() >= cap || self.bytes + bytes > max_bytes) && !self.table.is_empty()
+        {
             // Two turns clear every bit, so the loop ends; the bound is a belt.
             steps += 1;
-            if steps > 2 * self.slots.len() + 1 {
+            if steps > 2 * buckets + 1 {
                 break;
             }
-            self.hand = (self.hand + 1) % self.slots.len();
-            let i = self.hand;
-            let Some(slot) = &mut self.slots[i] else {
+            self.hand = (self.hand + 1) % buckets;
+            let Some(slot) = self.table.get_bucket_mut(self.hand) else {
                 continue;
             };
             let expired = slot.expires.is_some_and(|e| now >= e);
             if slot.referenced && !expired {
                 slot.referenced = false;
-            } else {
-                self.remove(i);
+            } else if let Ok(entry) = self.table.get_bucket_entry(self.hand) {
+                let (slot, _) = entry.remove();
+                self.bytes -= slot.bytes;
             }
         }
     }
@@ -102,6 +149,7 @@ impl Shard {
 #[derive(Debug)]
 pub struct FileCache {
     shards: Box<[Mutex<Shard>]>,
+    hasher: RandomState,
     ttl: Duration,
     per_shard: usize,
     bytes_per_shard: u64,
@@ -115,6 +163,7 @@ impl FileCache {
     pub fn new(ttl: Duration, capacity: usize, max_bytes: u64) -> FileCache {
         FileCache {
             shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
+            hasher: RandomState::new(),
             ttl,
             per_shard: capacity.div_ceil(SHARDS),
             bytes_per_shard: max_bytes / SHARDS as u64,
@@ -128,19 +177,26 @@ impl FileCache {
         self.per_shard > 0 && !self.ttl.is_zero()
     }
 
+    fn hash(&self, key: &str) -> u64 {
+        self.hasher.hash_one(key.as_bytes())
+    }
+
+    fn shard(&self, hash: u64) -> &Mutex<Shard> {
+        &self.shards[(hash >> 32) as usize % SHARDS]
+    }
+
     /// The cached lookup for `key`, if there is a fresh one (counted as a hit or a miss).
     pub fn get(&self, key: &str, now: Instant) -> Option<Lookup> {
         if self.enabled() {
-            let mut shard = lock(&self.shards[shard_of(key)]);
-            if let Some(&i) = shard.map.get(key) {
-                if let Some(slot) = &mut shard.slots[i] {
-                    if slot.expires.map_or(true, |e| now < e) {
-                        slot.referenced = true;
-                        let v = slot.value.clone();
-                        drop(shard);
-                        self.hits.fetch_add(1, Ordering::Relaxed);
-                        return Some(v);
-                    }
+            let hash = self.hash(key);
+            let mut shard = lock(self.shard(hash));
+            if let Some(slot) = shard.table.find_mut(hash, |s| s.is(hash, key.as_bytes())) {
+                if slot.expires.map_or(true, |e| now < e) {
+                    slot.referenced = true;
+                    let v = slot.value.clone();
+                    drop(shard);
+                    self.hits.fetch_add(1, Ordering::Relaxed);
+                    return Some(v);
                 }
             }
         }
@@ -166,45 +222,44 @@ impl FileCache {
         if bytes > self.bytes_per_shard {
             return;
         }
-        let mut shard = lock(&self.shards[shard_of(key)]);
+        let hash = self.hash(key);
+        let mut guard = lock(self.shard(hash));
         if !still_current() {
             return;
         }
-        if let Some(&i) = shard.map.get(key) {
-            shard.remove(i);
+        let shard = &mut *guard;
+        if let Ok(old) = shard.table.find_entry(hash, |s| s.is(hash, key.as_bytes())) {
+            let (old, _) = old.remove();
+            shard.bytes -= old.bytes;
         }
         shard.make_room(self.per_shard, self.bytes_per_shard, bytes, now);
         let slot = Slot {
-            key: key.into(),
+            hash,
+            key: Key::new(key.as_bytes()),
             value: value.clone(),
             expires: now.checked_add(self.ttl),
-            deps,
-            bytes,
             referenced: false,
+            bytes,
+            deps,
         };
-        let i = match shard.free.pop() {
-            Some(i) => {
-                shard.slots[i] = Some(slot);
-                i
-            }
-            None => {
-                shard.slots.push(Some(slot));
-                shard.slots.len() - 1
-            }
-        };
-        shard.map.insert(key.into(), i);
+        shard.table.insert_unique(hash, slot, |s| s.hash);
         shard.bytes += bytes;
     }
 
     /// Drops every entry `inv` names.
     pub fn invalidate(&self, inv: &Invalidation) {
         for shard in self.shards.iter() {
-            let mut shard = lock(shard);
-            for i in 0..shard.slots.len() {
-                if shard.slots[i].as_ref().is_some_and(|s| inv.drops(&s.deps)) {
-                    shard.remove(i);
+            let mut guard = lock(shard);
+            let shard = &mut *guard;
+            let mut freed = 0;
+            shard.table.retain(|s| {
+                let keep = !inv.drops(&s.deps);
+                if !keep {
+                    freed += s.bytes;
                 }
-            }
+                keep
+            });
+            shard.bytes -= freed;
         }
     }
 
@@ -218,7 +273,7 @@ impl FileCache {
 
     /// Number of cached entries (all shards).
     pub fn len(&self) -> usize {
-        self.shards.iter().map(|s| lock(s).map.len()).sum()
+        self.shards.iter().map(|s| lock(s).table.len()).sum()
     }
 
     /// True when nothing is cached.
@@ -236,15 +291,6 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // A panic while holding the lock cannot leave a shard inconsistent (its operations do not
     // unwind halfway), so poisoning is ignored.
     m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// FNV-1a: cheap, and shard choice needs no DoS resistance (each shard's map uses SipHash).
-fn shard_of(key: &str) -> usize {
-    let mut h: u32 = 0x811c_9dc5;
-    for &b in key.as_bytes() {
-        h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
-    }
-    h as usize % SHARDS
 }
 
 #[cfg(test)]
@@ -314,6 +360,71 @@ mod tests {
             assert!(c.len() <= 32, "{}", c.len());
         }
         assert!(c.len() >= 16);
+    }
+
+    #[test]
+    fn short_and_long_keys_are_told_apart() {
+        let c = FileCache::new(Duration::from_secs(10), 1024, 1 << 20);
+        let t0 = Instant::now();
+        let long = format!("/{}", "d/".repeat(120));
+        let mut keys: Vec<String> = vec!["/".into(), "/a".into(), "/ab".into()];
+        for n in [INLINE_KEY - 1, INLINE_KEY, INLINE_KEY + 1, 200] {
+            // Keys on either side of the inline limit, and a prefix of each.
+            keys.push(long[..n].to_string());
+            keys.push(long[..n - 1].to_string() + "x");
+        }
+        for (i, k) in keys.iter().enumerate() {
+            let v = if i % 2 == 0 {
+                Lookup::Dir
+            } else {
+                Lookup::Forbidden
+            };
+            c.insert(k, &v, Deps::default(), t0, yes);
+        }
+        assert_eq!(c.len(), keys.len());
+        for (i, k) in keys.iter().enumerate() {
+            let got = c.get(k, t0);
+            let want_dir = i % 2 == 0;
+            assert!(
+                matches!(
+                    (got, want_dir),
+                    (Some(Lookup::Dir), true) | (Some(Lookup::Forbidden), false)
+                ),
+                "{k}"
+            );
+        }
+        assert!(c.get("/abc", t0).is_none() && c.get(&long, t0).is_none());
+        // A re-insert replaces the entry.
+        c.insert(&keys[4], &Lookup::NotFound, Deps::default(), t0, yes);
+        assert!(matches!(c.get(&keys[4], t0), Some(Lookup::NotFound)));
+        assert_eq!(c.len(), keys.len());
+    }
+
+    #[test]
+    fn byte_count_follows_evictions_and_invalidations() {
+        let c = FileCache::new(Duration::from_secs(10), 64, 1 << 20);
+        let t0 = Instant::now();
+        for i in 0..500 {
+            let key = format!("/{i}/{}", "n".repeat(i % 90));
+            c.insert(&key, &Lookup::NotFound, Deps::default(), t0, yes);
+            if i % 7 == 0 {
+                // Replaced in place.
+                c.insert(&key, &Lookup::Dir, Deps::default(), t0, yes);
+            }
+        }
+        assert!(c.len() <= 64);
+        let held: u64 = (0..500)
+            .map(|i| format!("/{i}/{}", "n".repeat(i % 90)))
+            .filter(|k| c.get(k, t0).is_some())
+            .map(|k| k.len() as u64)
+            .sum();
+        assert_eq!(c.bytes(), held);
+        c.invalidate(&Invalidation {
+            all: true,
+            ..Invalidation::default()
+        });
+        assert!(c.is_empty());
+        assert_eq!(c.bytes(), 0);
     }
 
     #[test]

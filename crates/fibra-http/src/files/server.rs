@@ -397,23 +397,27 @@ impl FileServer {
         let (br_ok, gz_ok) = accepted_encodings(fields.accept_encoding);
         let (file, encoding) = entry.select(br_ok, gz_ok);
         // On-the-fly brotli or gzip (cached): a compressible file with no sibling chosen, and
-        // no Range (ranges stay offsets into the file itself).
-        let compressible = self
-            .compressor
-            .as_ref()
-            .filter(|c| c.applies(&entry.content_type, entry.identity.size));
+        // no Range (ranges stay offsets into the file itself). Asked only when it matters: a
+        // request that accepts no coding cannot be compressed, and the rendered head already
+        // says (`Vary`) whether the file is compressible.
+        let compressible = || {
+            self.compressor
+                .as_ref()
+                .filter(|c| c.applies(&entry.content_type, entry.identity.size))
+        };
         let c = &fields.conds;
         let whole = fields.range.is_none()
             && c.if_match.is_none()
             && c.if_none_match.is_none()
             && c.if_modified_since.is_none()
             && c.if_unmodified_since.is_none()
-            && !(encoding == Encoding::Identity
-                && compressible.is_some_and(|c| c.choose(br_ok, gz_ok).is_some()));
+            && !((br_ok || gz_ok)
+                && encoding == Encoding::Identity
+                && compressible().is_some_and(|c| c.choose(br_ok, gz_ok).is_some()));
         if whole {
             // (`If-Range` without `Range` means nothing.)
             let head = entry.heads[encoding as usize]
-                .get_or_init(|| self.render_head(entry, file, encoding, compressible.is_some()))
+                .get_or_init(|| self.render_head(entry, file, encoding, compressible().is_some()))
                 .clone();
             let body = match &file.data {
                 FileData::Memory(bytes) => FileBody::Bytes(bytes.clone()),
@@ -425,7 +429,7 @@ impl FileServer {
             };
             return Answer::Whole { head, body };
         }
-        Answer::Reply(self.file_reply(entry, is_get, &fields, compressible))
+        Answer::Reply(self.file_reply(entry, is_get, &fields, compressible()))
     }
 
     /// The reply for a file, field by field (preconditions, ranges, compression).

@@ -227,9 +227,17 @@ impl Watcher {
     /// (otherwise this costs one atomic load), and bumps the epoch before returning them.
     pub fn poll(&self) -> Option<Invalidation> {
         let mut inv: Option<Invalidation> = None;
-        let mut buf = [0u8; 16 * 1024];
+        // Made only once the poller says there is something to read: this runs on every
+        // request, and zeroing a 16 KiB buffer each time cost more than the rest of it.
+        let mut buf = Vec::new();
         loop {
-            match self.inotify.try_read_with(|mut f| f.read(&mut buf)) {
+            let read = self.inotify.try_read_with(|mut f| {
+                if buf.is_empty() {
+                    buf.resize(16 * 1024, 0);
+                }
+                f.read(&mut buf)
+            });
+            match read {
                 Ok(0) => break,
                 Ok(n) => parse(&buf[..n], inv.get_or_insert_with(Invalidation::default)),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
