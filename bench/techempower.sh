@@ -31,7 +31,9 @@
 # its system calls per request (all of them, and `recvfrom`, `sendto`, `writev`,
 # `epoll_wait`, `setsockopt` alone), the packets it sends (`net:net_dev_xmit`: responses,
 # queries and pure ACKs) and its context switches, and prints their medians. Tracing those
-# calls costs the server some CPU: compare the CPU figures of runs without it.
+# calls costs the server some CPU: compare the CPU figures of runs without it. It also reads
+# the server threads' voluntary and involuntary context switches from /proc per request
+# (`sleeps`: times a thread blocked, in `epoll_wait` or elsewhere; `preempted`).
 #
 # BASELINE=PATH compares the example with another build of itself (PATH: an older
 # `techempower` binary, run with the same flags) instead of axum: a paired before/after.
@@ -150,6 +152,16 @@ assert ct.startswith("text/html") and b.count(b"<tr><td>") == 13 and b"&lt;scrip
 EOF
 }
 
+ctx_switches() { # PID -> "voluntary involuntary" context switches of all its threads
+  local v=0 n=0 a b f
+  for f in /proc/"$1"/task/*/status; do
+    a=$(awk '/^voluntary_ctxt_switches/{print $2}' "$f" 2>/dev/null) || continue
+    b=$(awk '/^nonvoluntary_ctxt_switches/{print $2}' "$f" 2>/dev/null) || continue
+    v=$((v + ${a:-0})); n=$((n + ${b:-0}))
+  done
+  echo "$v $n"
+}
+
 pg_ticks() { # the postmaster and its children (backends included)
   local sum=0
   for p in "$PGPID" $(pgrep -P "$PGPID"); do
@@ -174,10 +186,12 @@ for t in "${TESTS[@]}"; do
         perf stat -x, -o "$RUN/perf.txt" -p "$SPID" -e "$PERF_EVENTS" &
         PERF=$!
       fi
+      [ "${SYSCALLS:-0}" = 1 ] && c0=$(ctx_switches "$SPID")
       t0=$(cpu_ticks "$SPID"); d0=$(pg_ticks)
       out=$(taskset -c 1 h2load --h1 -t1 -c$CONNS -D "$SECS" "${RPS_ARG[@]}" "$url" 2>&1)
       t1=$(cpu_ticks "$SPID"); d1=$(pg_ticks)
       if [ "${SYSCALLS:-0}" = 1 ]; then
+        c1=$(ctx_switches "$SPID")
         kill -INT "$PERF"; wait "$PERF" || true
       fi
       kill -- "-$SPID" 2>/dev/null || true
@@ -200,7 +214,7 @@ for t in "${TESTS[@]}"; do
       if [ "${SYSCALLS:-0}" = 1 ]; then
         # perf counts from its start to its end, around the measured run: per request of
         # the run (a slight overcount, alike for both servers).
-        calls=$(python3 - "$done_" "$RUN/perf.txt" <<'EOF'
+        calls=$(python3 - "$done_" "$RUN/perf.txt" $c0 $c1 <<'EOF'
 import sys
 n = int(sys.argv[1])
 out = []
@@ -209,6 +223,8 @@ for line in open(sys.argv[2]):
     if len(f) > 2 and f[0].replace('.', '').isdigit():
         name = f[2].split(':')[-1].replace('sys_enter_', '').replace('sys_enter', 'syscalls')
         out.append(f"{name}={float(f[0]) / n:.3f}")
+v0, i0, v1, i1 = (int(x) for x in sys.argv[3:7])
+out.append(f"sleeps={(v1 - v0) / n:.4f} preempted={(i1 - i0) / n:.4f}")
 print(' '.join(out))
 EOF
 )
