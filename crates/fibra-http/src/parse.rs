@@ -5,6 +5,7 @@
 //! [`ProtocolError`] carrying the status to answer with; after any of them the connection is
 //! closed, so a request smuggled behind a malformed one is never read, let alone answered.
 
+use std::cell::Cell;
 use std::ops::Deref;
 use std::rc::Rc;
 
@@ -171,6 +172,40 @@ impl HeadCache {
         }
         self.repeat = None;
     }
+}
+
+thread_local! {
+    /// A head whose request is done with it (see [`recycle`]), for the next parse on this
+    /// thread to fill.
+    static SPARE: Cell<Option<Rc<RequestHead>>> = const { Cell::new(None) };
+}
+
+/// The most header fields a recycled head's map is kept for: a map grown by a request with
+/// many more fields is dropped rather than cleared on every request after it.
+const RECYCLE_MAX_FIELDS: usize = 32;
+
+/// Gives the parser back a request's head once nothing else holds it, so that the next head
+/// parsed on this thread reuses its allocation and its header map's (a parse otherwise
+/// allocates the `Rc` and the map's two arrays, and the request's drop frees all three).
+/// What it held is dropped when it is reused.
+pub(crate) fn recycle(head: Rc<RequestHead>) {
+    if Rc::strong_count(&head) == 1
+        && Rc::weak_count(&head) == 0
+        && head.headers.capacity() <= RECYCLE_MAX_FIELDS
+    {
+        // The thread is going away when this fails: the head is just dropped.
+        let _ = SPARE.try_with(|s| s.set(Some(head)));
+    }
+}
+
+/// The recycled head, if there is one and it is (still) not shared.
+#[inline]
+fn spare_head() -> Option<Rc<RequestHead>> {
+    SPARE
+        .try_with(Cell::take)
+        .ok()
+        .flatten()
+        .filter(|h| Rc::strong_count(h) == 1 && Rc::weak_count(h) == 0)
 }
 
 /// Header-array size kept on the stack; more headers than this (when allowed by
@@ -476,7 +511,17 @@ fn validate_headers(
     let mut conn_upgrade = false;
     let mut has_upgrade = false;
     let mut expect_continue = false;
-    let mut headers = HeaderMap::with_capacity(raw.len());
+    // A recycled head's map, emptied, keeps its arrays.
+    let mut spare = spare_head();
+    let mut headers = match spare.as_mut().and_then(Rc::get_mut) {
+        Some(h) => {
+            let mut map = std::mem::take(&mut h.headers);
+            map.clear();
+            map.reserve(raw.len());
+            map
+        }
+        None => HeaderMap::with_capacity(raw.len()),
+    };
     for (i, h) in raw.iter().enumerate() {
         let name = h.name.as_bytes();
         if name.is_empty() {
@@ -587,13 +632,24 @@ fn validate_headers(
     } else {
         conn_keep_alive && !conn_close
     };
+    let fresh = RequestHead {
+        method,
+        uri,
+        version,
+        headers,
+    };
+    let request = match spare {
+        Some(mut rc) => match Rc::get_mut(&mut rc) {
+            Some(h) => {
+                *h = fresh;
+                rc
+            }
+            None => Rc::new(fresh),
+        },
+        None => Rc::new(fresh),
+    };
     Ok(Head {
-        request: Rc::new(RequestHead {
-            method,
-            uri,
-            version,
-            headers,
-        }),
+        request,
         body,
         keep_alive,
         expect_continue: expect_continue && body != BodyKind::Empty,
