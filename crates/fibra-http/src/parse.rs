@@ -9,7 +9,6 @@ use std::cell::Cell;
 use std::ops::Deref;
 use std::rc::Rc;
 
-use bytes::{Bytes, BytesMut};
 use http::header::{HeaderName, HeaderValue};
 use http::{HeaderMap, Method, StatusCode, Uri, Version};
 use std::mem::MaybeUninit;
@@ -79,9 +78,6 @@ impl Deref for Head {
 pub struct HeadCache {
     target: Vec<u8>,
     uri: Option<Uri>,
-    /// Where origin-form targets are copied for their `Uri`s: one allocation serves many
-    /// requests (see [`HeadCache::target_bytes`]).
-    targets: BytesMut,
     fields: Vec<(HeaderName, HeaderValue)>,
     /// The last head parsed, byte for byte (empty if it was longer than [`REPEAT_MAX`]).
     last: Vec<u8>,
@@ -107,24 +103,7 @@ struct Repeat {
 /// Longest head kept for byte-identical repeats.
 const REPEAT_MAX: usize = 1024;
 
-/// Size of the buffers that [`HeadCache::target_bytes`] copies targets into.
-const TARGETS_CHUNK: usize = 2048;
-
 impl HeadCache {
-    /// `target` as `Bytes` for a `Uri`, copied into a buffer shared by the targets of many
-    /// requests (a `TARGETS_CHUNK`-byte allocation, or one of the target's size when it is
-    /// larger) rather than into an allocation of its own: on a connection whose target
-    /// changes with every request, the allocation and the free of each target's copy were
-    /// the largest part of building its `Uri`. A `Uri` a handler keeps holds its chunk, as
-    /// a slice of a read buffer would.
-    fn target_bytes(&mut self, target: &[u8]) -> Bytes {
-        if self.targets.capacity() < target.len() {
-            self.targets = BytesMut::with_capacity(TARGETS_CHUNK.max(target.len()));
-        }
-        self.targets.extend_from_slice(target);
-        self.targets.split().freeze()
-    }
-
     /// The head at the start of `buf` if it is byte for byte the one kept, and within the
     /// limits of `settings` (the cache may be shared by servers with different settings).
     fn repeated(&self, buf: &[u8], settings: &Settings) -> Option<(Head, usize)> {
@@ -296,7 +275,7 @@ fn parse_head_uncached(
             uri.clone()
         }
         _ => {
-            let uri = parse_target(&method, target, cache)?;
+            let uri = parse_target(&method, target)?;
             if target.starts_with('/') {
                 cache.target.clear();
                 cache.target.extend_from_slice(target.as_bytes());
@@ -413,11 +392,7 @@ fn looks_like_other_version(buf: &[u8]) -> bool {
 }
 
 /// Validates the request target's form against the method (RFC 9112 §3.2).
-fn parse_target(
-    method: &Method,
-    target: &str,
-    cache: &mut HeadCache,
-) -> Result<Uri, ProtocolError> {
+fn parse_target(method: &Method, target: &str) -> Result<Uri, ProtocolError> {
     let bad = || ProtocolError::bad("invalid request target");
     // Raw 8-bit bytes are not URI characters (RFC 3986): a client percent-encodes them.
     if !target.is_ascii() {
@@ -440,15 +415,14 @@ fn parse_target(
             _ => Err(bad()),
         };
     }
-    if first == b'/' {
-        // origin-form: `Uri` reads a target that starts with `/` as a path and query, never
-        // with an authority (`//a/b` is the path `//a/b`).
-        let uri =
-            Uri::from_maybe_shared(cache.target_bytes(target.as_bytes())).map_err(|_| bad())?;
-        debug_assert!(uri.authority().is_none());
-        return Ok(uri);
-    }
     let uri = Uri::try_from(target).map_err(|_| bad())?;
+    if first == b'/' {
+        return if uri.authority().is_none() {
+            Ok(uri)
+        } else {
+            Err(bad())
+        };
+    }
     // absolute-form; userinfo is an error (RFC 9110 §4.2.4), as in `Host`
     match (uri.scheme_str(), uri.authority()) {
         (Some(s), Some(a))
