@@ -78,6 +78,10 @@ impl Deref for Head {
 pub struct HeadCache {
     target: Vec<u8>,
     uri: Option<Uri>,
+    /// Origin-form targets in a row that differed from the one kept; past
+    /// [`REPEAT_BACKOFF`] only every 16th is kept (a clone of its `Uri` and a copy of its
+    /// bytes), so a client walking a site pays for next to nothing.
+    target_misses: u32,
     fields: Vec<(HeaderName, HeaderValue)>,
     /// The last head parsed, byte for byte (empty if it was longer than [`REPEAT_MAX`]).
     last: Vec<u8>,
@@ -104,6 +108,18 @@ struct Repeat {
 const REPEAT_MAX: usize = 1024;
 
 impl HeadCache {
+    /// Whether to keep an origin-form target that differed from the one kept (see
+    /// `target_misses`).
+    #[inline]
+    fn keep_target(&mut self) -> bool {
+        if self.target_misses <= REPEAT_BACKOFF {
+            self.target_misses += 1;
+            return true;
+        }
+        self.target_misses = self.target_misses.wrapping_add(1);
+        self.target_misses % 16 == 0
+    }
+
     /// The head at the start of `buf` if it is byte for byte the one kept, and within the
     /// limits of `settings` (the cache may be shared by servers with different settings).
     fn repeated(&self, buf: &[u8], settings: &Settings) -> Option<(Head, usize)> {
@@ -272,11 +288,12 @@ fn parse_head_uncached(
                 && target.starts_with('/')
                 && method != Method::CONNECT =>
         {
+            cache.target_misses = 0;
             uri.clone()
         }
         _ => {
             let uri = parse_target(&method, target)?;
-            if target.starts_with('/') {
+            if target.starts_with('/') && cache.keep_target() {
                 cache.target.clear();
                 cache.target.extend_from_slice(target.as_bytes());
                 cache.uri = Some(uri.clone());
@@ -485,17 +502,13 @@ fn validate_headers(
     let mut conn_upgrade = false;
     let mut has_upgrade = false;
     let mut expect_continue = false;
-    // A recycled head's map, emptied, keeps its arrays.
-    let mut spare = spare_head();
-    let mut headers = match spare.as_mut().and_then(Rc::get_mut) {
-        Some(h) => {
-            let mut map = std::mem::take(&mut h.headers);
-            map.clear();
-            map.reserve(raw.len());
-            map
-        }
-        None => HeaderMap::with_capacity(raw.len()),
-    };
+    // The head is filled in place: a recycled one (its map emptied, keeping its arrays) or a
+    // new one.
+    let mut request = spare_head().unwrap_or_default();
+    let made = Rc::make_mut(&mut request);
+    let headers = &mut made.headers;
+    headers.clear();
+    headers.reserve(raw.len());
     for (i, h) in raw.iter().enumerate() {
         let name = h.name.as_bytes();
         if name.is_empty() {
@@ -606,22 +619,10 @@ fn validate_headers(
     } else {
         conn_keep_alive && !conn_close
     };
-    let fresh = RequestHead {
-        method,
-        uri,
-        version,
-        headers,
-    };
-    let request = match spare {
-        Some(mut rc) => match Rc::get_mut(&mut rc) {
-            Some(h) => {
-                *h = fresh;
-                rc
-            }
-            None => Rc::new(fresh),
-        },
-        None => Rc::new(fresh),
-    };
+    let made = Rc::make_mut(&mut request);
+    made.method = method;
+    made.uri = uri;
+    made.version = version;
     Ok(Head {
         request,
         body,
