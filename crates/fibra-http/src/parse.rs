@@ -5,6 +5,7 @@
 //! [`ProtocolError`] carrying the status to answer with; after any of them the connection is
 //! closed, so a request smuggled behind a malformed one is never read, let alone answered.
 
+use std::cell::Cell;
 use std::ops::Deref;
 use std::rc::Rc;
 
@@ -77,6 +78,10 @@ impl Deref for Head {
 pub struct HeadCache {
     target: Vec<u8>,
     uri: Option<Uri>,
+    /// Origin-form targets in a row that differed from the one kept; past
+    /// [`REPEAT_BACKOFF`] only every 16th is kept (a clone of its `Uri` and a copy of its
+    /// bytes), so a client walking a site pays for next to nothing.
+    target_misses: u32,
     fields: Vec<(HeaderName, HeaderValue)>,
     /// The last head parsed, byte for byte (empty if it was longer than [`REPEAT_MAX`]).
     last: Vec<u8>,
@@ -103,6 +108,18 @@ struct Repeat {
 const REPEAT_MAX: usize = 1024;
 
 impl HeadCache {
+    /// Whether to keep an origin-form target that differed from the one kept (see
+    /// `target_misses`).
+    #[inline]
+    fn keep_target(&mut self) -> bool {
+        if self.target_misses <= REPEAT_BACKOFF {
+            self.target_misses += 1;
+            return true;
+        }
+        self.target_misses = self.target_misses.wrapping_add(1);
+        self.target_misses % 16 == 0
+    }
+
     /// The head at the start of `buf` if it is byte for byte the one kept, and within the
     /// limits of `settings` (the cache may be shared by servers with different settings).
     fn repeated(&self, buf: &[u8], settings: &Settings) -> Option<(Head, usize)> {
@@ -150,6 +167,40 @@ impl HeadCache {
         }
         self.repeat = None;
     }
+}
+
+thread_local! {
+    /// A head whose request is done with it (see [`recycle`]), for the next parse on this
+    /// thread to fill.
+    static SPARE: Cell<Option<Rc<RequestHead>>> = const { Cell::new(None) };
+}
+
+/// The most header fields a recycled head's map is kept for: a map grown by a request with
+/// many more fields is dropped rather than cleared on every request after it.
+const RECYCLE_MAX_FIELDS: usize = 32;
+
+/// Gives the parser back a request's head once nothing else holds it, so that the next head
+/// parsed on this thread reuses its allocation and its header map's (a parse otherwise
+/// allocates the `Rc` and the map's two arrays, and the request's drop frees all three).
+/// What it held is dropped when it is reused.
+pub(crate) fn recycle(head: Rc<RequestHead>) {
+    if Rc::strong_count(&head) == 1
+        && Rc::weak_count(&head) == 0
+        && head.headers.capacity() <= RECYCLE_MAX_FIELDS
+    {
+        // The thread is going away when this fails: the head is just dropped.
+        let _ = SPARE.try_with(|s| s.set(Some(head)));
+    }
+}
+
+/// The recycled head, if there is one and it is (still) not shared.
+#[inline]
+fn spare_head() -> Option<Rc<RequestHead>> {
+    SPARE
+        .try_with(Cell::take)
+        .ok()
+        .flatten()
+        .filter(|h| Rc::strong_count(h) == 1 && Rc::weak_count(h) == 0)
 }
 
 /// Header-array size kept on the stack; more headers than this (when allowed by
@@ -237,11 +288,12 @@ fn parse_head_uncached(
                 && target.starts_with('/')
                 && method != Method::CONNECT =>
         {
+            cache.target_misses = 0;
             uri.clone()
         }
         _ => {
             let uri = parse_target(&method, target)?;
-            if target.starts_with('/') {
+            if target.starts_with('/') && cache.keep_target() {
                 cache.target.clear();
                 cache.target.extend_from_slice(target.as_bytes());
                 cache.uri = Some(uri.clone());
@@ -450,7 +502,13 @@ fn validate_headers(
     let mut conn_upgrade = false;
     let mut has_upgrade = false;
     let mut expect_continue = false;
-    let mut headers = HeaderMap::with_capacity(raw.len());
+    // The head is filled in place: a recycled one (its map emptied, keeping its arrays) or a
+    // new one.
+    let mut request = spare_head().unwrap_or_default();
+    let made = Rc::make_mut(&mut request);
+    let headers = &mut made.headers;
+    headers.clear();
+    headers.reserve(raw.len());
     for (i, h) in raw.iter().enumerate() {
         let name = h.name.as_bytes();
         if name.is_empty() {
@@ -561,13 +619,12 @@ fn validate_headers(
     } else {
         conn_keep_alive && !conn_close
     };
+    let made = Rc::make_mut(&mut request);
+    made.method = method;
+    made.uri = uri;
+    made.version = version;
     Ok(Head {
-        request: Rc::new(RequestHead {
-            method,
-            uri,
-            version,
-            headers,
-        }),
+        request,
         body,
         keep_alive,
         expect_continue: expect_continue && body != BodyKind::Empty,

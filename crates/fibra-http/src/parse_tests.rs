@@ -414,3 +414,56 @@ fn raw_8bit_bytes_in_the_target_are_rejected() {
     assert_eq!(status(b"GET /a?q=\xff HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
     assert_eq!(status(b"GET /caf%C3%A9 HTTP/1.1\r\nHost: x\r\n\r\n"), 200);
 }
+
+/// What parsing a head costs when the target changes from request to request (a client
+/// walking a site): 561 targets, as many as the docs site of `bench/site.sh`, with wrk's one
+/// `Host` field, in a fixed pseudo-random order; each head goes into a `Request` that is
+/// dropped, as a handler drops it. Prints nanoseconds per head; a tool for comparing builds
+/// (`cargo test --release -p fibra-http --lib parse_cost -- --ignored --nocapture`), so
+/// ignored by default; it checks that every head parsed to its own target.
+#[test]
+#[ignore = "a timing tool: run it in release with --ignored --nocapture"]
+fn parse_cost() {
+    use crate::{Body, Request};
+    const NAMES: [&str; 7] = [
+        "library/asyncio-task",
+        "_images/logging_flow",
+        "reference/datamodel",
+        "c-api/unicode",
+        "whatsnew/3.11",
+        "howto/regex",
+        "library/collections.abc",
+    ];
+    let targets: Vec<String> = (0..561)
+        .map(|i| format!("/{}-{i}.html", NAMES[i % NAMES.len()]))
+        .collect();
+    let heads: Vec<Vec<u8>> = targets
+        .iter()
+        .map(|t| format!("GET {t} HTTP/1.1\r\nHost: 127.0.0.1:18941\r\n\r\n").into_bytes())
+        .collect();
+    let settings = Settings::default();
+    let mut cache = HeadCache::default();
+    let mut x = 1u32;
+    let iters = 1_000_000;
+    let mut rounds = Vec::new();
+    for _ in 0..7 {
+        let start = std::time::Instant::now();
+        for _ in 0..iters {
+            x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            let i = (x >> 16) as usize % heads.len();
+            let (head, n) = parse_head_cached(&heads[i], &settings, &mut cache)
+                .unwrap()
+                .unwrap();
+            assert_eq!(n, heads[i].len());
+            let req = Request::from_head(head.request, Body::empty());
+            assert_eq!(req.uri().path().len(), targets[i].len());
+            std::hint::black_box(req.headers().len());
+        }
+        rounds.push(start.elapsed().as_nanos() as f64 / f64::from(iters));
+    }
+    rounds.sort_by(f64::total_cmp);
+    println!(
+        "parse_cost: {:.1} ns per head (median of 7 rounds of {iters}; {:.1}..{:.1})",
+        rounds[3], rounds[0], rounds[6]
+    );
+}

@@ -43,11 +43,42 @@ use crate::parse::RequestHead;
 ///
 /// Like its [`Body`], a `Request` is not `Send`: it lives in the connection's fiber.
 pub struct Request {
-    head: Rc<RequestHead>,
+    head: HeadRef,
     /// Boxed on first use: most requests never have any, and an absent box costs nothing to
     /// drop.
     extensions: Lazy<Extensions>,
     body: Body,
+}
+
+/// A request's head, given back to the parser when the request is done with it and nothing
+/// else holds it ([`crate::parse::recycle`]): the next request parsed on the thread reuses its
+/// allocations.
+struct HeadRef(Option<Rc<RequestHead>>);
+
+impl HeadRef {
+    #[inline]
+    fn get(&self) -> &Rc<RequestHead> {
+        match &self.0 {
+            Some(head) => head,
+            None => unreachable!("the head is only taken by `into_parts`, which consumes it"),
+        }
+    }
+    #[inline]
+    fn get_mut(&mut self) -> &mut Rc<RequestHead> {
+        match &mut self.0 {
+            Some(head) => head,
+            None => unreachable!("the head is only taken by `into_parts`, which consumes it"),
+        }
+    }
+}
+
+impl Drop for HeadRef {
+    #[inline]
+    fn drop(&mut self) {
+        if let Some(head) = self.0.take() {
+            crate::parse::recycle(head);
+        }
+    }
 }
 
 impl Request {
@@ -59,7 +90,7 @@ impl Request {
     /// A request over a parsed head, shared with the parser's cache.
     pub(crate) fn from_head(head: Rc<RequestHead>, body: Body) -> Self {
         Request {
-            head,
+            head: HeadRef(Some(head)),
             extensions: Lazy::none(),
             body,
         }
@@ -67,12 +98,12 @@ impl Request {
 
     /// The head for changing: copied first if the parser's cache (or anything else) shares it.
     fn head_mut(&mut self) -> &mut RequestHead {
-        Rc::make_mut(&mut self.head)
+        Rc::make_mut(self.head.get_mut())
     }
 
     /// The request method.
     pub fn method(&self) -> &Method {
-        &self.head.method
+        &self.head.get().method
     }
     /// Whether this is a `GET` or a `HEAD`: answer both the same way, the server leaves the
     /// body out of a `HEAD` response (and keeps its `Content-Length`).
@@ -92,7 +123,7 @@ impl Request {
     /// }
     /// ```
     pub fn is_get_or_head(&self) -> bool {
-        self.head.method == Method::GET || self.head.method == Method::HEAD
+        self.head.get().method == Method::GET || self.head.get().method == Method::HEAD
     }
     /// The request method, for changing.
     pub fn method_mut(&mut self) -> &mut Method {
@@ -100,7 +131,7 @@ impl Request {
     }
     /// The request target.
     pub fn uri(&self) -> &Uri {
-        &self.head.uri
+        &self.head.get().uri
     }
     /// The request target, for changing.
     pub fn uri_mut(&mut self) -> &mut Uri {
@@ -108,7 +139,7 @@ impl Request {
     }
     /// `HTTP/1.0` or `HTTP/1.1`.
     pub fn version(&self) -> Version {
-        self.head.version
+        self.head.get().version
     }
     /// The version, for changing.
     pub fn version_mut(&mut self) -> &mut Version {
@@ -116,7 +147,7 @@ impl Request {
     }
     /// The header fields, in the order received.
     pub fn headers(&self) -> &HeaderMap {
-        &self.head.headers
+        &self.head.get().headers
     }
     /// The header fields, for changing.
     pub fn headers_mut(&mut self) -> &mut HeaderMap {
@@ -148,7 +179,12 @@ impl Request {
     }
     /// The head as `http`'s parts, and the body.
     pub fn into_parts(mut self) -> (http::request::Parts, Body) {
-        let head = Rc::try_unwrap(self.head).unwrap_or_else(|shared| (*shared).clone());
+        let head = self
+            .head
+            .0
+            .take()
+            .expect("a request's head is taken only here");
+        let head = Rc::try_unwrap(head).unwrap_or_else(|shared| (*shared).clone());
         let (mut parts, ()) = http::Request::new(()).into_parts();
         parts.method = head.method;
         parts.uri = head.uri;
@@ -170,12 +206,12 @@ impl From<http::Request<Body>> for Request {
     fn from(req: http::Request<Body>) -> Self {
         let (parts, body) = req.into_parts();
         Request {
-            head: Rc::new(RequestHead {
+            head: HeadRef(Some(Rc::new(RequestHead {
                 method: parts.method,
                 uri: parts.uri,
                 version: parts.version,
                 headers: parts.headers,
-            }),
+            }))),
             extensions: Lazy::unless_empty(parts.extensions, Extensions::is_empty),
             body,
         }
@@ -242,10 +278,88 @@ mod tests {
         // A request alone with its head changes it in place.
         let alone = Rc::new(RequestHead::default());
         let mut c = Request::from_head(alone, Body::empty());
-        let before = Rc::as_ptr(&c.head);
+        let before = Rc::as_ptr(c.head.get());
         *c.version_mut() = Version::HTTP_10;
-        assert_eq!(Rc::as_ptr(&c.head), before);
+        assert_eq!(Rc::as_ptr(c.head.get()), before);
         assert_eq!(c.version(), Version::HTTP_10);
+    }
+
+    fn wire_with_fields(target: &str, fields: usize) -> Vec<u8> {
+        let mut wire = format!("GET {target} HTTP/1.1\r\nHost: h{fields}\r\n");
+        for i in 1..fields {
+            wire.push_str(&format!("X-F{i}: {i}\r\n"));
+        }
+        wire.push_str("\r\n");
+        wire.into_bytes()
+    }
+
+    /// A request dropped by its handler gives its head back to the parser: the next head
+    /// parsed on the thread is made in it (its map keeps the room of the first one's 20
+    /// fields) and shows nothing of the request before.
+    #[test]
+    fn a_dropped_head_is_reused_without_its_old_fields() {
+        let settings = Settings::default();
+        let mut cache = HeadCache::default();
+        let parse = |wire: &[u8], cache: &mut HeadCache| {
+            let (head, n) = parse_head_cached(wire, &settings, cache).unwrap().unwrap();
+            assert_eq!(n, wire.len());
+            head
+        };
+        let first = parse(&wire_with_fields("/first?q=1", 20), &mut cache);
+        let room = first.headers.capacity();
+        assert!(room >= 20);
+        let req = Request::from_head(first.request, Body::empty());
+        assert_eq!(req.headers().len(), 20);
+        drop(req);
+        let second = parse(
+            b"POST /second HTTP/1.0\r\nContent-Length: 2\r\n\r\n",
+            &mut cache,
+        );
+        assert_eq!(second.headers.capacity(), room, "made in the dropped head");
+        assert_eq!(second.method, Method::POST);
+        assert_eq!(second.uri, "/second");
+        assert_eq!(second.version, Version::HTTP_10);
+        assert_eq!(second.headers.len(), 1);
+        assert_eq!(second.headers["content-length"], "2");
+        assert!(second.headers.get("host").is_none() && second.headers.get("x-f1").is_none());
+
+        // A head something else still holds (here: a clone, as the access log keeps one) is
+        // left alone: the next parse makes its own, and the held one keeps its fields.
+        let req = Request::from_head(second.request, Body::empty());
+        let held = req.head.get().clone();
+        drop(req);
+        let third = parse(&wire_with_fields("/third", 2), &mut cache);
+        assert!(!Rc::ptr_eq(&third.request, &held));
+        assert_eq!((held.uri.path(), held.headers.len()), ("/second", 1));
+        assert_eq!((third.uri.path(), third.headers.len()), ("/third", 2));
+        // A request turned into `http`'s type takes its head along; nothing is given back.
+        let req = Request::from_head(third.request, Body::empty()).into_http();
+        let fourth = parse(&wire_with_fields("/fourth", 1), &mut cache);
+        assert_eq!(req.uri(), "/third");
+        assert_eq!(req.headers()["x-f1"], "1");
+        assert_eq!(fourth.uri, "/fourth");
+        assert_eq!(fourth.headers.len(), 1);
+    }
+
+    /// A head whose map grew past `RECYCLE_MAX_FIELDS` is not kept for reuse: the requests
+    /// after one with many fields do not clear a large map each time.
+    #[test]
+    fn a_head_with_a_large_map_is_not_reused() {
+        let settings = Settings {
+            max_headers: 100,
+            ..Settings::default()
+        };
+        let mut cache = HeadCache::default();
+        let (big, _) = parse_head_cached(&wire_with_fields("/big", 60), &settings, &mut cache)
+            .unwrap()
+            .unwrap();
+        assert!(big.headers.capacity() >= 60);
+        drop(Request::from_head(big.request, Body::empty()));
+        let (small, _) = parse_head_cached(&wire_with_fields("/small", 1), &settings, &mut cache)
+            .unwrap()
+            .unwrap();
+        assert!(small.headers.capacity() < 60);
+        assert_eq!(small.headers.len(), 1);
     }
 
     #[test]
