@@ -45,19 +45,8 @@ cleanup() {
 trap cleanup EXIT
 source "$ROOT/bench/lib/measure.sh"
 
-PGPORT=$(free_port)
-as_pg "$PGBIN/initdb" -D "$RUN/data" -U postgres --auth-local=trust --auth-host=scram-sha-256 \
-  -E UTF8 --locale=C --no-sync >/dev/null
-as_pg taskset -c 1 "$PGBIN/pg_ctl" -D "$RUN/data" -l "$RUN/pg.log" -w start -o \
-  "-p $PGPORT -k $RUN -c listen_addresses=127.0.0.1 -c max_connections=200 \
-   -c shared_buffers=256MB -c synchronous_commit=off" >/dev/null
-psql_() { as_pg "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$RUN" -p "$PGPORT" "$@"; }
-psql_ -U postgres -d postgres -c "CREATE USER benchmarkdbuser WITH PASSWORD 'benchmarkdbpass'"
-psql_ -U postgres -d postgres -c "CREATE DATABASE hello_world OWNER benchmarkdbuser"
-cp "$ROOT/crates/fibra-postgres/examples/techempower/schema.sql" "$RUN/schema.sql"
-chmod 644 "$RUN/schema.sql"
-psql_ -U benchmarkdbuser -d hello_world -f "$RUN/schema.sql" >/dev/null 2>&1
-URL="postgres://benchmarkdbuser:benchmarkdbpass@127.0.0.1:$PGPORT/hello_world"
+source "$ROOT/bench/lib/pg_cluster.sh"
+pg_cluster_start
 
 ctx_switches() { # PID -> "voluntary involuntary" context switches of all its threads
   local v=0 n=0 f

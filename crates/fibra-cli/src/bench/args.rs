@@ -348,31 +348,26 @@ impl BenchArgs {
                 Some(tls::client_config(Verify::CaFile(ca)).map_err(ArgError)?)
             }
         };
-        let request = request::render(&RequestSpec {
-            method: &method,
-            target: &target,
-            headers: &headers,
-            body: body.as_deref(),
-            http10: self.http10,
-            keep_alive: self.keep_alive,
-        });
+        let render = |target: &Target| {
+            request::render(&RequestSpec {
+                method: &method,
+                target,
+                headers: &headers,
+                body: body.as_deref(),
+                http10: self.http10,
+                keep_alive: self.keep_alive,
+            })
+        };
+        let request = render(&target);
         let path_requests = match &self.paths {
             None => Vec::new(),
             Some(file) => paths::read_list(file)
                 .map_err(ArgError)?
                 .into_iter()
                 .map(|path| {
-                    let target = Target {
+                    render(&Target {
                         path,
                         ..target.clone()
-                    };
-                    request::render(&RequestSpec {
-                        method: &method,
-                        target: &target,
-                        headers: &headers,
-                        body: body.as_deref(),
-                        http10: self.http10,
-                        keep_alive: self.keep_alive,
                     })
                 })
                 .collect(),

@@ -1,0 +1,22 @@
+# A throw-away PostgreSQL cluster with TFB's schema and data, on CPU 1, for the TechEmpower
+# scripts. Needs RUN (a temp dir PostgreSQL can write), PGBIN, ROOT and as_pg (runs a command
+# as the postgres user when we are root) set, and free_port (bench/lib/measure.sh).
+# pg_cluster_start sets PGPORT, PGPID and URL and defines psql_; the caller's cleanup stops it
+# ("$PGBIN/pg_ctl" -D "$RUN/data" -m immediate stop).
+
+pg_cluster_start() {
+  PGPORT=$(free_port)
+  as_pg "$PGBIN/initdb" -D "$RUN/data" -U postgres --auth-local=trust --auth-host=scram-sha-256 \
+    -E UTF8 --locale=C --no-sync >/dev/null
+  as_pg taskset -c 1 "$PGBIN/pg_ctl" -D "$RUN/data" -l "$RUN/pg.log" -w start -o \
+    "-p $PGPORT -k $RUN -c listen_addresses=127.0.0.1 -c max_connections=200 \
+     -c shared_buffers=256MB -c synchronous_commit=off" >/dev/null
+  psql_() { as_pg "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$RUN" -p "$PGPORT" "$@"; }
+  psql_ -U postgres -d postgres -c "CREATE USER benchmarkdbuser WITH PASSWORD 'benchmarkdbpass'"
+  psql_ -U postgres -d postgres -c "CREATE DATABASE hello_world OWNER benchmarkdbuser"
+  cp "$ROOT/crates/fibra-postgres/examples/techempower/schema.sql" "$RUN/schema.sql"
+  chmod 644 "$RUN/schema.sql"
+  psql_ -U benchmarkdbuser -d hello_world -f "$RUN/schema.sql" >/dev/null
+  PGPID=$(head -1 "$RUN/data/postmaster.pid")
+  URL="postgres://benchmarkdbuser:benchmarkdbpass@127.0.0.1:$PGPORT/hello_world"
+}
