@@ -81,18 +81,17 @@ AXUM="$ROOT/bench/target/cargo/release/bench-peer-axum-pg"
 RUN="$(mktemp -d)"
 chmod 777 "$RUN"
 PIDS=()
-as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 cleanup() {
   for p in "${PIDS[@]}"; do kill -- "-$p" 2>/dev/null || true; done
-  [ -f "$RUN/data/postmaster.pid" ] && as_pg "$PGBIN/pg_ctl" -D "$RUN/data" -m immediate -w stop >/dev/null 2>&1
+  pg_cluster_stop
   rm -rf "$RUN"
 }
+source "$ROOT/bench/lib/pg_cluster.sh"
 trap cleanup EXIT
 
 source "$ROOT/bench/lib/measure.sh"
 
 # The cluster, on CPU 1.
-source "$ROOT/bench/lib/pg_cluster.sh"
 pg_cluster_start
 
 path_of() {

@@ -35,17 +35,16 @@ esac
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 [ -x "$PGBIN/initdb" ] || { echo "techempower_wakeups.sh: PostgreSQL is not installed" >&2; exit 2; }
 RUN="$(mktemp -d)"; chmod 777 "$RUN"
-as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 SPID=
 cleanup() {
   [ -n "$SPID" ] && kill -- "-$SPID" 2>/dev/null
-  [ -f "$RUN/data/postmaster.pid" ] && as_pg "$PGBIN/pg_ctl" -D "$RUN/data" -m immediate -w stop >/dev/null 2>&1
+  pg_cluster_stop
   rm -rf "$RUN"
 }
+source "$ROOT/bench/lib/pg_cluster.sh"
 trap cleanup EXIT
 source "$ROOT/bench/lib/measure.sh"
 
-source "$ROOT/bench/lib/pg_cluster.sh"
 pg_cluster_start
 
 ctx_switches() { # PID -> "voluntary involuntary" context switches of all its threads

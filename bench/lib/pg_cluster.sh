@@ -1,8 +1,16 @@
 # A throw-away PostgreSQL cluster with TFB's schema and data, on CPU 1, for the TechEmpower
-# scripts. Needs RUN (a temp dir PostgreSQL can write), PGBIN, ROOT and as_pg (runs a command
-# as the postgres user when we are root) set, and free_port (bench/lib/measure.sh).
-# pg_cluster_start sets PGPORT, PGPID and URL and defines psql_; the caller's cleanup stops it
-# ("$PGBIN/pg_ctl" -D "$RUN/data" -m immediate stop).
+# scripts. Needs RUN (a temp dir PostgreSQL can write), PGBIN and ROOT set, and free_port
+# (bench/lib/measure.sh). pg_cluster_start sets PGPORT, PGPID and URL and defines psql_;
+# pg_cluster_stop (for the caller's exit trap) stops it if it runs.
+
+# Runs a command as the postgres user when we are root (initdb refuses root).
+as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+
+pg_cluster_stop() {
+  if [ -f "$RUN/data/postmaster.pid" ]; then
+    as_pg "$PGBIN/pg_ctl" -D "$RUN/data" -m immediate -w stop >/dev/null 2>&1 || true
+  fi
+}
 
 pg_cluster_start() {
   PGPORT=$(free_port)
