@@ -110,8 +110,7 @@ fn emfile_recovery() {
 
 /// Sends a keep-alive `GET path` and returns the body of the 200 answer.
 fn get(s: &mut TcpStream, path: &str) -> String {
-    write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
-    let (head, body) = read_response(s, false);
+    let (head, body) = util::get(s, path);
     assert_eq!(status_of(&head), 200, "{head}");
     String::from_utf8(body).unwrap()
 }

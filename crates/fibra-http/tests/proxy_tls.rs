@@ -37,9 +37,7 @@ fn tls_upstream(pki: &TestPki) -> ServerHandle {
 }
 
 fn get(front: std::net::SocketAddr, path: &str) -> (u16, String) {
-    let mut s = connect(front);
-    write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
-    let (head, body) = read_response(&mut s, false);
+    let (head, body) = util::get(&mut connect(front), path);
     (status_of(&head), String::from_utf8(body).unwrap())
 }
 

@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use fibra_http::proxy::Proxy;
 use fibra_http::{Request, Server};
-use proxy_tls_util::{raw_tls_upstream, read_tls_head, read_to_end_of_session, send, End, TestPki};
-use proxy_util::front;
+use proxy_tls_util::{raw_tls_upstream, read_to_end_of_session, send, End, TestPki};
+use proxy_util::{front, read_head};
 use util::{read_response, read_to_close, status_of};
 
 /// Collects the log records of this test binary.
@@ -47,7 +47,7 @@ fn warnings() -> String {
 /// the session with `close_notify`, anything else just closes the TCP connection.
 fn close_delimited_upstream(pki: &TestPki) -> std::net::SocketAddr {
     raw_tls_upstream(pki, |mut s, _| {
-        let Some(head) = read_tls_head(&mut s) else {
+        let Some(head) = read_head(&mut s) else {
             return;
         };
         let _ = send(
@@ -151,7 +151,7 @@ fn a_close_delimited_body_without_close_notify_is_reset_over_http2() {
 fn keep_alive_upstream(pki: &TestPki, ends: mpsc::Sender<(usize, End)>) -> std::net::SocketAddr {
     let ends = Mutex::new(ends);
     raw_tls_upstream(pki, move |mut s, n| {
-        while read_tls_head(&mut s).is_some() {
+        while read_head(&mut s).is_some() {
             if send(&mut s, b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").is_err() {
                 return;
             }
@@ -163,9 +163,7 @@ fn keep_alive_upstream(pki: &TestPki, ends: mpsc::Sender<(usize, End)>) -> std::
 }
 
 fn get_ok(front: std::net::SocketAddr, path: &str) {
-    let mut s = util::connect(front);
-    write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
-    let (head, body) = read_response(&mut s, false);
+    let (head, body) = util::get(&mut util::connect(front), path);
     assert_eq!(status_of(&head), 200, "{head}");
     assert_eq!(body, b"ok");
 }

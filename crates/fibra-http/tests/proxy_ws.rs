@@ -45,9 +45,7 @@ fn websocket_echo_through_the_proxy() {
     // Close: the upstream answers with its close frame and closes; so does the tunnel.
     ws_util::echo_conversation(s, b"hello through the proxy", &pattern(300_000));
     // The front still proxies plain requests to the same upstream.
-    let mut s = util::connect(front.addr);
-    write!(s, "GET /ws/other HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
-    let (head, body) = read_response(&mut s, false);
+    let (head, body) = util::get(&mut util::connect(front.addr), "/ws/other");
     assert_eq!(status_of(&head), 200, "{head}");
     assert_eq!(body, b"plain /other");
 }

@@ -8,7 +8,7 @@ mod proxy_util;
 mod util;
 mod ws_util;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::mpsc;
 use std::sync::Mutex;
@@ -16,8 +16,10 @@ use std::sync::Mutex;
 use fibra_http::proxy::Proxy;
 use fibra_http::tls::server_config_from_pem;
 use fibra_http::{ws, Request, Response, Server, ServerHandle};
-use proxy_tls_util::{raw_tls_upstream, read_tls_head, read_to_end_of_session, End, TestPki};
-use proxy_util::{echo_then_bye, field, front, pattern, upgrade_raw};
+use proxy_tls_util::{
+    echo_to_end_of_session, raw_tls_upstream, read_to_end_of_session, End, TestPki,
+};
+use proxy_util::{echo_then_bye, field, front, pattern, read_head, upgrade_raw};
 use util::{read_response, status_of};
 
 /// A fibra TLS upstream: WebSocket echo on `/chat`; on `/bye` a WebSocket that closes after
@@ -107,7 +109,7 @@ fn raw_tunnel_over_tls_carries_early_bytes_and_half_closes_with_close_notify() {
     // An upstream that switches to a made-up protocol: bytes right behind its 101 (in the
     // same record), then an echo; at the client's end it says goodbye and closes cleanly.
     let up = raw_tls_upstream(&pki, move |mut s, _| {
-        let head = read_tls_head(&mut s).unwrap();
+        let head = read_head(&mut s).unwrap();
         assert_eq!(field(&head, "upgrade"), Some("echo/1"), "{head}");
         proxy_tls_util::send(
             &mut s,
@@ -115,15 +117,7 @@ fn raw_tunnel_over_tls_carries_early_bytes_and_half_closes_with_close_notify() {
               X-Extra: kept\r\n\r\nearly;",
         )
         .unwrap();
-        let mut buf = [0u8; 4096];
-        let end = loop {
-            match s.read(&mut buf) {
-                Ok(0) => break End::CloseNotify,
-                Ok(n) => proxy_tls_util::send(&mut s, &buf[..n]).unwrap(),
-                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break End::Truncated,
-                Err(e) => break End::Other(e.to_string()),
-            }
-        };
+        let end = echo_to_end_of_session(&mut s);
         let _ = proxy_tls_util::send(&mut s, b"bye");
         s.conn.send_close_notify();
         let _ = s.flush();
@@ -148,7 +142,7 @@ fn the_upstream_gets_close_notify_when_the_client_drops_the_tunnel() {
     let (tx, rx) = mpsc::channel();
     let tx = Mutex::new(tx);
     let up = raw_tls_upstream(&pki, move |mut s, _| {
-        read_tls_head(&mut s).unwrap();
+        read_head(&mut s).unwrap();
         proxy_tls_util::send(
             &mut s,
             b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo/1\r\nConnection: Upgrade\r\n\r\n",

@@ -90,19 +90,6 @@ where
     addr
 }
 
-/// Reads one request head (through the empty line) from a session; `None` at its end.
-pub fn read_tls_head(s: &mut TlsConn) -> Option<String> {
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        match s.read(&mut byte) {
-            Ok(1) => head.push(byte[0]),
-            _ => return None,
-        }
-    }
-    Some(String::from_utf8(head).unwrap())
-}
-
 /// How a session's peer ended it.
 #[derive(Debug, PartialEq, Eq)]
 pub enum End {
@@ -114,14 +101,33 @@ pub enum End {
     Other(String),
 }
 
-/// Reads until the peer ends the session and says how.
+/// How a read's result ends a session, or `None` when it brought `n` bytes.
+fn end_of(read: &io::Result<usize>) -> Option<End> {
+    match read {
+        Ok(0) => Some(End::CloseNotify),
+        Ok(_) => None,
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Some(End::Truncated),
+        Err(e) => Some(End::Other(e.to_string())),
+    }
+}
+
+/// Reads until the peer ends the session and says how (bytes instead are `Other`).
 pub fn read_to_end_of_session(s: &mut TlsConn) -> End {
     let mut buf = [0u8; 4096];
-    match s.read(&mut buf) {
-        Ok(0) => End::CloseNotify,
-        Ok(n) => End::Other(format!("{n} bytes")),
-        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => End::Truncated,
-        Err(e) => End::Other(e.to_string()),
+    let read = s.read(&mut buf);
+    end_of(&read).unwrap_or_else(|| End::Other(format!("{} bytes", read.unwrap_or(0))))
+}
+
+/// Sends back what arrives until the peer ends the session, and says how it ended.
+pub fn echo_to_end_of_session(s: &mut TlsConn) -> End {
+    let mut buf = [0u8; 4096];
+    loop {
+        let read = s.read(&mut buf);
+        if let Some(end) = end_of(&read) {
+            return end;
+        }
+        let n = read.unwrap_or(0);
+        send(s, &buf[..n]).unwrap();
     }
 }
 

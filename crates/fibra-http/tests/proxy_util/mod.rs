@@ -52,8 +52,9 @@ where
     RawUpstream { addr, accepted }
 }
 
-/// Reads one request head (through the empty line); `None` at end of stream.
-pub fn read_head(s: &mut TcpStream) -> Option<String> {
+/// Reads one request head (through the empty line) from a socket or a TLS session; `None` at
+/// end of stream.
+pub fn read_head(s: &mut impl Read) -> Option<String> {
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {

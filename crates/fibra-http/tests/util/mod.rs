@@ -85,6 +85,12 @@ pub fn read_to_close(s: &mut TcpStream) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// Sends a keep-alive `GET path` and reads its response: the head and the decoded body.
+pub fn get(s: &mut TcpStream, path: &str) -> (String, Vec<u8>) {
+    write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    read_response(s, false)
+}
+
 /// Reads exactly one response (Content-Length or chunked framed, or no body for
 /// `bodiless`); returns the head (with the blank line) and the decoded body.
 pub fn read_response(s: &mut TcpStream, bodiless: bool) -> (String, Vec<u8>) {
