@@ -6,6 +6,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use std::cell::RefCell;
 use std::time::Instant;
 
+use crate::backoff::Backoff;
 use crate::date::{with_date, with_date_until};
 
 /// Pre-rendered status lines for the common codes; others are rendered on the fly.
@@ -114,10 +115,6 @@ thread_local! {
     static LAST_HEAD: RefCell<LastHead> = RefCell::new(LastHead::default());
 }
 
-/// Heads in a row that differed from the one before, after which only every 16th is
-/// compared and kept.
-const HEAD_BACKOFF: u32 = 8;
-
 /// The last response head this thread composed, and what it was composed from.
 #[derive(Default)]
 struct LastHead {
@@ -133,7 +130,9 @@ struct LastHead {
     /// not known (the `Date` is rewritten on the next use).
     date_until: Option<Instant>,
     composed: Composed,
-    misses: u32,
+    /// Heads in a row that differed from the one kept; when backing off only every 16th is
+    /// kept.
+    misses: Backoff,
 }
 
 impl LastHead {
@@ -152,7 +151,7 @@ impl LastHead {
                     .zip(&self.fields)
                     .all(|((n, v), (kn, kv))| n == kn && v == kv))
         {
-            self.misses = 0;
+            self.misses.hit();
             if let Some(at) = self.composed.date_at {
                 if self.date_until.map_or(true, |u| fibra::time::now() >= u) {
                     self.restamp(at);
@@ -178,13 +177,10 @@ impl LastHead {
     #[cold]
     #[inline(never)]
     fn miss(&mut self, out: &mut Vec<u8>, head: &HeadOut<'_>) -> bool {
-        if self.misses > HEAD_BACKOFF {
-            self.misses = self.misses.wrapping_add(1);
-            if self.misses % 16 != 0 {
-                return compose(out, head).handler_close;
-            }
-        } else {
-            self.misses += 1;
+        let keep = self.misses.take_chance();
+        self.misses.miss();
+        if !keep {
+            return compose(out, head).handler_close;
         }
         // Compose, and keep a copy with what it was made from.
         let start = out.len();
@@ -686,7 +682,13 @@ mod tests {
         for _ in 0..40 {
             check_cached(StatusCode::OK, &h, None, Framing::None, ConnHeader::Omit);
         }
-        LAST_HEAD.with(|c| assert_eq!(c.borrow().misses, 0, "the repeating head never hit"));
+        LAST_HEAD.with(|c| {
+            assert_eq!(
+                c.borrow().misses.misses(),
+                0,
+                "the repeating head never hit"
+            )
+        });
     }
 
     #[test]

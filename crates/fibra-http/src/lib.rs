@@ -71,10 +71,12 @@
 //! (listening sockets inherited through `LISTEN_FDS`: socket activation, binary upgrades),
 //! `server` (accept loops, the connection limit,
 //! graceful shutdown). Internal: `parse` (request heads) and `chunked` (chunked bodies), public
-//! only with the `fuzzing` feature, and `date` (the cached `Date` header).
+//! only with the `fuzzing` feature, `date` (the cached `Date` header) and `backoff` (when the
+//! one-entry caches of the last head stop looking).
 
 pub mod acceptor;
 pub mod access_log;
+mod backoff;
 pub mod body;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]

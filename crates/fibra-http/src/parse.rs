@@ -11,6 +11,8 @@ use std::rc::Rc;
 
 use http::header::{HeaderName, HeaderValue};
 use http::{HeaderMap, Method, StatusCode, Uri, Version};
+
+use crate::backoff::Backoff;
 use std::mem::MaybeUninit;
 
 use crate::error::ProtocolError;
@@ -78,23 +80,20 @@ impl Deref for Head {
 pub struct HeadCache {
     target: Vec<u8>,
     uri: Option<Uri>,
-    /// Origin-form targets in a row that differed from the one kept; past
-    /// [`REPEAT_BACKOFF`] only every 16th is kept (a clone of its `Uri` and a copy of its
-    /// bytes), so a client walking a site pays for next to nothing.
-    target_misses: u32,
+    /// Origin-form targets in a row that differed from the one kept; when backing off only
+    /// every 16th is kept (a clone of its `Uri` and a copy of its bytes), so a client walking
+    /// a site pays for next to nothing.
+    target_misses: Backoff,
     fields: Vec<(HeaderName, HeaderValue)>,
     /// The last head parsed, byte for byte (empty if it was longer than [`REPEAT_MAX`]).
     last: Vec<u8>,
     /// What `last` parsed to, once it was seen twice in a row.
     repeat: Option<Repeat>,
-    /// Heads in a row that differed from the one before; past [`REPEAT_BACKOFF`] it counts on
-    /// and only every 16th head is looked at, so traffic that never repeats pays for next to
-    /// nothing, and traffic that starts repeating is caught within 32 heads.
-    misses: u32,
+    /// Heads in a row that differed from the one before; when backing off only every 16th
+    /// head is looked at, so traffic that never repeats pays for next to nothing, and traffic
+    /// that starts repeating is caught within 32 heads.
+    misses: Backoff,
 }
-
-/// Misses in a row after which [`HeadCache`] looks at only every 16th head.
-const REPEAT_BACKOFF: u32 = 8;
 
 /// A head kept for byte-identical repeats, with what the settings-dependent limits look at.
 #[derive(Debug)]
@@ -112,12 +111,9 @@ impl HeadCache {
     /// `target_misses`).
     #[inline]
     fn keep_target(&mut self) -> bool {
-        if self.target_misses <= REPEAT_BACKOFF {
-            self.target_misses += 1;
-            return true;
-        }
-        self.target_misses = self.target_misses.wrapping_add(1);
-        self.target_misses % 16 == 0
+        let keep = self.target_misses.take_chance();
+        self.target_misses.miss();
+        keep
     }
 
     /// The head at the start of `buf` if it is byte for byte the one kept, and within the
@@ -135,12 +131,8 @@ impl HeadCache {
     /// Records a successfully parsed head; keeps what it parsed to when it repeats the last one.
     #[inline]
     fn remember(&mut self, bytes: &[u8], head: &Head, target_len: usize, fields: usize) {
-        if self.misses > REPEAT_BACKOFF {
-            // Backing off: look only at every 16th head.
-            self.misses = self.misses.wrapping_add(1);
-            if self.misses % 16 != 0 {
-                return;
-            }
+        if !self.misses.take_chance() {
+            return;
         }
         self.compare_and_keep(bytes, head, target_len, fields);
     }
@@ -148,7 +140,7 @@ impl HeadCache {
     #[inline(never)]
     fn compare_and_keep(&mut self, bytes: &[u8], head: &Head, target_len: usize, fields: usize) {
         if self.last == bytes {
-            self.misses = 0;
+            self.misses.hit();
             if self.repeat.is_none() {
                 self.repeat = Some(Repeat {
                     head: head.clone(),
@@ -158,9 +150,7 @@ impl HeadCache {
             }
             return;
         }
-        if self.misses <= REPEAT_BACKOFF {
-            self.misses += 1;
-        }
+        self.misses.miss();
         self.last.clear();
         if bytes.len() <= REPEAT_MAX {
             self.last.extend_from_slice(bytes);
@@ -288,7 +278,7 @@ fn parse_head_uncached(
                 && target.starts_with('/')
                 && method != Method::CONNECT =>
         {
-            cache.target_misses = 0;
+            cache.target_misses.hit();
             uri.clone()
         }
         _ => {
