@@ -270,27 +270,9 @@ pub(crate) fn compose(out: &mut Vec<u8>, head: &HeadOut<'_>) -> Composed {
         out.extend_from_slice(ctype.as_bytes());
         out.extend_from_slice(b"\r\n");
     }
-    let mut date_at = None;
-    if !has_date {
-        with_date(|d| {
-            out.extend_from_slice(b"Date: ");
-            date_at = Some(out.len());
-            out.extend_from_slice(d);
-            out.extend_from_slice(b"\r\n");
-        });
-    }
-    if let (Some(server), false) = (server, has_server) {
-        put_server(out, server);
-    }
-    put_framing(out, framing);
-    match conn {
-        ConnHeader::Handler => {}
-        _ if handler_close => out.extend_from_slice(b"Connection: close\r\n"),
-        ConnHeader::Close => out.extend_from_slice(b"Connection: close\r\n"),
-        ConnHeader::KeepAlive => out.extend_from_slice(b"Connection: keep-alive\r\n"),
-        ConnHeader::Omit => {}
-    }
-    out.extend_from_slice(b"\r\n");
+    let date_at = (!has_date).then(|| put_date(out));
+    let server = server.filter(|_| !has_server);
+    put_closing_fields(out, server, framing, conn, handler_close);
     Composed {
         handler_close,
         date_at,
@@ -311,19 +293,43 @@ pub(crate) fn put_raw_head(
 ) {
     put_status(out, status);
     out.extend_from_slice(raw);
+    put_date(out);
+    put_closing_fields(out, server, framing, conn, false);
+}
+
+/// Appends the `Date` field line with the current date; returns where its value starts.
+#[inline]
+fn put_date(out: &mut Vec<u8>) -> usize {
     with_date(|d| {
         out.extend_from_slice(b"Date: ");
+        let at = out.len();
         out.extend_from_slice(d);
         out.extend_from_slice(b"\r\n");
-    });
+        at
+    })
+}
+
+/// Appends what follows the fields of a head: `Server` if given, the framing field, the
+/// `Connection` field `conn` asks for (`close` also when the handler's own field asked to
+/// close, `handler_close`), and the empty line.
+#[inline]
+fn put_closing_fields(
+    out: &mut Vec<u8>,
+    server: Option<&str>,
+    framing: Framing,
+    conn: ConnHeader,
+    handler_close: bool,
+) {
     if let Some(server) = server {
         put_server(out, server);
     }
     put_framing(out, framing);
     match conn {
+        ConnHeader::Handler => {}
+        _ if handler_close => out.extend_from_slice(b"Connection: close\r\n"),
         ConnHeader::Close => out.extend_from_slice(b"Connection: close\r\n"),
         ConnHeader::KeepAlive => out.extend_from_slice(b"Connection: keep-alive\r\n"),
-        ConnHeader::Omit | ConnHeader::Handler => {}
+        ConnHeader::Omit => {}
     }
     out.extend_from_slice(b"\r\n");
 }
