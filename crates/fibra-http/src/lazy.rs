@@ -11,19 +11,21 @@ pub(crate) static NO_HEADERS: OnceLock<HeaderMap> = OnceLock::new();
 /// The empty extensions shown while [`Lazy`] ones are not made (requests and responses).
 pub(crate) static NO_EXTENSIONS: OnceLock<Extensions> = OnceLock::new();
 
-/// `Option<Box<T>>` whose drop is an inline check: while empty it costs one compare, where
-/// the drop glue of a boxed map is an out-of-line call even for `None`.
-pub(crate) struct Lazy<T>(Option<Box<T>>);
+/// A box made on first use: empty, it is one pointer and its drop an inline check (the drop
+/// glue of a boxed map is an out-of-line call even for `None`). It can also be made through
+/// a shared reference ([`Lazy::get_or_init`]): a response's header map, which
+/// [`Response::headers`](crate::Response::headers) fills from pre-rendered fields when asked.
+pub(crate) struct Lazy<T>(OnceCell<Box<T>>);
 
 impl<T> Lazy<T> {
     /// Empty.
     #[inline]
     pub(crate) const fn none() -> Self {
-        Lazy(None)
+        Lazy(OnceCell::new())
     }
     /// Holding `value` (boxed).
     pub(crate) fn some(value: T) -> Self {
-        Lazy(Some(Box::new(value)))
+        Lazy(OnceCell::from(Box::new(value)))
     }
     /// Holding `value`, or empty when `value` is (nothing is boxed for it).
     pub(crate) fn unless_empty(value: T, is_empty: impl FnOnce(&T) -> bool) -> Self {
@@ -39,60 +41,6 @@ impl<T> Lazy<T> {
     where
         T: Default,
     {
-        match &self.0 {
-            Some(v) => v,
-            None => empty.get_or_init(T::default),
-        }
-    }
-    /// The value, made (empty) first if needed.
-    #[inline]
-    pub(crate) fn get_mut(&mut self) -> &mut T
-    where
-        T: Default,
-    {
-        self.0.get_or_insert_with(Box::default)
-    }
-    /// Takes the value out, leaving this empty.
-    #[inline]
-    pub(crate) fn take(&mut self) -> Option<T> {
-        self.0.take().map(|b| *b)
-    }
-}
-
-impl<T> Drop for Lazy<T> {
-    #[inline]
-    fn drop(&mut self) {
-        if let Some(value) = self.0.take() {
-            drop_boxed(value);
-        }
-    }
-}
-
-/// [`Lazy`] that can also be made through a shared reference (a `OnceCell` of the box, the
-/// same size): a response's header map, which [`Response::headers`](crate::Response::headers)
-/// fills from pre-rendered fields when asked.
-pub(crate) struct LazyCell<T>(OnceCell<Box<T>>);
-
-impl<T> LazyCell<T> {
-    /// Empty.
-    #[inline]
-    pub(crate) const fn none() -> Self {
-        LazyCell(OnceCell::new())
-    }
-    /// Holding `value`, or empty when `value` is (nothing is boxed for it).
-    pub(crate) fn unless_empty(value: T, is_empty: impl FnOnce(&T) -> bool) -> Self {
-        let cell = OnceCell::new();
-        if !is_empty(&value) {
-            let _ = cell.set(Box::new(value));
-        }
-        LazyCell(cell)
-    }
-    /// The value, or `empty` (a shared empty one) if none was made.
-    #[inline]
-    pub(crate) fn get_or<'a>(&'a self, empty: &'a OnceLock<T>) -> &'a T
-    where
-        T: Default,
-    {
         match self.0.get() {
             Some(v) => v,
             None => empty.get_or_init(T::default),
@@ -101,11 +49,6 @@ impl<T> LazyCell<T> {
     /// The value, made by `f` first if none was made.
     pub(crate) fn get_or_init(&self, f: impl FnOnce() -> T) -> &T {
         self.0.get_or_init(|| Box::new(f()))
-    }
-    /// Whether a value was made.
-    #[inline]
-    pub(crate) fn is_made(&self) -> bool {
-        self.0.get().is_some()
     }
     /// The value, made (empty) first if needed.
     #[inline]
@@ -125,7 +68,7 @@ impl<T> LazyCell<T> {
     }
 }
 
-impl<T> Drop for LazyCell<T> {
+impl<T> Drop for Lazy<T> {
     #[inline]
     fn drop(&mut self) {
         if let Some(value) = self.0.take() {

@@ -39,7 +39,7 @@ use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue};
 use http::{Extensions, HeaderMap, StatusCode, Version};
 
-use crate::lazy::{Lazy, LazyCell, NO_EXTENSIONS, NO_HEADERS};
+use crate::lazy::{Lazy, NO_EXTENSIONS, NO_HEADERS};
 pub use crate::upgraded::Upgraded;
 
 /// The response type handlers return. See the module docs.
@@ -49,7 +49,7 @@ pub struct Response {
     /// Boxed on first use: most responses have no fields of their own, and an absent box is
     /// cheap to move and costs nothing to drop. While `raw` holds fields, this is empty or
     /// (once [`Response::headers`] asked) the same fields parsed.
-    pub(crate) headers: LazyCell<HeaderMap>,
+    pub(crate) headers: Lazy<HeaderMap>,
     extensions: Lazy<Extensions>,
     pub(crate) body: ResponseBody,
     /// Header fields this crate rendered ahead of time (a cached file's, see
@@ -66,7 +66,7 @@ impl Response {
         Response {
             status: StatusCode::OK,
             version: Version::HTTP_11,
-            headers: LazyCell::none(),
+            headers: Lazy::none(),
             extensions: Lazy::none(),
             body,
             raw: None,
@@ -76,11 +76,8 @@ impl Response {
     pub(crate) fn with_raw_fields(status: StatusCode, raw: Bytes, body: ResponseBody) -> Self {
         Response {
             status,
-            version: Version::HTTP_11,
-            headers: LazyCell::none(),
-            extensions: Lazy::none(),
-            body,
             raw: Some(raw),
+            ..Response::new(body)
         }
     }
     /// A builder, as `http::Response::builder` (its `body` gives a `Result<Response>`).
@@ -123,9 +120,8 @@ impl Response {
     #[inline(never)]
     fn materialize(&mut self) {
         if let Some(raw) = self.raw.take() {
-            if !self.headers.is_made() {
-                self.headers.get_or_init(|| parse_raw(&raw));
-            }
+            // Already made if `headers()` looked: then those are the fields.
+            self.headers.get_or_init(|| parse_raw(&raw));
         }
     }
     #[inline]
@@ -173,7 +169,7 @@ impl Response {
         Response {
             status: parts.status,
             version: parts.version,
-            headers: LazyCell::unless_empty(parts.headers, HeaderMap::is_empty),
+            headers: Lazy::unless_empty(parts.headers, HeaderMap::is_empty),
             extensions: Lazy::unless_empty(parts.extensions, Extensions::is_empty),
             body,
             raw: None,
