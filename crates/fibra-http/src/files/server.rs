@@ -97,6 +97,20 @@ pub enum FileBody {
 }
 
 impl FileBody {
+    /// `len` bytes of `file` from `offset`: shared from memory or read from the open file.
+    fn part_of(file: &OpenFile, offset: u64, len: u64) -> FileBody {
+        match &file.data {
+            FileData::Memory(bytes) => {
+                FileBody::Bytes(bytes.slice(offset as usize..(offset + len) as usize))
+            }
+            FileData::Open(f) => FileBody::File {
+                file: Arc::clone(f),
+                offset,
+                len,
+            },
+        }
+    }
+
     /// Length in bytes (the `Content-Length` of a GET, also announced for HEAD).
     pub fn len(&self) -> u64 {
         match self {
@@ -419,29 +433,24 @@ impl FileServer {
             let head = entry.heads[encoding as usize]
                 .get_or_init(|| self.render_head(entry, file, encoding, compressible().is_some()))
                 .clone();
-            let body = match &file.data {
-                FileData::Memory(bytes) => FileBody::Bytes(bytes.clone()),
-                FileData::Open(f) => FileBody::File {
-                    file: Arc::clone(f),
-                    offset: 0,
-                    len: file.size,
-                },
-            };
+            let body = FileBody::part_of(file, 0, file.size);
             return Answer::Whole { head, body };
         }
-        Answer::Reply(self.file_reply(entry, is_get, &fields, compressible()))
+        let chosen = ((br_ok, gz_ok), (file, encoding));
+        Answer::Reply(self.file_reply(entry, is_get, &fields, chosen, compressible()))
     }
 
-    /// The reply for a file, field by field (preconditions, ranges, compression).
+    /// The reply for a file, field by field (preconditions, ranges, compression); `chosen`:
+    /// the codings the request accepts (brotli, gzip) and the representation they select.
     fn file_reply(
         &self,
         entry: &FileEntry,
         is_get: bool,
         fields: &RequestFields<'_>,
+        chosen: ((bool, bool), (&OpenFile, Encoding)),
         compressible: Option<&Compressor>,
     ) -> FileReply {
-        let (br_ok, gz_ok) = accepted_encodings(fields.accept_encoding);
-        let (file, encoding) = entry.select(br_ok, gz_ok);
+        let ((br_ok, gz_ok), (file, encoding)) = chosen;
         let compressed = compressible
             .filter(|_| encoding == Encoding::Identity && fields.range.is_none())
             .and_then(|c| Some((c, c.choose(br_ok, gz_ok)?)))
@@ -499,16 +508,7 @@ impl FileServer {
                 return e;
             }
         };
-        r.body = match &file.data {
-            FileData::Memory(bytes) => {
-                FileBody::Bytes(bytes.slice(offset as usize..(offset + len) as usize))
-            }
-            FileData::Open(f) => FileBody::File {
-                file: Arc::clone(f),
-                offset,
-                len,
-            },
-        };
+        r.body = FileBody::part_of(file, offset, len);
         r
     }
 
