@@ -197,34 +197,26 @@ impl Conn {
             let Some(stream) = &mut self.stream else {
                 return Err(RecvError::Io(io::ErrorKind::NotConnected.into()));
             };
+            // The buffer is empty and the rest of the body has a known length: drop it unread.
             let due = self.parser.body_due();
-            if let (true, Stream::Plain(tcp), true) = (self.drop_bodies, &*stream, due > 0) {
-                if self.start == self.end {
-                    match tcp.discard(due.min(1 << 30) as usize) {
-                        Ok(0) => {
-                            let result = self.parser.eof(0);
-                            self.close();
-                            return result.map_err(RecvError::Parse);
+            let drop = self.drop_bodies && due > 0 && self.start == self.end;
+            if let (true, Stream::Plain(tcp)) = (drop, &*stream) {
+                match tcp.discard(due.min(1 << 30) as usize) {
+                    Ok(0) => return self.end_of_stream(),
+                    Ok(n) => {
+                        self.bytes_read += n as u64;
+                        self.parser.skip_body(n as u64);
+                        if let Ok(Step::Done(_, response)) = self.parser.feed(&[]) {
+                            return Ok(response);
                         }
-                        Ok(n) => {
-                            self.bytes_read += n as u64;
-                            self.parser.skip_body(n as u64);
-                            if let Ok(Step::Done(_, response)) = self.parser.feed(&[]) {
-                                return Ok(response);
-                            }
-                        }
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        Err(e) => return Err(RecvError::Io(e)),
                     }
-                    continue;
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(RecvError::Io(e)),
                 }
+                continue;
             }
             match stream.read(&mut self.buf[self.end..]) {
-                Ok(0) => {
-                    let result = self.parser.eof(self.end - self.start);
-                    self.close();
-                    return result.map_err(RecvError::Parse);
-                }
+                Ok(0) => return self.end_of_stream(),
                 Ok(n) => {
                     self.end += n;
                     self.bytes_read += n as u64;
@@ -233,6 +225,14 @@ impl Conn {
                 Err(e) => return Err(RecvError::Io(e)),
             }
         }
+    }
+
+    /// The stream ended: what the parser makes of the bytes still unparsed, and the
+    /// connection closed.
+    fn end_of_stream(&mut self) -> Result<Response, RecvError> {
+        let result = self.parser.eof(self.end - self.start);
+        self.close();
+        result.map_err(RecvError::Parse)
     }
 
     /// Ensures free space after `end`: reset when empty, move a partial

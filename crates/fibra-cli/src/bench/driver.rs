@@ -63,6 +63,11 @@ pub(super) struct Shared {
 }
 
 impl Shared {
+    /// An unconnected HTTP/1.x connection slot with this run's settings.
+    fn conn(&self) -> Conn {
+        Conn::new(self.head_request, self.tls.clone()).drop_bodies(self.drop_bodies)
+    }
+
     /// The bytes of `n` back-to-back requests.
     fn requests(&self, n: u64) -> &[u8] {
         &self.requests[..n as usize * self.request_len]
@@ -272,8 +277,7 @@ impl<'a> Requests<'a> {
 /// One connection: take requests (`pipeline` at a time), send them in one
 /// write, read every response, repeat until the budget or the time is spent.
 fn connection_fiber(shared: &Shared, index: usize, _done: FinishGuard) {
-    let mut conn =
-        Conn::new(shared.head_request, shared.tls.clone()).drop_bodies(shared.drop_bodies);
+    let mut conn = shared.conn();
     let mut requests = Requests::new(shared, index);
     let mut last = Instant::now();
     loop {
@@ -298,14 +302,8 @@ fn connection_fiber(shared: &Shared, index: usize, _done: FinishGuard) {
 /// The Anon pattern: one request on every connection of this worker, then
 /// every response in turn, round after round.
 fn batch_fiber(shared: &Shared, connections: usize, index: usize, _done: FinishGuard) {
-    let mut conns: Vec<(Conn, Option<(Instant, u64)>)> = (0..connections)
-        .map(|_| {
-            (
-                Conn::new(shared.head_request, shared.tls.clone()).drop_bodies(shared.drop_bodies),
-                None,
-            )
-        })
-        .collect();
+    let mut conns: Vec<(Conn, Option<(Instant, u64)>)> =
+        (0..connections).map(|_| (shared.conn(), None)).collect();
     let mut requests = Requests::new(shared, index);
     loop {
         let mut taken = 0;
