@@ -106,6 +106,7 @@ pub mod outbox;
 #[cfg(not(feature = "fuzzing"))]
 #[allow(dead_code)]
 mod parse;
+mod prepared;
 pub mod proxy;
 pub mod proxy_protocol;
 pub mod request;

@@ -40,6 +40,7 @@ use http::header::{HeaderName, HeaderValue};
 use http::{Extensions, HeaderMap, StatusCode, Version};
 
 use crate::lazy::{Lazy, NO_EXTENSIONS, NO_HEADERS};
+use crate::prepared::{PreparedBody, PreparedRef};
 pub use crate::upgraded::Upgraded;
 
 /// The response type handlers return. See the module docs.
@@ -53,10 +54,10 @@ pub struct Response {
     extensions: Lazy<Extensions>,
     pub(crate) body: ResponseBody,
     /// Header fields this crate rendered ahead of time (a cached file's, see
-    /// [`crate::files`]): whole field lines as sent on HTTP/1.1, each ending in CRLF, never
-    /// `Date`, `Server`, `Connection` or a framing field. Written as they are; the first
-    /// change of the fields ([`Response::headers_mut`]) parses them into the map.
-    pub(crate) raw: Option<Bytes>,
+    /// [`crate::files`] and [`Prepared::fields`](crate::prepared::Prepared::fields)), held by
+    /// reference to their owner. Written as they are; the first change of the fields
+    /// ([`Response::headers_mut`]) parses them into the map.
+    pub(crate) raw: Option<PreparedRef>,
 }
 
 impl Response {
@@ -72,12 +73,11 @@ impl Response {
             raw: None,
         }
     }
-    /// A response whose fields are `raw`, field lines rendered ahead of time (see the field).
-    pub(crate) fn with_raw_fields(status: StatusCode, raw: Bytes, body: ResponseBody) -> Self {
+    /// A `200` prepared ahead of time: its fields and its body are `prepared`'s.
+    pub(crate) fn prepared(prepared: PreparedRef) -> Self {
         Response {
-            status,
-            raw: Some(raw),
-            ..Response::new(body)
+            raw: Some(prepared.clone()),
+            ..Response::new(ResponseBody::of(Kind::Prepared(prepared)))
         }
     }
     /// A builder, as `http::Response::builder` (its `body` gives a `Result<Response>`).
@@ -106,7 +106,7 @@ impl Response {
     /// The handler's header fields (the server adds `Date`, `Server` and the framing fields).
     pub fn headers(&self) -> &HeaderMap {
         match &self.raw {
-            Some(raw) => self.headers.get_or_init(|| parse_raw(raw)),
+            Some(raw) => self.headers.get_or_init(|| parse_raw(raw.fields())),
             None => self.headers.get_or(&NO_HEADERS),
         }
     }
@@ -121,7 +121,7 @@ impl Response {
     fn materialize(&mut self) {
         if let Some(raw) = self.raw.take() {
             // Already made if `headers()` looked: then those are the fields.
-            self.headers.get_or_init(|| parse_raw(&raw));
+            self.headers.get_or_init(|| parse_raw(raw.fields()));
         }
     }
     #[inline]
@@ -351,7 +351,12 @@ pub(crate) enum Kind {
     Vec(Vec<u8>),
     Bytes(Bytes),
     File(FileRange),
-    Stream { len: Option<u64>, f: StreamFn },
+    /// A prepared body (a cached file's), see [`crate::prepared`].
+    Prepared(PreparedRef),
+    Stream {
+        len: Option<u64>,
+        f: StreamFn,
+    },
     Upgrade(UpgradeFn),
 }
 
@@ -440,6 +445,7 @@ impl ResponseBody {
             Kind::Vec(v) => Some(v.len() as u64),
             Kind::Bytes(b) => Some(b.len() as u64),
             Kind::File(r) => Some(r.len),
+            Kind::Prepared(p) => Some(p.body().len()),
             Kind::Stream { len, .. } => *len,
         }
     }
@@ -454,6 +460,10 @@ impl ResponseBody {
             Kind::Static(b) => Some(b),
             Kind::Vec(v) => Some(v),
             Kind::Bytes(b) => Some(b),
+            Kind::Prepared(p) => match p.body() {
+                PreparedBody::Memory(b) => Some(b),
+                PreparedBody::File { .. } => None,
+            },
             _ => None,
         }
     }
@@ -473,6 +483,7 @@ impl fmt::Debug for ResponseBody {
             Kind::Vec(b) => write!(f, "Vec({} bytes)", b.len()),
             Kind::Bytes(b) => write!(f, "Bytes({} bytes)", b.len()),
             Kind::File(r) => f.debug_tuple("File").field(r).finish(),
+            Kind::Prepared(p) => p.fmt(f),
             Kind::Stream { len, .. } => write!(f, "Stream(len: {len:?})"),
             Kind::Upgrade(_) => f.write_str("Upgrade"),
         }?;
@@ -694,15 +705,37 @@ mod tests {
         assert!(http_resp.headers().is_empty());
     }
 
+    /// A prepared response with one representation: these fields and the body "x".
+    struct OneFile(Bytes, Bytes);
+
+    impl crate::prepared::Prepared for OneFile {
+        fn fields(&self, _: usize) -> &Bytes {
+            &self.0
+        }
+        fn body(&self, _: usize) -> PreparedBody<'_> {
+            PreparedBody::Memory(&self.1)
+        }
+    }
+
+    fn prepared(fields: &'static [u8]) -> Response {
+        let owner = Arc::new(OneFile(
+            Bytes::from_static(fields),
+            Bytes::from_static(b"x"),
+        ));
+        Response::prepared(PreparedRef::new(owner, 0))
+    }
+
     /// Pre-rendered fields show in `headers()`, and the first change makes them the map's.
     #[test]
     fn rendered_fields_are_shown_and_become_the_map_on_change() {
-        let raw = Bytes::from_static(b"ETag: \"1\"\r\nContent-Type: text/plain\r\nVary: a\r\n");
-        let resp = Response::with_raw_fields(StatusCode::OK, raw.clone(), "x".into());
+        let raw: &[u8] = b"ETag: \"1\"\r\nContent-Type: text/plain\r\nVary: a\r\n";
+        let resp = prepared(raw);
+        assert_eq!(resp.body().as_bytes(), Some(&b"x"[..]));
+        assert_eq!(resp.body().len(), Some(1));
         assert_eq!(resp.headers()["etag"], "\"1\"");
         assert_eq!(resp.headers().len(), 3);
         assert!(resp.raw.is_some(), "looking keeps the rendered fields");
-        let mut resp = Response::with_raw_fields(StatusCode::OK, raw.clone(), "x".into());
+        let mut resp = prepared(raw);
         resp.headers_mut()
             .insert("content-type", HeaderValue::from_static("text/html"));
         assert!(resp.raw.is_none());
@@ -710,10 +743,10 @@ mod tests {
         assert_eq!(parts.headers["content-type"], "text/html");
         assert_eq!(parts.headers["vary"], "a");
         // Converted as a whole (what HTTP/2 does), after a look or without one.
-        let resp = Response::with_raw_fields(StatusCode::OK, raw.clone(), "x".into());
+        let resp = prepared(raw);
         let _ = resp.headers();
         assert_eq!(resp.into_http().headers().len(), 3);
-        let resp = Response::with_raw_fields(StatusCode::OK, raw, "x".into());
+        let resp = prepared(raw);
         assert_eq!(resp.into_http().headers()["etag"], "\"1\"");
     }
 

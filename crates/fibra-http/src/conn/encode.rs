@@ -4,6 +4,7 @@
 //! responses (`put_error`).
 
 use std::cell::RefCell;
+use std::fs::File;
 use std::io::{self, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -13,6 +14,7 @@ use super::buffered::{not_connected, Shared};
 use crate::compose::{compose, put_head, put_raw_head, ConnHeader, Framing, HeadOut};
 use crate::error::ProtocolError;
 use crate::lazy::NO_HEADERS;
+use crate::prepared::PreparedBody;
 use crate::response::{
     is_bodiless, BodyWriter, Kind, Response, StreamSink, UpgradeFn, FLUSH_BYTES,
 };
@@ -54,18 +56,15 @@ impl<T: Transport> Shared<T> {
     /// too, `body_sent` says how much of it left.
     // Out of line: keeps the file path (and its head-before-body write) out of `write_response`.
     #[inline(never)]
-    pub(super) fn put_file(&mut self, r: &crate::FileRange) -> io::Result<bool> {
+    pub(super) fn put_file(&mut self, file: &File, offset: u64, len: u64) -> io::Result<bool> {
         use std::os::unix::fs::FileExt;
-        if r.len() <= INLINE_FILE_BYTES {
+        if len <= INLINE_FILE_BYTES {
             let start = self.wbuf.len();
-            let len = r.len() as usize;
+            let len = len as usize;
             self.wbuf.resize(start + len, 0);
             let mut got = 0;
             while got < len {
-                match r
-                    .file()
-                    .read_at(&mut self.wbuf[start + got..], r.offset() + got as u64)
-                {
+                match file.read_at(&mut self.wbuf[start + got..], offset + got as u64) {
                     Ok(0) => break,
                     Ok(n) => got += n,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -88,9 +87,9 @@ impl<T: Transport> Shared<T> {
         // In pieces, so that when the client goes away the access log can say how much had
         // left (to within a piece).
         let mut sent = 0;
-        while res.is_ok() && sent < r.len() {
-            let piece = (r.len() - sent).min(SEND_FILE_PIECE);
-            match io.send_file(r.file(), r.offset() + sent, piece) {
+        while res.is_ok() && sent < len {
+            let piece = (len - sent).min(SEND_FILE_PIECE);
+            match io.send_file(file, offset + sent, piece) {
                 Ok(n) => {
                     sent += n;
                     if n < piece {
@@ -104,11 +103,11 @@ impl<T: Transport> Shared<T> {
         if corked || res.is_err() {
             let _ = io.set_cork(false);
         }
-        if sent != r.len() {
+        if sent != len {
             self.body_sent = Some(sent);
         }
         res?;
-        Ok(sent == r.len())
+        Ok(sent == len)
     }
 }
 
@@ -254,7 +253,7 @@ pub(super) fn write_response<T: Transport>(
     let mut sh = cell.borrow_mut();
     if let Some(raw) = &resp.raw {
         // Fields rendered ahead of time (a cached file's): copied as they are.
-        put_raw_head(&mut sh.wbuf, status, raw, server, framing, conn);
+        put_raw_head(&mut sh.wbuf, status, raw.fields(), server, framing, conn);
     } else {
         let head = HeadOut {
             status,
@@ -283,10 +282,18 @@ pub(super) fn write_response<T: Transport>(
         Kind::Vec(v) => sh.put_bytes(v)?,
         Kind::Bytes(b) => sh.put_bytes(b)?,
         Kind::File(r) => {
-            if !sh.put_file(r)? {
+            if !sh.put_file(r.file(), r.offset(), r.len())? {
                 *close = true;
             }
         }
+        Kind::Prepared(p) => match p.body() {
+            PreparedBody::Memory(b) => sh.put_bytes(b)?,
+            PreparedBody::File { file, len, .. } => {
+                if !sh.put_file(file, 0, len)? {
+                    *close = true;
+                }
+            }
+        },
         Kind::Stream { .. } => {
             let Kind::Stream { len, f } = std::mem::replace(&mut resp.body.kind, Kind::Empty)
             else {

@@ -205,7 +205,7 @@ impl Compressor {
                 fibra::task::spawn_blocking(move || compress(&bytes, encoding, level, etag))
             }
             FileData::Open(f) => {
-                let f = f.clone();
+                let f = f.shared().clone();
                 fibra::task::spawn_blocking(move || {
                     read_whole(&f, size).and_then(|b| compress(&b, encoding, level, etag))
                 })

@@ -20,9 +20,12 @@
 //! # let _ = handler;
 //! ```
 
-use http::StatusCode;
+use bytes::Bytes;
 
+use super::meta::Encoding;
+use super::open::{FileData, FileEntry};
 use super::server::{Answer, FileBody, FileReply, FileServer};
+use crate::prepared::{Prepared, PreparedBody, PreparedRef};
 use crate::{FileRange, Request, Response, ResponseBody};
 
 impl FileServer {
@@ -32,9 +35,10 @@ impl FileServer {
         let uri = req.uri();
         match self.answer(req.method(), uri.path(), uri.query(), req.headers()) {
             // A whole cached file: its fields go out as rendered when the file was cached (no
-            // header map is built; `Response::headers` shows them when asked).
-            Answer::Whole { head, body } => {
-                Response::with_raw_fields(StatusCode::OK, head, body.into_body())
+            // header map is built; `Response::headers` shows them when asked), and the
+            // response holds the entry rather than its head and its file (`crate::prepared`).
+            Answer::Whole { entry, encoding } => {
+                Response::prepared(PreparedRef::new(entry, encoding as usize))
             }
             Answer::Reply(r) => r.into_response(),
         }
@@ -61,5 +65,33 @@ impl FileReply {
         *resp.status_mut() = self.status;
         *resp.headers_mut() = self.headers;
         resp
+    }
+}
+
+/// A cached file is the owner of its prepared `200`s: representation `i` is
+/// `Encoding` number `i` (identity, brotli, gzip), with the head the file server rendered for
+/// it and the bytes of that file.
+impl Prepared for FileEntry {
+    fn fields(&self, which: usize) -> &Bytes {
+        self.head(encoding_of(which))
+    }
+    fn body(&self, which: usize) -> PreparedBody<'_> {
+        let file = self.representation(encoding_of(which));
+        match &file.data {
+            FileData::Memory(bytes) => PreparedBody::Memory(bytes),
+            FileData::Open(f) => PreparedBody::File {
+                file: f.get(),
+                shared: f.shared(),
+                len: file.size,
+            },
+        }
+    }
+}
+
+fn encoding_of(which: usize) -> Encoding {
+    match which {
+        1 => Encoding::Brotli,
+        2 => Encoding::Gzip,
+        _ => Encoding::Identity,
     }
 }

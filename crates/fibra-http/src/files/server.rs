@@ -104,7 +104,7 @@ impl FileBody {
                 FileBody::Bytes(bytes.slice(offset as usize..(offset + len) as usize))
             }
             FileData::Open(f) => FileBody::File {
-                file: Arc::clone(f),
+                file: Arc::clone(f.shared()),
                 offset,
                 len,
             },
@@ -173,15 +173,16 @@ impl FileReply {
     }
 }
 
-/// What [`FileServer::answer`] found: a whole cached file (`200`, its fields `head` rendered
-/// ahead of time as HTTP/1.1 field lines), or any other reply.
+/// What [`FileServer::answer`] found: a whole cached file (`200`, its fields rendered ahead
+/// of time as HTTP/1.1 field lines), or any other reply.
 pub(crate) enum Answer {
-    /// A `200` with the whole file as it is stored (identity or a precompressed sibling).
+    /// A `200` with the whole file as it is stored (identity or a precompressed sibling): the
+    /// fields are `entry.head(encoding)` (rendered by now), the body is that representation.
     Whole {
-        /// The fields, rendered once per cached file (see [`FileEntry::heads`]).
-        head: bytes::Bytes,
-        /// The file's bytes.
-        body: FileBody,
+        /// The cached file.
+        entry: Arc<FileEntry>,
+        /// Which representation of it.
+        encoding: Encoding,
     },
     /// Anything else.
     Reply(FileReply),
@@ -311,11 +312,14 @@ impl FileServer {
     ) -> FileReply {
         match self.answer(method, path, query, headers) {
             Answer::Reply(r) => r,
-            Answer::Whole { head, body } => FileReply {
-                status: StatusCode::OK,
-                headers: crate::response::parse_raw(&head),
-                body,
-            },
+            Answer::Whole { entry, encoding } => {
+                let file = entry.representation(encoding);
+                FileReply {
+                    status: StatusCode::OK,
+                    headers: crate::response::parse_raw(entry.head(encoding)),
+                    body: FileBody::part_of(file, 0, file.size),
+                }
+            }
         }
     }
 
@@ -352,7 +356,7 @@ impl FileServer {
             }
             Ok(Lookup::Forbidden) => FileReply::error(StatusCode::FORBIDDEN),
             Ok(Lookup::Dir) => self.directory(rest, query),
-            Ok(Lookup::File(entry)) => return self.file(&entry, is_get, headers),
+            Ok(Lookup::File(entry)) => return self.file(entry, is_get, headers),
         })
     }
 
@@ -406,7 +410,7 @@ impl FileServer {
     /// A file: the whole of it with its rendered head when the request asks nothing more
     /// (no precondition, no range, no compression to make), else the reply built field by
     /// field.
-    fn file(&self, entry: &Arc<FileEntry>, is_get: bool, headers: &HeaderMap) -> Answer {
+    fn file(&self, entry: Arc<FileEntry>, is_get: bool, headers: &HeaderMap) -> Answer {
         let fields = RequestFields::of(headers);
         let (br_ok, gz_ok) = accepted_encodings(fields.accept_encoding);
         let (file, encoding) = entry.select(br_ok, gz_ok);
@@ -429,15 +433,14 @@ impl FileServer {
                 && encoding == Encoding::Identity
                 && compressible().is_some_and(|c| c.choose(br_ok, gz_ok).is_some()));
         if whole {
-            // (`If-Range` without `Range` means nothing.)
-            let head = entry.heads[encoding as usize]
-                .get_or_init(|| self.render_head(entry, file, encoding, compressible().is_some()))
-                .clone();
-            let body = FileBody::part_of(file, 0, file.size);
-            return Answer::Whole { head, body };
+            // (`If-Range` without `Range` means nothing.) The entry is moved into the answer:
+            // the response refers to its head and its bytes (see `crate::prepared`).
+            entry.heads[encoding as usize]
+                .get_or_init(|| self.render_head(&entry, file, encoding, compressible().is_some()));
+            return Answer::Whole { entry, encoding };
         }
         let chosen = ((br_ok, gz_ok), (file, encoding));
-        Answer::Reply(self.file_reply(entry, is_get, &fields, chosen, compressible()))
+        Answer::Reply(self.file_reply(&entry, is_get, &fields, chosen, compressible()))
     }
 
     /// The reply for a file, field by field (preconditions, ranges, compression); `chosen`:

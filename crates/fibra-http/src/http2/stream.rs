@@ -11,6 +11,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use bytes::{Buf, Bytes, BytesMut};
@@ -23,6 +24,7 @@ use super::park::Parker;
 use crate::access_log::LogEntry;
 use crate::body::{Body, BodySource};
 use crate::date::with_date;
+use crate::prepared::PreparedBody;
 use crate::request::Request;
 use crate::response::{
     error_response, is_bodiless, BodyWriter, FileRange, Kind, Response, StreamSink,
@@ -208,6 +210,14 @@ fn send(
             send_file(&mut out, &range, last, parker, timeout)?;
             return Ok(sent(range.len(), out));
         }
+        Kind::Prepared(p) => match p.body() {
+            PreparedBody::Memory(b) => b.clone(),
+            PreparedBody::File { shared, len, .. } => {
+                let range = FileRange::new(Arc::clone(shared), 0, len);
+                send_file(&mut out, &range, last, parker, timeout)?;
+                return Ok(sent(len, out));
+            }
+        },
         Kind::Stream { len, f } => {
             let sink = RefCell::new(Sink {
                 out,
