@@ -20,7 +20,7 @@
 # draw over the list, cheaper per response than wrk, which saturates its core on the docs site),
 # BENCH_ARGS (extra fibra bench flags, e.g. --drop-bodies), FIBRA (binary), SITE_FILES and SITE_SEED (small site), FIBRA_ARGS (extra flags),
 # FIBRA_BASE (a second fibra binary, e.g. a build before a change, measured in the same rounds
-# as "base", with the fibra/base ratios).
+# as "base", with the fibra/base ratios), PERF=1 (see perf_sample below).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 site=${1:?usage: bench/site.sh small|docs [ROUNDS] [SECS] [CONNS]}
@@ -89,13 +89,31 @@ print("Requests/sec:", round(r["requests_per_sec"], 2))' "$1" <<< "$out" || exit
     fi
     echo "$out"
 }
-measure() { # name seed -> "name req/s user_us sys_us client_cpu_%"
-    local c0 c1 out
+# With PERF=1, each round also samples the server at 10 kHz (perf record -e cpu-clock) from
+# its second second to one second before its end: user and system CPU per request from ~40x
+# more samples than the kernel's 250 Hz utime/stime ticks, the same split (a sample is user
+# time when it interrupted user code). Printed as two more columns; both estimates get medians.
+perf_sample() { # sid secs -> "user_samples kernel_samples" of a perf record over the session's processes
+    perf record -q -e cpu-clock -F 10000 -p "$(server_pids "$1" | xargs | tr ' ' ,)" -o "$run/perf.data" -- sleep "$2" > /dev/null 2>&1
+    perf report -q -i "$run/perf.data" --sort dso -g none -n 2> /dev/null \
+        | awk '{if ($3 == "[kernel.kallsyms]") k += $2; else u += $2} END {print u+0, k+0}'
+}
+measure() { # name seed -> "name req/s user_us sys_us client_cpu_% [perf_user_us perf_sys_us]"
+    local c0 c1 out window perf=""
     c0=$(server_cpu "${pgid[$1]}")
+    if [ "${PERF:-0}" = 1 ]; then
+        window=$((secs - 2))
+        (sleep 1; perf_sample "${pgid[$1]}" "$window" > "$run/perf.counts") &
+    fi
     out=$(load "${port[$1]}" "$secs" "$2")
     c1=$(server_cpu "${pgid[$1]}")
+    if [ "${PERF:-0}" = 1 ]; then
+        wait
+        perf=$(awk -v rps="$(awk '/Requests\/sec/{print $2}' <<< "$out")" -v w="$window" \
+            '{printf "%.2f %.2f", $1 * 100 / (rps * w), $2 * 100 / (rps * w)}' "$run/perf.counts")
+    fi
     echo "$1 $c0 $c1 $(awk '/requests in/{print $1}' <<< "$out") $(awk '/Requests\/sec/{print $2}' <<< "$out") $(tr -d '%' < "$run/client_cpu")" \
-        | awk -v tck="$(getconf CLK_TCK)" '{printf "%s %s %.2f %.2f %s\n", $1, $7, ($4-$2)/tck*1e6/$6, ($5-$3)/tck*1e6/$6, $8}'
+        | awk -v tck="$(getconf CLK_TCK)" -v perf="$perf" '{printf "%s %s %.2f %.2f %s %s\n", $1, $7, ($4-$2)/tck*1e6/$6, ($5-$3)/tck*1e6/$6, $8, perf}'
 }
 
 echo "$site site, $conns conns, ${secs}s x $rounds rounds, caches of $cache entries, client $client"
@@ -117,6 +135,15 @@ names = [s for s in ("fibra", "nginx", "base") if any(r[0] == s for r in rows)]
 m = {s: [st.median(float(r[i]) for r in rows if r[0] == s) for i in (1, 2, 3, 4)] for s in names}
 for s, (rps, u, k, c) in m.items():
     print(f"median {s}: {rps:,.0f} req/s, CPU/request {u + k:.2f} us (user {u:.2f}, system {k:.2f}), client {c:.0f}% CPU")
+# PERF=1: user and system per request from the 10 kHz samples.
+if all(len(r) == 7 for r in rows):
+    pm = {s: [st.median(float(r[i]) for r in rows if r[0] == s) for i in (5, 6)] for s in names}
+    for s, (u, k) in pm.items():
+        print(f"median {s} (perf samples): user {u:.2f} us, system {k:.2f} us per request")
+    for s in names[1:]:
+        pr = [float(f[5]) / float(n[5]) for f, n in zip([r for r in rows if r[0] == "fibra"], [r for r in rows if r[0] == s])]
+        ratio = pm["fibra"][0] / pm[s][0]
+        print(f"fibra/{s} (perf samples): user {ratio:.2f}x; per-round median {st.median(pr):.2f}x")
 # Ratios of the medians, then the median of the per-round ratios (the servers of a round ran
 # back to back: steadier when the machine drifts between rounds).
 per = {s: [r for r in rows if r[0] == s] for s in names}
