@@ -20,7 +20,7 @@ pub(crate) trait Prepared: Send + Sync {
     /// The field lines of representation `which`: whole lines as sent on HTTP/1.1, each
     /// ending in CRLF, never `Date`, `Server`, `Connection` or a framing field. Empty if
     /// `which` has none.
-    fn fields(&self, which: usize) -> &Bytes;
+    fn fields(&self, which: usize) -> &[u8];
     /// The body of representation `which`.
     fn body(&self, which: usize) -> PreparedBody<'_>;
 }
@@ -64,7 +64,7 @@ impl PreparedRef {
     }
     /// Its field lines (see [`Prepared::fields`]).
     #[inline]
-    pub(crate) fn fields(&self) -> &Bytes {
+    pub(crate) fn fields(&self) -> &[u8] {
         self.owner.fields(self.which)
     }
     /// Its body.

@@ -624,8 +624,9 @@ pub(crate) fn error_response(status: StatusCode, text: &'static str) -> Response
 }
 
 /// Parses field lines rendered by this crate (`Name: value` CRLF each, see `Response::raw`)
-/// into a map; the values share `raw`'s bytes.
-pub(crate) fn parse_raw(raw: &Bytes) -> HeaderMap {
+/// into a map; the values share one copy of `raw`.
+pub(crate) fn parse_raw(raw: &[u8]) -> HeaderMap {
+    let raw = Bytes::copy_from_slice(raw);
     let mut map = HeaderMap::new();
     let mut at = 0;
     while let Some(end) = memchr::memmem::find(&raw[at..], b"\r\n").map(|n| at + n) {
@@ -709,7 +710,7 @@ mod tests {
     struct OneFile(Bytes, Bytes);
 
     impl crate::prepared::Prepared for OneFile {
-        fn fields(&self, _: usize) -> &Bytes {
+        fn fields(&self, _: usize) -> &[u8] {
             &self.0
         }
         fn body(&self, _: usize) -> PreparedBody<'_> {

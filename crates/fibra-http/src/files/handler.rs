@@ -20,8 +20,6 @@
 //! # let _ = handler;
 //! ```
 
-use bytes::Bytes;
-
 use super::meta::Encoding;
 use super::open::{FileData, FileEntry};
 use super::server::{Answer, FileBody, FileReply, FileServer};
@@ -72,7 +70,7 @@ impl FileReply {
 /// `Encoding` number `i` (identity, brotli, gzip), with the head the file server rendered for
 /// it and the bytes of that file.
 impl Prepared for FileEntry {
-    fn fields(&self, which: usize) -> &Bytes {
+    fn fields(&self, which: usize) -> &[u8] {
         self.head(encoding_of(which))
     }
     fn body(&self, which: usize) -> PreparedBody<'_> {

@@ -58,6 +58,7 @@ pub mod meta;
 pub mod open;
 pub mod path;
 pub mod range;
+pub mod rendered;
 pub mod server;
 pub mod watch;
 

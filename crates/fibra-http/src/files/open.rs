@@ -28,9 +28,13 @@ use super::beneath::RootDir;
 use super::conditional::make_etag;
 use super::meta::{content_type, Encoding};
 use super::path::SafePath;
+use super::rendered::RenderedHead;
 
 /// One file with the header values that describe it, rendered once.
+///
+/// `repr(C)`: what sending the whole file reads (its bytes or descriptor, and its size) first.
 #[derive(Debug)]
+#[repr(C)]
 pub struct OpenFile {
     /// The bytes to send: in memory, or an open file.
     pub data: FileData,
@@ -118,20 +122,23 @@ fn read_small(file: &File, size: u64, buf: &mut Vec<u8>) -> bool {
 
 /// A servable file: the file itself plus its precompressed siblings, if any.
 ///
-/// `repr(C)`: what a whole file sent as it is reads (the rendered heads, then the file) comes
-/// first, next to the reference count that the cache's hit touches anyway; the siblings, read
-/// only for a client that accepts a coding, come last.
+/// `repr(C)`: what a whole file sent as it is reads comes first, in the order of memory, next
+/// to the reference count that the cache's hit touches anyway: the file's rendered head (kept
+/// inline), then the file (its bytes or descriptor and its size first, see [`OpenFile`]). The
+/// siblings and their heads, read only for a client that accepts a coding, come last.
 #[derive(Debug)]
 #[repr(C)]
 pub struct FileEntry {
-    /// The header fields of a `200` for each representation (identity, brotli, gzip), rendered
-    /// on first use by the file server (they depend on its settings too) and kept with the
-    /// bytes they describe: an entry replaced after a change takes its heads with it.
-    pub heads: [OnceLock<bytes::Bytes>; 3],
+    /// The header fields of a `200` of the file as named, rendered on first use by the file
+    /// server (they depend on its settings too) and kept with the bytes they describe: an
+    /// entry replaced after a change takes its heads with it.
+    pub head: OnceLock<RenderedHead>,
     /// The file as named in the request.
     pub identity: OpenFile,
     /// `Content-Type` of the file as named (siblings share it).
     pub content_type: HeaderValue,
+    /// The heads of the brotli and the gzip sibling, as `head`.
+    pub sibling_heads: [OnceLock<RenderedHead>; 2],
     /// `NAME.br`, when present.
     pub brotli: Option<OpenFile>,
     /// `NAME.gz`, when present.
@@ -168,9 +175,19 @@ impl FileEntry {
 
     /// The rendered `200` fields of representation `encoding` (empty until the file server
     /// has rendered them).
-    pub fn head(&self, encoding: Encoding) -> &bytes::Bytes {
-        static NONE: bytes::Bytes = bytes::Bytes::new();
-        self.heads[encoding as usize].get().unwrap_or(&NONE)
+    pub fn head(&self, encoding: Encoding) -> &[u8] {
+        self.head_cell(encoding)
+            .get()
+            .map_or(&[], RenderedHead::as_bytes)
+    }
+
+    /// Where the head of representation `encoding` is kept.
+    pub fn head_cell(&self, encoding: Encoding) -> &OnceLock<RenderedHead> {
+        match encoding {
+            Encoding::Identity => &self.head,
+            Encoding::Brotli => &self.sibling_heads[0],
+            Encoding::Gzip => &self.sibling_heads[1],
+        }
     }
 
     /// Whether the response depends on `Accept-Encoding` (so caches need `Vary`).
@@ -307,7 +324,8 @@ impl Resolver {
             gzip: sibling(Encoding::Gzip),
             content_type: HeaderValue::from_str(&content_type(rel))
                 .unwrap_or(HeaderValue::from_static("application/octet-stream")),
-            heads: Default::default(),
+            head: OnceLock::new(),
+            sibling_heads: Default::default(),
         }
     }
 

@@ -20,6 +20,7 @@ use super::meta::{accepted_encodings, Encoding};
 use super::open::{FileData, FileEntry, Lookup, OpenFile, Resolver};
 use super::path::{self, PathError};
 use super::range::{parse_range, RangeRequest};
+use super::rendered::RenderedHead;
 
 /// The methods the file server answers (`Allow` of its `405` and `OPTIONS` responses).
 const ALLOW: &str = "GET, HEAD, OPTIONS";
@@ -368,7 +369,7 @@ impl FileServer {
         file: &OpenFile,
         encoding: Encoding,
         compressible: bool,
-    ) -> bytes::Bytes {
+    ) -> RenderedHead {
         let mut r = FileReply::new(StatusCode::OK);
         self.validator_fields(&mut r, entry, &file.etag, file, compressible);
         self.content_fields(&mut r, entry, encoding);
@@ -376,7 +377,7 @@ impl FileServer {
         for (name, value) in &r.headers {
             crate::compose::put_field(&mut out, name, value);
         }
-        out.into()
+        RenderedHead::new(&out)
     }
 
     /// `ETag`, `Last-Modified`, `Cache-Control` and `Vary`: what a `200` and a `304` share.
@@ -435,7 +436,8 @@ impl FileServer {
         if whole {
             // (`If-Range` without `Range` means nothing.) The entry is moved into the answer:
             // the response refers to its head and its bytes (see `crate::prepared`).
-            entry.heads[encoding as usize]
+            entry
+                .head_cell(encoding)
                 .get_or_init(|| self.render_head(&entry, file, encoding, compressible().is_some()));
             return Answer::Whole { entry, encoding };
         }
