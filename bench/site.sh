@@ -20,7 +20,8 @@
 # draw over the list, cheaper per response than wrk, which saturates its core on the docs site),
 # BENCH_ARGS (extra fibra bench flags, e.g. --drop-bodies), FIBRA (binary), SITE_FILES and SITE_SEED (small site), FIBRA_ARGS (extra flags),
 # FIBRA_BASE (a second fibra binary, e.g. a build before a change, measured in the same rounds
-# as "base", with the fibra/base ratios), PERF=1 (see perf_sample below).
+# as "base", with the fibra/base ratios), PERF=1 (see perf_sample below), CACHE_TTL (seconds,
+# see ttl below).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 site=${1:?usage: bench/site.sh small|docs [ROUNDS] [SECS] [CONNS]}
@@ -48,12 +49,17 @@ case $site in
 esac
 chmod -R a+rX "$run/root"
 cache=$(( $(find "$run/root" -type f | wc -l) * 2 ))
+# How long both servers trust a cached file before they look at it again (fibra re-opens it,
+# nginx stats it): longer than the whole run, so that the rounds and the strace window measure
+# the steady state rather than a burst of revalidations 60 s (both defaults) into the run.
+# Nothing changes under the benchmark; fibra sees changes through inotify anyway.
+ttl=${CACHE_TTL:-3600}
 
 port_f=18941; port_n=18942
-sed -e "s|@RUN@|$run|g" -e "s|@ROOT@|$run/root|g" -e "s|@PORT@|$port_n|g" -e "s|@CACHE@|$cache|g" \
+sed -e "s|@RUN@|$run|g" -e "s|@ROOT@|$run/root|g" -e "s|@PORT@|$port_n|g" -e "s|@CACHE@|$cache|g" -e "s|@TTL@|$ttl|g" \
     "$here/site/nginx.conf.in" > "$run/nginx.conf"
 # shellcheck disable=SC2086
-pf=$(server_start 0 "$fibra" serve "$run/root" --workers 1 -p $port_f --cache-entries "$cache" ${FIBRA_ARGS:-})
+pf=$(server_start 0 "$fibra" serve "$run/root" --workers 1 -p $port_f --cache-entries "$cache" --cache-ttl "$ttl" ${FIBRA_ARGS:-})
 pids+=("$pf")
 pn=$(server_start 0 nginx -p "$run" -c "$run/nginx.conf")
 pids+=("$pn")
@@ -62,7 +68,7 @@ declare -A pgid=([fibra]=$pf [nginx]=$pn) port=([fibra]=$port_f [nginx]=$port_n)
 servers="fibra nginx"
 if [ -n "${FIBRA_BASE:-}" ]; then
     # shellcheck disable=SC2086
-    pb=$(server_start 0 "$FIBRA_BASE" serve "$run/root" --workers 1 -p 18943 --cache-entries "$cache" ${FIBRA_ARGS:-})
+    pb=$(server_start 0 "$FIBRA_BASE" serve "$run/root" --workers 1 -p 18943 --cache-entries "$cache" --cache-ttl "$ttl" ${FIBRA_ARGS:-})
     pids+=("$pb"); server_wait 18943
     pgid[base]=$pb; port[base]=18943; servers="fibra nginx base"
 fi
