@@ -113,6 +113,7 @@ pub mod request;
 pub mod response;
 mod server;
 pub mod settings;
+mod target_bytes;
 pub mod tls;
 pub mod transport;
 mod upgraded;
