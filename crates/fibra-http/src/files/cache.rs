@@ -38,6 +38,7 @@ use std::time::{Duration, Instant};
 
 use hashbrown::HashTable;
 
+use super::inline_bytes::InlineBytes;
 use super::open::Lookup;
 use super::watch::{Deps, Invalidation};
 
@@ -55,34 +56,8 @@ pub struct CacheStats {
     pub misses: u64,
 }
 
-/// A cached request path: in place when short, else boxed.
-#[derive(Debug)]
-enum Key {
-    Inline { len: u8, bytes: [u8; INLINE_KEY] },
-    Boxed(Box<[u8]>),
-}
-
-impl Key {
-    fn new(key: &[u8]) -> Key {
-        if key.len() <= INLINE_KEY {
-            let mut bytes = [0; INLINE_KEY];
-            bytes[..key.len()].copy_from_slice(key);
-            Key::Inline {
-                len: key.len() as u8,
-                bytes,
-            }
-        } else {
-            Key::Boxed(key.into())
-        }
-    }
-
-    fn as_bytes(&self) -> &[u8] {
-        match self {
-            Key::Inline { len, bytes } => &bytes[..usize::from(*len)],
-            Key::Boxed(b) => b,
-        }
-    }
-}
+/// A cached request path: in the slot when short, else boxed.
+type Key = InlineBytes<INLINE_KEY>;
 
 /// One entry, stored in the shard's table. The fields a hit reads come first (`repr(C)`
 /// keeps them together: the hash, the key, the value and its expiry).

@@ -53,12 +53,12 @@ pub mod catalog;
 pub mod compress;
 pub mod conditional;
 mod handler;
+pub mod inline_bytes;
 pub mod listing;
 pub mod meta;
 pub mod open;
 pub mod path;
 pub mod range;
-pub mod rendered;
 pub mod server;
 pub mod watch;
 

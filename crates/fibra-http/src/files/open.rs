@@ -26,9 +26,9 @@ use http::HeaderValue;
 
 use super::beneath::RootDir;
 use super::conditional::make_etag;
+use super::inline_bytes::RenderedHead;
 use super::meta::{content_type, Encoding};
 use super::path::SafePath;
-use super::rendered::RenderedHead;
 
 /// One file with the header values that describe it, rendered once.
 ///

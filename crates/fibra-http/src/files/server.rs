@@ -15,12 +15,12 @@ use super::cache::CacheStats;
 use super::catalog::Catalog;
 use super::compress::{CompressConfig, Compressor};
 use super::conditional::{evaluate, Conditionals, Precondition};
+use super::inline_bytes::RenderedHead;
 use super::listing;
 use super::meta::{accepted_encodings, Encoding};
 use super::open::{FileData, FileEntry, Lookup, OpenFile, Resolver};
 use super::path::{self, PathError};
 use super::range::{parse_range, RangeRequest};
-use super::rendered::RenderedHead;
 
 /// The methods the file server answers (`Allow` of its `405` and `OPTIONS` responses).
 const ALLOW: &str = "GET, HEAD, OPTIONS";
