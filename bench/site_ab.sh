@@ -6,8 +6,10 @@
 # Both servers run on CPU 0 together, each loaded by its own `fibra bench --paths --drop-bodies
 # -cCONNS` (default 32) on CPU 1, and one `perf record -e cpu-clock -F 10000` samples both for
 # 5 s of each 7 s round. Both builds see the same machine at the same moment, so the drift that
-# moves whole rounds on a shared VM cancels out (an A/A run: new/old user time 0.99-1.02 per
-# round), and the 10 kHz samples resolve what the kernel's 250 Hz utime ticks cannot. Prints
+# moves whole rounds on a shared VM cancels out, and the 10 kHz samples resolve what the
+# kernel's 250 Hz utime ticks cannot. A/A runs (one binary in both slots) gave new/old user
+# time 0.975-1.026 per round, median 1.02: the second slot reads ~2 % high, so a change of a
+# few percent is best checked with the builds swapped too. Prints
 # per round each build's req/s and user and system CPU per request (samples x 100 us ÷ requests)
 # and new/old user time, then the median. Not a comparison with another server: two servers of
 # different kinds sharing a core do not get equal shares of it (see docs/lab/site-2026-11-26c.md).
