@@ -78,16 +78,8 @@ fi
 FIBRA="$ROOT/target/release/examples/techempower"
 AXUM="$ROOT/bench/target/cargo/release/bench-peer-axum-pg"
 
-RUN="$(mktemp -d)"
-chmod 777 "$RUN"
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill -- "-$p" 2>/dev/null || true; done
-  pg_cluster_stop
-  rm -rf "$RUN"
-}
 source "$ROOT/bench/lib/pg_cluster.sh"
-trap cleanup EXIT
+pg_run_dir
 
 source "$ROOT/bench/lib/measure.sh"
 

@@ -34,15 +34,8 @@ case $TEST in
 esac
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 [ -x "$PGBIN/initdb" ] || { echo "techempower_wakeups.sh: PostgreSQL is not installed" >&2; exit 2; }
-RUN="$(mktemp -d)"; chmod 777 "$RUN"
-SPID=
-cleanup() {
-  [ -n "$SPID" ] && kill -- "-$SPID" 2>/dev/null
-  pg_cluster_stop
-  rm -rf "$RUN"
-}
 source "$ROOT/bench/lib/pg_cluster.sh"
-trap cleanup EXIT
+pg_run_dir
 source "$ROOT/bench/lib/measure.sh"
 
 pg_cluster_start
@@ -76,6 +69,7 @@ for spec in "$@"; do
       --database-url "$URL" >"$OUT/$name.log" 2>&1 &
   fi
   SPID=$!
+  PIDS=("$SPID")
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/json" >/dev/null 2>&1 && break; sleep 0.1; done
   url="http://127.0.0.1:$port$P"
   curl -sf "$url" >/dev/null || { echo "techempower_wakeups.sh: $name does not answer $P" >&2; exit 1; }
@@ -157,5 +151,5 @@ print(f"{name} B: {n} requests, {ticks / hz * 1e6 / n:.2f} us CPU/req (profiled)
       f" + user {split['user'] * us:.2f}; idle {split['idle'] * us:.2f}; under "
       + ', '.join(f"{r.replace('__x64_sys_', '')} {split[r] * us:.2f}" for r in roots + ['__schedule']))
 EOF
-  kill -- "-$SPID"; wait "$SPID" 2>/dev/null || true; SPID=
+  kill -- "-$SPID"; wait "$SPID" 2>/dev/null || true; PIDS=()
 done

@@ -1,10 +1,26 @@
 # A throw-away PostgreSQL cluster with TFB's schema and data, on CPU 1, for the TechEmpower
-# scripts. Needs RUN (a temp dir PostgreSQL can write), PGBIN and ROOT set, and free_port
-# (bench/lib/measure.sh). pg_cluster_start sets PGPORT, PGPID and URL and defines psql_;
-# pg_cluster_stop (for the caller's exit trap) stops it if it runs.
+# scripts. Needs PGBIN and ROOT set, and free_port (bench/lib/measure.sh). pg_run_dir makes
+# RUN (a temp dir PostgreSQL can write) and the exit trap that cleans up after the script;
+# pg_cluster_start then sets PGPORT, PGPID and URL and defines psql_.
 
 # Runs a command as the postgres user when we are root (initdb refuses root).
 as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+
+# pg_run_dir: RUN, and an exit trap that kills the process groups listed in PIDS (the
+# script's servers, each started with setsid; PIDS starts empty), stops the cluster and
+# removes RUN.
+pg_run_dir() {
+  RUN="$(mktemp -d)"
+  chmod 777 "$RUN"
+  PIDS=()
+  trap pg_run_cleanup EXIT
+}
+
+pg_run_cleanup() {
+  for p in "${PIDS[@]}"; do kill -- "-$p" 2>/dev/null || true; done
+  pg_cluster_stop
+  rm -rf "$RUN"
+}
 
 pg_cluster_stop() {
   if [ -f "$RUN/data/postmaster.pid" ]; then
