@@ -36,19 +36,10 @@ pids=()
 trap 'for p in "${pids[@]}"; do server_stop "$p" TERM; done; rm -rf "$run"' EXIT
 # shellcheck source=bench/lib/pinned.sh
 source "$here/lib/pinned.sh"
+# shellcheck source=bench/lib/site_make.sh
+source "$here/lib/site_make.sh"
 files="python3 $here/lib/site_files.py"
-
-case $site in
-    small) $files small "$run/root" "$run/list" "${SITE_FILES:-10000}" "${SITE_SEED:-1}" ;;
-    docs)
-        docs=/usr/share/doc/python3/html
-        [ -f "$docs/index.html" ] || { echo "needs Debian's python3-doc (apt-get install python3-doc)" >&2; exit 1; }
-        echo "python3-doc $(dpkg-query -W -f '${Version}' python3-doc)"
-        $files copy "$docs/" "$run/root" "$run/list" html,css,js,png,svg ;;
-    *) echo "unknown site $site (small or docs)" >&2; exit 1 ;;
-esac
-chmod -R a+rX "$run/root"
-cache=$(( $(find "$run/root" -type f | wc -l) * 2 ))
+site_make "$site" "$run"
 # How long both servers trust a cached file before they look at it again (fibra re-opens it,
 # nginx stats it): longer than the whole run, so that the rounds and the strace window measure
 # the steady state rather than a burst of revalidations 60 s (both defaults) into the run.

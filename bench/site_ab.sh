@@ -21,13 +21,10 @@ rounds=${2:?rounds}; old=${3:?old binary}; new=${4:?new binary}; conns=${5:-32}
 run=$(mktemp -d /tmp/fibra-site-ab.XXXXXX)
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$run"' EXIT
+# shellcheck source=bench/lib/site_make.sh
+source "$here/lib/site_make.sh"
 files="python3 $here/lib/site_files.py"
-case $site in
-    small) $files small "$run/root" "$run/list" 10000 1 ;;
-    docs) $files copy /usr/share/doc/python3/html/ "$run/root" "$run/list" html,css,js,png,svg ;;
-    *) echo "unknown site $site (small or docs)" >&2; exit 1 ;;
-esac
-cache=$(( $(find "$run/root" -type f | wc -l) * 2 ))
+site_make "$site" "$run"
 bench=$new  # the load generator: the new build's `fibra bench`
 declare -A port=([old]=18951 [new]=18952) bin=([old]=$old [new]=$new) pid
 for b in old new; do
