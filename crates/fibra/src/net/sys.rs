@@ -13,6 +13,7 @@ use std::net::SocketAddr;
 use std::os::fd::{AsFd, RawFd};
 use std::os::unix::net::{self as unix, UnixListener, UnixStream};
 use std::path::Path;
+use std::time::Duration;
 
 /// `accept4(SOCK_NONBLOCK | SOCK_CLOEXEC)`: the accepted socket is non-blocking already.
 fn accept_nonblocking(listener: impl AsFd) -> io::Result<(Socket, SockAddr)> {
@@ -41,18 +42,55 @@ pub(crate) fn accept_unix(listener: &UnixListener) -> io::Result<(UnixStream, un
     Ok((socket.into(), addr))
 }
 
-/// A non-blocking TCP socket whose connection to `addr` has started (`EINPROGRESS`); it is
-/// established once the socket is writable and has no error.
-pub(crate) fn connect_nonblocking(addr: &SocketAddr) -> io::Result<std::net::TcpStream> {
-    let socket = Socket::new(
-        Domain::for_address(*addr),
-        Type::STREAM.nonblocking(),
-        Some(socket2::Protocol::TCP),
-    )?;
+/// A TCP socket for `addr`, bound to `local` first if given, non-blocking if asked.
+fn tcp_socket(
+    local: Option<&SocketAddr>,
+    addr: &SocketAddr,
+    nonblocking: bool,
+) -> io::Result<Socket> {
+    let ty = if nonblocking {
+        Type::STREAM.nonblocking()
+    } else {
+        Type::STREAM
+    };
+    let socket = Socket::new(Domain::for_address(*addr), ty, Some(socket2::Protocol::TCP))?;
+    if let Some(local) = local {
+        socket.bind(&(*local).into()).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("binding {local} to connect to {addr}: {e}"),
+            )
+        })?;
+    }
+    Ok(socket)
+}
+
+/// A non-blocking TCP socket whose connection to `addr` (from `local`, if given) has started
+/// (`EINPROGRESS`); it is established once the socket is writable and has no error.
+pub(crate) fn connect_nonblocking(
+    local: Option<&SocketAddr>,
+    addr: &SocketAddr,
+) -> io::Result<std::net::TcpStream> {
+    let socket = tcp_socket(local, addr, true)?;
     match socket.connect(&(*addr).into()) {
         Ok(()) => {}
         Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
         Err(e) => return Err(e),
+    }
+    Ok(socket.into())
+}
+
+/// A TCP connection to `addr` (from `local`, if given) made by blocking the calling thread,
+/// for at most `timeout` if given.
+pub(crate) fn connect_blocking(
+    local: Option<&SocketAddr>,
+    addr: &SocketAddr,
+    timeout: Option<Duration>,
+) -> io::Result<std::net::TcpStream> {
+    let socket = tcp_socket(local, addr, false)?;
+    match timeout {
+        Some(t) => socket.connect_timeout(&(*addr).into(), t)?,
+        None => socket.connect(&(*addr).into())?,
     }
     Ok(socket.into())
 }

@@ -169,6 +169,26 @@ pub(crate) fn short(want: usize) -> impl Fn(&usize) -> bool {
     move |&n| n > 0 && n < want
 }
 
+/// Fails a connection whose two ends are the same address: TCP's simultaneous open lets a
+/// socket dialling a local port on which nothing listens connect to itself when the kernel
+/// happens to pick that port as its source (it lies in `ip_local_port_range`). Such a
+/// connection reads back its own writes, and closed normally it would sit in `TIME_WAIT` on
+/// the port, keeping the real server from binding it. So, as Go's `net` package does, it is
+/// closed abortively (`SO_LINGER` 0: a reset, no `TIME_WAIT`) and reported as refused, which
+/// is what the dial would have got had the kernel picked another port.
+fn refuse_self(s: &std::net::TcpStream, addr: &SocketAddr) -> io::Result<()> {
+    match (s.local_addr(), s.peer_addr()) {
+        (Ok(local), Ok(peer)) if local == peer => {
+            let _ = SockRef::from(s).set_linger(Some(Duration::ZERO));
+            Err(io::Error::new(
+                io::ErrorKind::ConnectionRefused,
+                format!("connecting to {addr}: connection refused (the socket connected to itself: nothing listens there)"),
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
 impl TcpStream {
     /// Wraps a stream already in non-blocking mode.
     pub(crate) fn from_nonblocking(s: std::net::TcpStream) -> TcpStream {
@@ -181,7 +201,7 @@ impl TcpStream {
     pub fn connect(addr: impl ToSocketAddrs) -> io::Result<TcpStream> {
         let mut last = None;
         for a in addr.to_socket_addrs()? {
-            match Self::connect_inner(&a, None) {
+            match Self::connect_inner(None, &a, None) {
                 Ok(s) => return Ok(s),
                 Err(e) => last = Some(e),
             }
@@ -193,19 +213,34 @@ impl TcpStream {
 
     /// Opens a connection, failing with `TimedOut` after `timeout`.
     pub fn connect_timeout(addr: &SocketAddr, timeout: Duration) -> io::Result<TcpStream> {
-        Self::connect_inner(addr, Some(timeout))
+        Self::connect_inner(None, addr, Some(timeout))
     }
 
-    fn connect_inner(addr: &SocketAddr, timeout: Option<Duration>) -> io::Result<TcpStream> {
+    /// Opens a connection from the local address `local` (bound first, as Go's
+    /// `Dialer.LocalAddr` or nginx's `proxy_bind`; port 0 lets the kernel pick one), failing
+    /// with `TimedOut` after `timeout` if one is given.
+    pub fn connect_from(
+        local: &SocketAddr,
+        addr: &SocketAddr,
+        timeout: Option<Duration>,
+    ) -> io::Result<TcpStream> {
+        Self::connect_inner(Some(local), addr, timeout)
+    }
+
+    /// Connects, on a fiber by parking it until the socket is writable, elsewhere by blocking
+    /// the thread; either way a socket that connected to itself is refused ([`refuse_self`]).
+    fn connect_inner(
+        local: Option<&SocketAddr>,
+        addr: &SocketAddr,
+        timeout: Option<Duration>,
+    ) -> io::Result<TcpStream> {
         if !crate::sched::in_fiber() {
-            let s = match timeout {
-                Some(t) => std::net::TcpStream::connect_timeout(addr, t)?,
-                None => std::net::TcpStream::connect(addr)?,
-            };
+            let s = sys::connect_blocking(local, addr, timeout)?;
+            refuse_self(&s, addr)?;
             s.set_nonblocking(true)?;
             return Ok(Self::from_nonblocking(s));
         }
-        let stream = Self::from_nonblocking(sys::connect_nonblocking(addr)?);
+        let stream = Self::from_nonblocking(sys::connect_nonblocking(local, addr)?);
         stream.inner.set_timeout(Dir::Write, timeout)?;
         stream.inner.op(
             Dir::Write,
@@ -223,6 +258,7 @@ impl TcpStream {
             },
             |_| false,
         )?;
+        refuse_self(&stream.inner.io, addr)?;
         stream.inner.set_timeout(Dir::Write, None)?;
         Ok(stream)
     }
