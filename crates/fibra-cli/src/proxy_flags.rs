@@ -48,7 +48,7 @@ fn secs(flag: &str, s: f64) -> io::Result<Duration> {
 
 impl ProxyFlags {
     /// The proxy of these flags (`None` without --proxy); `https` says clients come over TLS.
-    pub fn proxy(&self, name: &'static str, https: bool) -> io::Result<Option<Proxy>> {
+    pub fn proxy(&self, https: bool) -> io::Result<Option<Proxy>> {
         if self.proxy.is_empty() {
             return Ok(None);
         }
@@ -58,10 +58,8 @@ impl ProxyFlags {
             .write_timeout(secs("--proxy-timeout", self.proxy_timeout)?)
             .max_idle(self.proxy_keepalive)
             .forwarded_proto(if https { "https" } else { "http" })
-            .on_error(move |e| {
-                crate::endpoints::count_server_error(e.status.as_u16());
-                eprintln!("{name}: {e}");
-            });
+            // The library logs each failure (throttled); the hook only counts them.
+            .on_error(|e| crate::endpoints::count_server_error(e.status.as_u16()));
         if let Some(ca) = &self.proxy_ca {
             proxy = proxy.upstream_ca(ca)?;
         }

@@ -108,7 +108,7 @@ pub fn run(args: ServeArgs) -> std::io::Result<()> {
         None => None,
     };
     let log = access_log.clone();
-    let proxy = args.proxy.proxy("fibra serve", args.server.is_tls())?;
+    let proxy = args.proxy.proxy(args.server.is_tls())?;
     let max_body = args.proxy.max_body();
     args.server.serve_until_signal_with(
         "fibra serve",

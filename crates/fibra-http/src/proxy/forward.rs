@@ -18,6 +18,7 @@ use std::io::{Read, Write};
 
 use http::{Method, StatusCode};
 
+use super::error_log::{self, Kind};
 use super::headers::{put_request_head, response_head, upgrade_request, BodyOut, Forwarding};
 use super::pool;
 use super::route::Route;
@@ -274,13 +275,20 @@ impl Proxy {
         } else {
             StatusCode::BAD_GATEWAY
         };
-        let what = match f {
-            Failure::Connect(e) => format!("connecting: {e}"),
-            Failure::Send(e) => format!("sending the request: {e}"),
-            Failure::Recv(e) => format!("reading the response: {e}"),
-            Failure::Parse(e) => e.to_string(),
+        let (kind, what) = match f {
+            Failure::Connect(e) => (Kind::Connect, format!("connecting: {e}")),
+            Failure::Down { failures, wait } => (
+                Kind::Connect,
+                format!(
+                    "not connecting: {failures} connects failed in a row, next try in {} ms",
+                    wait.as_millis()
+                ),
+            ),
+            Failure::Send(e) => (Kind::Send, format!("sending the request: {e}")),
+            Failure::Recv(e) => (Kind::Recv, format!("reading the response: {e}")),
+            Failure::Parse(e) => (Kind::Malformed, e.to_string()),
         };
-        self.report(route, status, what)
+        self.report(route, status, kind, what)
     }
 
     /// Reports an unusable response head and answers 502.
@@ -289,17 +297,20 @@ impl Proxy {
         self.report(
             route,
             StatusCode::BAD_GATEWAY,
+            Kind::Malformed,
             format!("malformed response: {why}"),
         )
     }
 
-    fn report(&self, route: &Route, status: StatusCode, message: String) -> Response {
+    /// Logs the failure (throttled: [`error_log`]), hands it to the `on_error` hook (every
+    /// one) and makes the answer.
+    fn report(&self, route: &Route, status: StatusCode, kind: Kind, message: String) -> Response {
         let e = UpstreamError {
             upstream: route.upstream.authority.clone(),
             status,
             message,
         };
-        log::warn!("{e}");
+        error_log::warn(route.upstream.id, kind, &e);
         if let Some(hook) = &self.on_error {
             hook(&e);
         }

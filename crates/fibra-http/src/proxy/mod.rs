@@ -43,7 +43,12 @@
 //!   Timeout` when it does not connect, take the request or answer in time
 //!   ([`connect_timeout`](Proxy::connect_timeout), [`read_timeout`](Proxy::read_timeout),
 //!   [`write_timeout`](Proxy::write_timeout)); each is reported to
-//!   [`on_error`](Proxy::on_error) and `log::warn!`. An idempotent request without a body
+//!   [`on_error`](Proxy::on_error), and to `log::warn!` at most once a second per upstream and
+//!   kind of failure (the next line counts the ones left out). After a failed connect an
+//!   upstream is not dialled again for 25 ms, doubled after each further failure in a row up
+//!   to 500 ms (one request then probes it); meanwhile requests for it get `502` at once. So
+//!   a down upstream costs a few connects a second, not one per request, and one that comes
+//!   back is used again within half a second. An idempotent request without a body
 //!   that failed on a reused idle connection before any byte of the response is sent again
 //!   once, on a fresh connection.
 //!
@@ -67,11 +72,13 @@ use std::sync::Arc;
 use std::time::Duration;
 use std::{fmt, io};
 
+use fibra::net::RedialBackoff;
 use http::StatusCode;
 
 use crate::request::Request;
 use crate::response::Response;
 
+mod error_log;
 mod forward;
 mod headers;
 mod pool;
@@ -118,6 +125,8 @@ pub struct Proxy {
     proto: String,
     trust_forwarded: bool,
     on_error: Option<ErrorHook>,
+    /// The first and the longest wait before a down upstream is dialled again.
+    redial: (Duration, Duration),
     /// For `https://` upstreams (set by the first such route, if not before).
     tls: Option<Arc<rustls::ClientConfig>>,
 }
@@ -158,6 +167,7 @@ impl Proxy {
             proto: "http".into(),
             trust_forwarded: false,
             on_error: None,
+            redial: (route::REDIAL_FIRST, route::REDIAL_MAX),
             tls: None,
         }
     }
@@ -182,7 +192,8 @@ impl Proxy {
                 format!("proxy prefix {prefix:?} given twice"),
             ));
         }
-        let upstream = Upstream::parse(upstream)?;
+        let mut upstream = Upstream::parse(upstream)?;
+        upstream.down = RedialBackoff::new(self.redial.0, self.redial.1);
         if upstream.tls.is_some() && self.tls.is_none() {
             self.tls = Some(tls::system_roots()?);
         }
@@ -225,6 +236,16 @@ impl Proxy {
         self.timeouts.write = t;
         self
     }
+    /// How a down upstream is dialled again: after a failed connect, requests for it get
+    /// `502` at once for `first`, then one request tries it; each further failure in a row
+    /// doubles the wait, up to `max`. Defaults 25 ms and 500 ms.
+    pub fn redial_backoff(mut self, first: Duration, max: Duration) -> Self {
+        self.redial = (first, max.max(first));
+        for r in &mut self.routes {
+            r.upstream.down = RedialBackoff::new(first, max);
+        }
+        self
+    }
     /// How long an idle pooled connection is kept.
     pub fn idle_timeout(mut self, t: Duration) -> Self {
         self.idle_timeout = t;
@@ -250,7 +271,8 @@ impl Proxy {
         self.trust_forwarded = trust;
         self
     }
-    /// Calls `f` with each upstream failure answered with 502 or 504 (for an error log).
+    /// Calls `f` with each upstream failure answered with 502 or 504 (for counting them:
+    /// every failure is reported, while the proxy's own `log::warn!` lines are throttled).
     pub fn on_error(mut self, f: impl Fn(&UpstreamError) + Send + Sync + 'static) -> Self {
         self.on_error = Some(Arc::new(f));
         self

@@ -20,6 +20,9 @@
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use fibra::net::RedialBackoff;
 
 /// An upstream server: where to connect and what to call it.
 #[derive(Debug)]
@@ -35,7 +38,16 @@ pub(crate) struct Upstream {
     pub(crate) path: Option<String>,
     /// For `https://`: the name its certificate must have (and the SNI).
     pub(crate) tls: Option<rustls::pki_types::ServerName<'static>>,
+    /// After failed connects, when to try again (shared by the workers).
+    pub(crate) down: RedialBackoff,
 }
+
+/// How long an upstream whose connect failed is not dialled again (then one request probes
+/// it), by default; doubled after each further failure in a row, up to [`REDIAL_MAX`].
+pub(crate) const REDIAL_FIRST: Duration = Duration::from_millis(25);
+/// The longest wait between two connects to a down upstream, by default: one that comes
+/// back is used again within this time.
+pub(crate) const REDIAL_MAX: Duration = Duration::from_millis(500);
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -99,6 +111,7 @@ impl Upstream {
             authority: authority.to_owned(),
             path: path.map(str::to_owned),
             tls,
+            down: RedialBackoff::new(REDIAL_FIRST, REDIAL_MAX),
         })
     }
 }

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use fibra::net::TcpStream;
 use rustls::ClientConfig;
 
+use super::error_log;
 use super::route::Upstream;
 use super::tls::UpStream;
 use crate::client::{Event, Framing, ParseError, Response as Parsed, ResponseParser, MAX_HEAD};
@@ -28,6 +29,14 @@ pub(crate) const READ_BYTES: usize = 32 * 1024;
 pub(crate) enum Failure {
     /// Connecting failed (refused, unreachable, timed out).
     Connect(io::Error),
+    /// Not connecting: the upstream's last connects failed, and its backoff
+    /// ([`Upstream::down`]) says when to try again.
+    Down {
+        /// Failed connects in a row.
+        failures: u32,
+        /// Until the next try.
+        wait: Duration,
+    },
     /// Sending the request failed.
     Send(io::Error),
     /// Receiving the response failed, before or during its head.
@@ -43,7 +52,7 @@ impl Failure {
             Failure::Connect(e) | Failure::Send(e) | Failure::Recv(e) => {
                 crate::transport::is_timeout(e)
             }
-            Failure::Parse(_) => false,
+            Failure::Parse(_) | Failure::Down { .. } => false,
         }
     }
 }
@@ -55,6 +64,15 @@ fn tls_failed(e: io::Error) -> io::Error {
         return e;
     }
     io::Error::new(e.kind(), format!("TLS handshake: {e}"))
+}
+
+/// A connect that failed for want of something on this side (descriptors, memory): the
+/// upstream is not to blame, so it does not back off.
+fn is_local_shortage(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+    )
 }
 
 /// Timeouts of one upstream connection.
@@ -90,53 +108,76 @@ pub(crate) struct UpConn {
 
 impl UpConn {
     /// Connects to the first of the upstream's addresses that accepts (and, for `https://`,
-    /// runs the TLS handshake with `tls`, which must then be given).
+    /// runs the TLS handshake with `tls`, which must then be given). While the upstream is
+    /// backing off after failed connects ([`Upstream::down`]) this fails at once, except for
+    /// the one request that probes it.
     pub(crate) fn connect(
         up: &Upstream,
         t: &Timeouts,
         tls: Option<&Arc<ClientConfig>>,
     ) -> Result<Box<UpConn>, Failure> {
+        if let Err(wait) = up.down.permit() {
+            return Err(Failure::Down {
+                failures: up.down.failures(),
+                wait,
+            });
+        }
         let mut last = None;
         for addr in &up.addrs {
             match TcpStream::connect_timeout(addr, t.connect) {
                 Ok(stream) => {
-                    let _ = stream.set_nodelay(true);
-                    stream
-                        .set_read_timeout(Some(t.read))
-                        .map_err(Failure::Connect)?;
-                    stream
-                        .set_write_timeout(Some(t.write))
-                        .map_err(Failure::Connect)?;
-                    let stream = match (&up.tls, tls) {
-                        (None, _) => UpStream::Plain(stream),
-                        (Some(name), Some(config)) => UpStream::handshake(stream, config, name)
-                            .map_err(|e| Failure::Connect(tls_failed(e)))?,
-                        (Some(_), None) => {
-                            return Err(Failure::Connect(io::Error::new(
-                                io::ErrorKind::InvalidInput,
-                                "https upstream without a TLS configuration",
-                            )))
-                        }
-                    };
-                    return Ok(Box::new(UpConn {
-                        stream,
-                        rbuf: vec![0; READ_BYTES],
-                        rpos: 0,
-                        rend: 0,
-                        wbuf: Vec::with_capacity(1024),
-                        parser: ResponseParser::new(false),
-                        upstream: up.id,
-                        reused: false,
-                        answered: false,
-                        request_sent: false,
-                    }));
+                    up.down.succeeded();
+                    return Self::connected(up, stream, t, tls);
                 }
                 Err(e) => last = Some(e),
             }
         }
-        Err(Failure::Connect(last.unwrap_or_else(|| {
+        let e = last.unwrap_or_else(|| {
             io::Error::new(io::ErrorKind::InvalidInput, "no address to connect to")
-        })))
+        });
+        if !is_local_shortage(&e) {
+            up.down.failed();
+        }
+        Err(Failure::Connect(e))
+    }
+
+    /// A connection on `stream`, connected to `up`.
+    fn connected(
+        up: &Upstream,
+        stream: TcpStream,
+        t: &Timeouts,
+        tls: Option<&Arc<ClientConfig>>,
+    ) -> Result<Box<UpConn>, Failure> {
+        let _ = stream.set_nodelay(true);
+        stream
+            .set_read_timeout(Some(t.read))
+            .map_err(Failure::Connect)?;
+        stream
+            .set_write_timeout(Some(t.write))
+            .map_err(Failure::Connect)?;
+        let stream = match (&up.tls, tls) {
+            (None, _) => UpStream::Plain(stream),
+            (Some(name), Some(config)) => UpStream::handshake(stream, config, name)
+                .map_err(|e| Failure::Connect(tls_failed(e)))?,
+            (Some(_), None) => {
+                return Err(Failure::Connect(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "https upstream without a TLS configuration",
+                )))
+            }
+        };
+        Ok(Box::new(UpConn {
+            stream,
+            rbuf: vec![0; READ_BYTES],
+            rpos: 0,
+            rend: 0,
+            wbuf: Vec::with_capacity(1024),
+            parser: ResponseParser::new(false),
+            upstream: up.id,
+            reused: false,
+            answered: false,
+            request_sent: false,
+        }))
     }
 
     /// Whether an idle connection is still usable: nothing arrived (no end of stream, no
@@ -279,9 +320,18 @@ impl UpConn {
             UpStream::Plain(s) => s.peer_addr(),
             UpStream::Tls(s) => s.0.sock.0.peer_addr(),
         };
+        let kind = error_log::Kind::BodyCut;
         match peer {
-            Ok(a) => log::warn!("upstream {a}: response body cut short: {e}"),
-            Err(_) => log::warn!("upstream: response body cut short: {e}"),
+            Ok(a) => error_log::warn(
+                self.upstream,
+                kind,
+                format_args!("upstream {a}: response body cut short: {e}"),
+            ),
+            Err(_) => error_log::warn(
+                self.upstream,
+                kind,
+                format_args!("upstream: response body cut short: {e}"),
+            ),
         }
         e
     }

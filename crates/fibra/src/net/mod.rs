@@ -1,5 +1,6 @@
 //! Networking with `std::net`'s shape: [`TcpListener`], [`TcpStream`], [`UnixListener`],
-//! [`UnixStream`]; and [`Pollable`], any other non-blocking descriptor a fiber can wait on.
+//! [`UnixStream`]; [`Pollable`], any other non-blocking descriptor a fiber can wait on; and
+//! [`RedialBackoff`], for clients that dial a peer which may be down.
 //!
 //! Sockets are non-blocking underneath. Inside a fiber, an operation that would block parks
 //! the fiber until the worker's driver reports readiness (or its timeout passes); on a plain
@@ -41,10 +42,12 @@ use io_by_ref;
 
 mod evented;
 mod pollable;
+mod redial;
 mod sys;
 mod tcp;
 mod unix;
 
 pub use pollable::Pollable;
+pub use redial::RedialBackoff;
 pub use tcp::{ListenOptions, TcpListener, TcpStream};
 pub use unix::{UnixListener, UnixStream};
