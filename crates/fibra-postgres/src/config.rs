@@ -29,6 +29,8 @@ pub struct Config {
     connect_timeout: Duration,
     query_timeout: Duration,
     pool_size: usize,
+    redial_first: Duration,
+    redial_max: Duration,
 }
 
 /// `connect_timeout` when the URL gives none.
@@ -37,6 +39,11 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 pub const DEFAULT_QUERY_TIMEOUT: Duration = Duration::from_secs(30);
 /// Connections per worker thread when none is set.
 pub const DEFAULT_POOL_SIZE: usize = 4;
+/// How long a pool whose connect failed waits before it dials again, by default (see
+/// [`Config::redial_backoff`]).
+pub const DEFAULT_REDIAL_FIRST: Duration = Duration::from_millis(25);
+/// The longest wait between two connects to a server that is down, by default.
+pub const DEFAULT_REDIAL_MAX: Duration = Duration::from_millis(500);
 
 impl Config {
     /// Reads `postgres://[user[:password]@][host][:port][/dbname][?param=value&...]`
@@ -72,6 +79,8 @@ impl Config {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             query_timeout: DEFAULT_QUERY_TIMEOUT,
             pool_size: DEFAULT_POOL_SIZE,
+            redial_first: DEFAULT_REDIAL_FIRST,
+            redial_max: DEFAULT_REDIAL_MAX,
         };
         if let Some(u) = userinfo {
             let (user, password) = match u.split_once(':') {
@@ -151,6 +160,21 @@ impl Config {
         self
     }
 
+    /// How a pool dials a server that cannot be reached: after a failed connect it waits
+    /// `first` before one call tries again, twice as long after each further failure in a
+    /// row, at most `max`; the calls in between fail at once ([`ErrorKind::Connect`], or
+    /// [`ErrorKind::Auth`] while the last failure was one). Defaults
+    /// [`DEFAULT_REDIAL_FIRST`] and [`DEFAULT_REDIAL_MAX`]: a server that is back is used
+    /// again within half a second.
+    ///
+    /// [`ErrorKind::Connect`]: crate::ErrorKind::Connect
+    /// [`ErrorKind::Auth`]: crate::ErrorKind::Auth
+    pub fn redial_backoff(mut self, first: Duration, max: Duration) -> Config {
+        self.redial_first = first;
+        self.redial_max = max.max(first);
+        self
+    }
+
     /// The password (replaces one from the URL).
     pub fn password(mut self, p: impl Into<String>) -> Config {
         self.password = Some(p.into());
@@ -188,6 +212,10 @@ impl Config {
     /// See [`Config::pool_size`].
     pub fn get_pool_size(&self) -> usize {
         self.pool_size
+    }
+    /// See [`Config::redial_backoff`]: the first wait and the longest.
+    pub fn get_redial_backoff(&self) -> (Duration, Duration) {
+        (self.redial_first, self.redial_max)
     }
 }
 

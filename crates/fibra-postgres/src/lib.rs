@@ -66,7 +66,10 @@ mod statement;
 mod stream;
 
 pub use client::{Client, Params, Pending};
-pub use config::{Config, DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_SIZE, DEFAULT_QUERY_TIMEOUT};
+pub use config::{
+    Config, DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_SIZE, DEFAULT_QUERY_TIMEOUT,
+    DEFAULT_REDIAL_FIRST, DEFAULT_REDIAL_MAX,
+};
 pub use error::{DbError, Error, ErrorKind};
 pub use pool::Pool;
 pub use postgres_types::{FromSql, ToSql, Type};

@@ -4,16 +4,24 @@
 //! worker that opened them, so a connection never crosses threads and its state needs no
 //! lock. [`Pool::get`] hands out the worker's connections round-robin; concurrent fibers
 //! share them, their queries pipelined.
+//!
+//! A server that cannot be reached is not dialled on every call: after a failed connect the
+//! pool's workers wait ([`Config::redial_backoff`], [`fibra::net::RedialBackoff`]) before one
+//! call tries again; meanwhile [`Pool::get`] fails at once, naming the last failure. So a
+//! database that is down costs a few connects a second, and one that is back is used again
+//! within half a second.
 
 use crate::client::Client;
 use crate::config::Config;
 use crate::conn::Connection;
 use crate::error::{Error, ErrorKind};
+use fibra::net::RedialBackoff;
 use fibra::sync::Notify;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// Connections to one database, `pool_size` per worker thread.
 ///
@@ -35,6 +43,51 @@ use std::sync::Arc;
 pub struct Pool {
     id: u64,
     config: Arc<Config>,
+    down: Arc<Down>,
+}
+
+/// When to connect again after failed connects, shared by the workers, and the last failure
+/// (for the errors of the calls that do not try).
+#[derive(Debug)]
+struct Down {
+    backoff: RedialBackoff,
+    last: Mutex<Option<(ErrorKind, String)>>,
+}
+
+impl Down {
+    /// The error of a call that does not connect because the last connects failed.
+    #[cold]
+    fn not_connecting(&self, wait: Duration) -> Error {
+        let last = self.last.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let (kind, why) = last.unwrap_or((ErrorKind::Connect, "connect failed".into()));
+        // A wrong password stays an authentication error; anything else is unavailability.
+        let kind = match kind {
+            ErrorKind::Auth | ErrorKind::Config => kind,
+            _ => ErrorKind::Connect,
+        };
+        Error::new(
+            kind,
+            format!(
+                "not connecting: {} connects failed in a row (last: {why}); next try in {} ms",
+                self.backoff.failures(),
+                wait.as_millis()
+            ),
+        )
+    }
+
+    /// Notes a connect's outcome.
+    fn record(&self, r: &Result<Connection, Error>) {
+        match r {
+            Ok(_) => self.backoff.succeeded(),
+            Err(e) => {
+                *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some((
+                    e.kind(),
+                    e.to_string().trim_start_matches("postgres: ").to_owned(),
+                ));
+                self.backoff.failed();
+            }
+        }
+    }
 }
 
 /// One worker's share of a pool.
@@ -60,9 +113,14 @@ impl Pool {
     /// A pool for `config`; no connection is opened until a fiber asks for one.
     pub fn new(config: Config) -> Pool {
         static NEXT: AtomicU64 = AtomicU64::new(1);
+        let (first, max) = config.get_redial_backoff();
         Pool {
             id: NEXT.fetch_add(1, Ordering::Relaxed),
             config: Arc::new(config),
+            down: Arc::new(Down {
+                backoff: RedialBackoff::new(first, max),
+                last: Mutex::new(None),
+            }),
         }
     }
 
@@ -73,8 +131,8 @@ impl Pool {
 
     /// A connection of this worker's share: a ready one round-robin, or a new one opened by
     /// the calling fiber when the share is not full. Fails at once with the connect error
-    /// when the server cannot be reached, so a caller can answer `503` quickly; the next
-    /// call tries again.
+    /// when the server cannot be reached, so a caller can answer `503` quickly; later calls
+    /// fail at once too until the pool's backoff lets one try again (see the module docs).
     pub fn get(&self) -> Result<Client, Error> {
         let wp = self.worker_pool();
         let deadline = fibra::time::deadline_in(self.config.get_connect_timeout());
@@ -109,7 +167,14 @@ impl Pool {
             };
             match empty {
                 Some(i) => {
-                    let r = Connection::open(self.config.clone()).map(Rc::new);
+                    let r = match self.down.backoff.permit() {
+                        Ok(()) => {
+                            let r = Connection::open(self.config.clone());
+                            self.down.record(&r);
+                            r.map(Rc::new)
+                        }
+                        Err(wait) => Err(self.down.not_connecting(wait)),
+                    };
                     wp.slots.borrow_mut()[i] = match &r {
                         Ok(c) => Entry::Ready(c.clone()),
                         Err(_) => Entry::Empty,

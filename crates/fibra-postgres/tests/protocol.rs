@@ -2,7 +2,7 @@
 //! exchanges, answers split at every byte, pipelined answers in order, and the server
 //! misbehaving (an unknown message, closing mid-answer, an unsupported auth method).
 
-use fibra_postgres::{Client, Config, ErrorKind, Statement, Type};
+use fibra_postgres::{Client, Config, ErrorKind, Pool, Statement, Type};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::thread;
@@ -248,4 +248,83 @@ fn an_unexpected_message_is_a_protocol_error() {
         assert!(!c.is_usable());
     });
     t.join().unwrap();
+}
+
+/// A loopback port on which nothing listens (bound, read and released).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn config_for(port: u16) -> Config {
+    Config::from_url(&format!("postgres://u:pw@127.0.0.1:{port}/d")).unwrap()
+}
+
+#[test]
+fn a_pool_whose_server_is_down_fails_fast_between_dials() {
+    // A backoff longer than the test: after the first failed connect, no other dial.
+    let port = free_port();
+    let pool = Pool::new(
+        config_for(port).redial_backoff(Duration::from_secs(600), Duration::from_secs(600)),
+    );
+    fibra::run(move || {
+        let e = pool.get().expect_err("nothing listens");
+        assert_eq!(e.kind(), ErrorKind::Connect, "{e}");
+        assert!(e.to_string().contains("refused"), "{e}");
+        for _ in 0..10 {
+            let e = pool.get().expect_err("still down");
+            assert_eq!(e.kind(), ErrorKind::Connect, "{e}");
+            assert!(e.is_unavailable(), "a 503 for a web handler: {e}");
+            let want = format!(
+                "not connecting: 1 connects failed in a row (last: connect to 127.0.0.1:{port}"
+            );
+            assert!(e.to_string().contains(&want), "{e}");
+        }
+    });
+}
+
+#[test]
+fn a_pool_uses_a_server_that_came_back() {
+    let port = free_port();
+    let pool = Pool::new(
+        config_for(port).redial_backoff(Duration::from_millis(20), Duration::from_millis(100)),
+    );
+    fibra::run(move || {
+        assert!(pool.get().is_err(), "nothing listens yet");
+        // The server comes up on its port and serves one session.
+        let listener = (0..50)
+            .find_map(|_| {
+                TcpListener::bind(("127.0.0.1", port)).ok().or_else(|| {
+                    thread::sleep(Duration::from_millis(100));
+                    None
+                })
+            })
+            .expect("the server's port can be bound");
+        thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+            read_startup(&mut s);
+            s.write_all(&session_start()).unwrap();
+            let mut rest = Vec::new();
+            let _ = s.read_to_end(&mut rest);
+        });
+        // Bounded: a broken backoff fails the test instead of hanging it.
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            match pool.get() {
+                Ok(client) => {
+                    assert!(client.is_usable());
+                    break;
+                }
+                Err(e) => {
+                    assert_eq!(e.kind(), ErrorKind::Connect, "{e}");
+                    assert!(std::time::Instant::now() < deadline, "never back: {e}");
+                    fibra::time::sleep(Duration::from_millis(10));
+                }
+            }
+        }
+    });
 }
