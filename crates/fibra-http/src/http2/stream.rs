@@ -24,6 +24,7 @@ use super::park::Parker;
 use crate::access_log::LogEntry;
 use crate::body::{Body, BodySource};
 use crate::date::with_date;
+use crate::error::ProtocolError;
 use crate::prepared::PreparedBody;
 use crate::request::Request;
 use crate::response::{
@@ -77,15 +78,35 @@ pub(crate) fn run<H>(
         left: settings.max_body_bytes,
         peer,
         trailers: None,
+        rejected: None,
     }));
     let logged = settings.logs_access().then(|| Logged::of(&parts));
-    let body = Body::from_conn(src.clone(), 0);
-    let request = Request::from(http::Request::from_parts(parts, body));
-    let response = match catch_unwind(AssertUnwindSafe(|| handler(request))) {
-        Ok(r) => r,
-        Err(p) => {
-            settings.report_caught(peer, p);
-            error_response(StatusCode::INTERNAL_SERVER_ERROR, "internal server error")
+    // A body declared larger than the limit is refused before the handler runs, as over
+    // HTTP/1.1 (the crate has checked that the DATA will match the declared length).
+    let declared_too_large = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+        .is_some_and(|n| n > settings.max_body_bytes);
+    // A body that grew past the limit while the handler read it is answered the same way,
+    // in place of whatever the handler made of the failed read (as HTTP/1.1 does). Either
+    // way no more of it is read: the stream is reset (NO_ERROR) once the answer has gone.
+    let (response, rejected) = if declared_too_large {
+        (refuse(settings, peer, TOO_LARGE), true)
+    } else {
+        let body = Body::from_conn(src.clone(), 0);
+        let request = Request::from(http::Request::from_parts(parts, body));
+        let response = match catch_unwind(AssertUnwindSafe(|| handler(request))) {
+            Ok(r) => r,
+            Err(p) => {
+                settings.report_caught(peer, p);
+                error_response(StatusCode::INTERNAL_SERVER_ERROR, "internal server error")
+            }
+        };
+        let rejected = src.borrow_mut().rejected.take();
+        match rejected {
+            Some(e) => (refuse(settings, peer, e), true),
+            None => (response, false),
         }
     };
     let status = response.status();
@@ -99,7 +120,7 @@ pub(crate) fn run<H>(
     // client sends no body after a final answer.
     let body_open = {
         let src = src.borrow();
-        !src.recv.is_end_stream() && src.respond.is_none()
+        !src.recv.is_end_stream() && src.respond.is_none() && !rejected
     };
     let mut respond = respond.borrow_mut();
     let sent = match send(
@@ -120,7 +141,9 @@ pub(crate) fn run<H>(
     if let Some(logged) = logged {
         logged.log(settings, peer, status, sent.bytes);
     }
-    src.borrow_mut().drain(settings.max_drain_bytes);
+    if !rejected {
+        src.borrow_mut().drain(settings.max_drain_bytes);
+    }
     if let Some(mut out) = sent.unended {
         // Past the drain limit or timeout the stream ends all the same, and dropping it
         // then resets what is left of the request with NO_ERROR (RFC 9113 §8.1).
@@ -129,6 +152,13 @@ pub(crate) fn run<H>(
             None => out.send_data(Bytes::new(), true),
         };
     }
+}
+
+/// The server's own answer to a request it refused (`e`, reported to the error hook).
+#[cold]
+fn refuse(settings: &Settings, peer: Option<SocketAddr>, e: ProtocolError) -> Response {
+    settings.report_rejected(peer, e);
+    error_response(e.status(), TOO_LARGE_TEXT)
 }
 
 /// What [`send`] did: the body bytes it sent, and the stream if it was left without its
@@ -442,7 +472,16 @@ struct StreamBody {
     peer: Option<SocketAddr>,
     /// The request's trailer fields, once the body has ended, until the handler takes them.
     trailers: Option<HeaderMap>,
+    /// Set when the body went past the limit: the server answers with this instead of the
+    /// handler's response.
+    rejected: Option<ProtocolError>,
 }
+
+/// A request body over `Settings::max_body_bytes`, as HTTP/1.1 answers it.
+const TOO_LARGE: ProtocolError =
+    ProtocolError::new(StatusCode::PAYLOAD_TOO_LARGE, "body too large");
+/// The body of that answer (HTTP/1.1's: the reason and a newline).
+const TOO_LARGE_TEXT: &str = "body too large\n";
 
 impl StreamBody {
     /// Waits (up to the body read timeout) for the next DATA and gives its window back to
@@ -504,6 +543,7 @@ impl BodySource for StreamBody {
                 Some(data) => {
                     if data.len() as u64 > self.left {
                         self.left = 0;
+                        self.rejected = Some(TOO_LARGE);
                         return Err(io::Error::new(
                             io::ErrorKind::InvalidData,
                             "request body larger than the limit",
