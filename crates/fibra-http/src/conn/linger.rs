@@ -7,10 +7,17 @@ use std::time::{Duration, Instant};
 use super::buffered::{not_connected, Shared};
 use crate::transport::Transport;
 
-/// Lingering close: how long and how much to read after `shutdown(Write)` so the client
-/// sees our last response instead of a reset.
-const LINGER_TIME: Duration = Duration::from_secs(2);
-const LINGER_BYTES: usize = 1 << 20;
+/// Lingering close: how long to read (and drop) what the client still sends after
+/// `shutdown(Write)`, so that it sees our last response instead of a reset, nginx's bounds:
+/// at most [`LINGER_TIME`] in all (`lingering_time`), and until the client has been silent
+/// for [`LINGER_IDLE`] (`lingering_timeout`). No byte bound: a client still pushing a large
+/// body it was not asked for is still receiving our response, and closing with its bytes
+/// unread would reset the connection and destroy the part of the response not yet
+/// delivered.
+const LINGER_TIME: Duration = Duration::from_secs(30);
+const LINGER_IDLE: Duration = Duration::from_secs(5);
+/// The read buffer's least size while lingering (dropped bytes are read this much at a time).
+const LINGER_READ: usize = 16 * 1024;
 
 impl<T: Transport> Shared<T> {
     /// Closes at once a connection whose client asked for the close (`Connection: close`,
@@ -32,8 +39,9 @@ impl<T: Transport> Shared<T> {
         sent
     }
 
-    /// Closes gracefully: push what is pending, stop sending, and read (bounded) what the
-    /// client still sends so closing does not reset the connection under our last response.
+    /// Closes gracefully: push what is pending, stop sending, and read what the client still
+    /// sends (within [`LINGER_TIME`] and [`LINGER_IDLE`]) so closing does not reset the
+    /// connection under our last response.
     // Cold and out of line: runs once, at the end of a connection.
     #[cold]
     #[inline(never)]
@@ -42,20 +50,19 @@ impl<T: Transport> Shared<T> {
             return;
         }
         let Some(io) = self.io.as_mut() else { return };
-        if self.rbuf.is_empty() {
-            self.rbuf.resize(512, 0);
+        if self.rbuf.len() < LINGER_READ {
+            self.rbuf.resize(LINGER_READ, 0);
         }
         let deadline = Instant::now() + LINGER_TIME;
-        let mut total = 0;
-        for _ in 0..256 {
+        loop {
             let now = Instant::now();
-            if now >= deadline || total > LINGER_BYTES {
+            if now >= deadline {
                 break;
             }
-            let _ = io.set_read_timeout(Some(deadline - now));
+            let _ = io.set_read_timeout(Some((deadline - now).min(LINGER_IDLE)));
             match io.read(&mut self.rbuf) {
                 Ok(0) | Err(_) => break,
-                Ok(n) => total += n,
+                Ok(_) => {}
             }
         }
     }
