@@ -6,7 +6,8 @@
 //!     --database-url postgres://benchmarkdbuser:benchmarkdbpass@127.0.0.1:5432/hello_world
 //! ```
 //!
-//! Flags: `--port` (8080), `--addr` (0.0.0.0), `--workers` (one per core), `--database-url`
+//! Flags: `--port` (8080), `--addr` (127.0.0.1, as everything else here; `0.0.0.0` for all
+//! interfaces, as the TechEmpower environment needs), `--workers` (one per core), `--database-url`
 //! (TFB's, above, on port 5432), `--pool-size` (connections per worker, 4), `--query-timeout`
 //! (seconds, 5). Runs until killed.
 
@@ -26,7 +27,7 @@ struct Args {
 
 fn parse_args() -> Result<Args, String> {
     let mut a = Args {
-        addr: "0.0.0.0".into(),
+        addr: "127.0.0.1".into(),
         port: 8080,
         workers: None,
         url: "postgres://benchmarkdbuser:benchmarkdbpass@127.0.0.1:5432/hello_world".into(),
