@@ -5,6 +5,9 @@
 
 #[path = "../examples/techempower/app.rs"]
 mod app;
+#[path = "../examples/techempower/args.rs"]
+#[allow(dead_code)]
+mod args;
 mod util;
 
 use fibra_postgres::{Client, Config, Pool, Statement, Type};
@@ -293,4 +296,12 @@ fn techempower_rules() {
         assert_eq!(http.get(path).status, 200, "{path}");
     }
     server.shutdown(Duration::from_secs(5));
+}
+
+#[test]
+fn the_example_listens_on_loopback_unless_told_otherwise() {
+    let parse = |flags: &[&str]| args::parse(flags.iter().map(|f| f.to_string())).unwrap();
+    assert_eq!(parse(&[]).addr, "127.0.0.1");
+    assert_eq!(parse(&["--addr", "0.0.0.0"]).addr, "0.0.0.0");
+    assert!(args::parse(["--port".to_string()]).is_err());
 }

@@ -12,57 +12,13 @@
 //! (seconds, 5). Runs until killed.
 
 mod app;
+mod args;
 
 use fibra_postgres::{Config, Pool};
 use std::time::Duration;
 
-struct Args {
-    addr: String,
-    port: u16,
-    workers: Option<usize>,
-    url: String,
-    pool_size: usize,
-    query_timeout: u64,
-}
-
-fn parse_args() -> Result<Args, String> {
-    let mut a = Args {
-        addr: "127.0.0.1".into(),
-        port: 8080,
-        workers: None,
-        url: "postgres://benchmarkdbuser:benchmarkdbpass@127.0.0.1:5432/hello_world".into(),
-        pool_size: fibra_postgres::DEFAULT_POOL_SIZE,
-        query_timeout: 5,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || it.next().ok_or(format!("{flag} needs a value"));
-        let num = |v: String| {
-            v.parse::<u64>()
-                .map_err(|_| format!("{flag}: not a number: {v}"))
-        };
-        match flag.as_str() {
-            "--addr" => a.addr = value()?,
-            "--port" => a.port = num(value()?)? as u16,
-            "--workers" => a.workers = Some(num(value()?)?.max(1) as usize),
-            "--database-url" => a.url = value()?,
-            "--pool-size" => a.pool_size = num(value()?)?.max(1) as usize,
-            "--query-timeout" => a.query_timeout = num(value()?)?.max(1),
-            "-h" | "--help" => {
-                println!(
-                    "techempower [--addr ADDR] [--port PORT] [--workers N] \
-                     [--database-url URL] [--pool-size N] [--query-timeout SECONDS]"
-                );
-                std::process::exit(0);
-            }
-            other => return Err(format!("unknown flag {other} (--help lists them)")),
-        }
-    }
-    Ok(a)
-}
-
 fn main() {
-    let args = parse_args().unwrap_or_else(|e| {
+    let args = args::parse(std::env::args().skip(1)).unwrap_or_else(|e| {
         eprintln!("techempower: {e}");
         std::process::exit(2);
     });
