@@ -201,3 +201,29 @@ fn interrupt_stops_the_run_and_reports() {
     assert_eq!(r["succeeded"].as_u64(), Some(server.requests()), "{v}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("SIGINT"));
 }
+
+#[test]
+fn rate_holds_a_timed_run_to_its_schedule() {
+    // 200 requests a second over two workers for one second: each worker's turns are 10 ms
+    // apart, so at most 100 (+1 for the turn at the start) leave on each, however fast the
+    // server answers; and the run still completes its requests.
+    let server = Server::start(|_, _| Reply::Ok);
+    let (code, v) = bench(
+        &[
+            "-d", "1s", "-c", "8", "-t", "2", "-k", "--rate", "200", "--json",
+        ],
+        &server.url("/"),
+    );
+    assert_eq!(code, 0, "{v}");
+    let done = v["requests"]["done"].as_u64().unwrap();
+    assert!(done > 0 && done <= 202, "{done} requests: {v}");
+    assert_eq!(v["requests"]["succeeded"].as_u64(), Some(done), "{v}");
+    assert_eq!(server.requests(), done, "{v}");
+    assert_eq!(v["rate"], 200.0, "{v}");
+    // The same server unpaced answers far more in the same time.
+    let (_, fast) = bench(
+        &["-d", "1s", "-c", "8", "-t", "2", "-k", "--json"],
+        &server.url("/"),
+    );
+    assert!(fast["requests"]["done"].as_u64().unwrap() > 202, "{fast}");
+}

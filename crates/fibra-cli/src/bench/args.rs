@@ -72,6 +72,14 @@ pub struct BenchArgs {
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<f64>,
 
+    /// Send at most this many requests per second in all (HTTP/2 streams and WebSocket
+    /// messages too), spread evenly over the run, as wrk2's -R: a steady load below the
+    /// server's capacity instead of as much as it takes. A request leaves at its turn, or at
+    /// once when the run is behind (by at most a second: a stalled server gets no burst of
+    /// more than a second's worth when it resumes). Latency runs from the send.
+    #[arg(long, value_name = "PER_SEC")]
+    pub rate: Option<f64>,
+
     /// Print a machine-readable JSON summary instead of the text report.
     #[arg(long)]
     pub json: bool,
@@ -160,6 +168,8 @@ pub struct Config {
     pub batch: bool,
     /// Per-request timeout.
     pub timeout: Option<Duration>,
+    /// `--rate`: requests per second in all (`None`: as fast as the server answers).
+    pub rate: Option<f64>,
     /// JSON output.
     pub json: bool,
     /// The method is HEAD, so responses carry no body.
@@ -316,6 +326,15 @@ impl BenchArgs {
                 ))
             }
         };
+        let rate = match self.rate {
+            None => None,
+            Some(r) if (0.001..1e9).contains(&r) => Some(r),
+            Some(r) => {
+                return err(format!(
+                    "--rate {r}: expected a positive number of requests per second"
+                ))
+            }
+        };
         let headers = self
             .headers
             .iter()
@@ -385,6 +404,7 @@ impl BenchArgs {
             pipeline,
             batch: self.batch,
             timeout,
+            rate,
             json: self.json,
             head_request: method == "HEAD",
             method,

@@ -204,3 +204,16 @@ fn drop_bodies_is_for_plain_http() {
     rejects("-d 1s --drop-bodies --insecure https://h/", "plain http");
     rejects("-d 1s --drop-bodies --h2 http://h/", "--h2");
 }
+
+#[test]
+fn rate() {
+    let c = parse("-d 1s -c 4 --rate 2500 http://127.0.0.1:8080/").unwrap();
+    assert_eq!(c.rate, Some(2500.0));
+    assert_eq!(parse("-n 1 http://127.0.0.1:8080/").unwrap().rate, None);
+    rejects("-n 1 --rate 0 http://127.0.0.1:8080/", "--rate 0");
+    rejects(
+        "-n 1 --rate=-5 http://127.0.0.1:8080/",
+        "expected a positive number",
+    );
+    rejects("-n 1 --rate nan http://127.0.0.1:8080/", "--rate");
+}

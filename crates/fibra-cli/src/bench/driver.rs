@@ -21,6 +21,7 @@ use rustls::pki_types::ServerName;
 use super::args::{Config, Limit};
 use super::conn::{Conn, RecvError, TlsClient};
 use super::http2::{self, H2Load};
+use super::pace::Pace;
 use super::paths::Draw;
 use super::stats::{self, Problem, Stats, WorkerState};
 use super::ws::{self, WsLoad};
@@ -60,6 +61,9 @@ pub(super) struct Shared {
     ws: Option<WsLoad>,
     /// `--h2`: HTTP/2 streams instead of HTTP/1.x requests.
     h2: Option<H2Load>,
+    /// `--rate`: requests wait for their turn, so a request's clock starts at its send
+    /// (not at the previous response).
+    paced: bool,
 }
 
 impl Shared {
@@ -73,7 +77,8 @@ impl Shared {
         &self.requests[..n as usize * self.request_len]
     }
 
-    /// Takes up to `want` requests from this worker's budget.
+    /// Takes up to `want` requests from this worker's budget; with `--rate`, waits for
+    /// their turn ([`super::pace`]).
     #[inline]
     pub(super) fn take(&self, want: u64) -> u64 {
         if self.stop.load(Ordering::Relaxed)
@@ -81,7 +86,25 @@ impl Shared {
         {
             return 0;
         }
-        stats::with(|w| w.take(want))
+        let (n, turn) = stats::with(|w| {
+            let n = w.take(want);
+            let turn = match &mut w.pace {
+                Some(pace) if n > 0 => Some(pace.turn(n, fibra::time::now())),
+                _ => None,
+            };
+            (n, turn)
+        });
+        if let Some(at) = turn {
+            // A turn past the end of a timed run is not taken.
+            if self.deadline.is_some_and(|d| at >= d) {
+                stats::with(|w| w.give_back(n));
+                return 0;
+            }
+            if at > fibra::time::now() {
+                fibra::time::sleep_until(at);
+            }
+        }
+        n
     }
 }
 
@@ -137,8 +160,10 @@ pub fn execute(
             .ws_message
             .map(|size| WsLoad::new(&config.target, size)),
         h2: config.h2.clone(),
+        paced: config.rate.is_some(),
     };
     let (limit, connections, batch) = (config.limit, config.connections, config.batch);
+    let config_rate = config.rate;
     let grace = config.timeout.unwrap_or(DEFAULT_GRACE);
     let outcome = runtime.block_on(move || -> io::Result<Outcome> {
         for w in 0..workers {
@@ -147,7 +172,8 @@ pub fn execute(
                 Limit::Duration(_) => u64::MAX,
             };
             let counter = progress.as_ref().map(|p| p[w].clone());
-            let state = WorkerState::new(budget, counter);
+            let mut state = WorkerState::new(budget, counter);
+            state.pace = config_rate.map(|rate| Pace::per_worker(rate, workers));
             fibra::fiber::Builder::new()
                 .worker(w)
                 .spawn(move || stats::install(state))?
@@ -289,8 +315,13 @@ fn connection_fiber(shared: &Shared, index: usize, _done: FinishGuard) {
             continue;
         };
         // On a reused connection the next request leaves right after the
-        // last response was timed: reuse that clock reading.
-        let sent = if opened { Instant::now() } else { last };
+        // last response was timed: reuse that clock reading (unless it waited for its
+        // turn).
+        let sent = if opened || shared.paced {
+            Instant::now()
+        } else {
+            last
+        };
         let bytes = requests.next(n);
         let len = bytes.len() as u64;
         if send(&mut conn, bytes, n) {

@@ -6,7 +6,7 @@
 //! request), [`conn`] (one connection and its
 //! buffer, read with [`fibra_http::client`]'s response parser), [`driver`]
 //! (fibers on a runtime), [`tls`] (the client configuration for `https://`),
-//! [`ws`] (`--ws`: WebSocket echo load), [`stats`] (per-worker counters and histogram),
+//! [`ws`] (`--ws`: WebSocket echo load), [`pace`] (`--rate`), [`stats`] (per-worker counters and histogram),
 //! [`report`] (text and JSON), [`progress`].
 //!
 //! Exit status: 0 after a run in which some request succeeded, 1 when none
@@ -16,6 +16,7 @@ pub mod args;
 pub mod conn;
 pub mod driver;
 pub mod http2;
+pub mod pace;
 pub mod paths;
 pub mod progress;
 pub mod report;

@@ -221,6 +221,7 @@ impl Summary<'_> {
             "keep_alive": c.keep_alive,
             "pipeline": c.pipeline,
             "batch": c.batch,
+            "rate": c.rate,
             "duration_secs": self.elapsed.as_secs_f64(),
             "requests_per_sec": self.requests_per_sec(),
             "kbytes_per_sec": self.kbytes_per_sec(),

@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
+use super::pace::Pace;
+
 /// Longest latency the histogram resolves (longer ones are clamped).
 const MAX_LATENCY_NS: u64 = 3_600 * 1_000_000_000;
 
@@ -196,6 +198,8 @@ pub struct WorkerState {
     pub finished: Option<Instant>,
     /// Live count of finished requests for the progress bar, if one is shown.
     pub progress: Option<Arc<AtomicU64>>,
+    /// `--rate`: this worker's schedule.
+    pub pace: Option<Pace>,
 }
 
 impl WorkerState {
@@ -206,6 +210,7 @@ impl WorkerState {
             budget,
             finished: None,
             progress,
+            pace: None,
         }
     }
 
