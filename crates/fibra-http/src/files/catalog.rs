@@ -91,6 +91,9 @@ impl Catalog {
         let Ok(mut deps) = deps else {
             return Ok(resolved.lookup);
         };
+        if matches!(resolved.lookup, Lookup::Unavailable) {
+            return Ok(resolved.lookup);
+        }
         if resolved.trail.through_symlink {
             // Which names such a lookup depends on is unknown: any event drops it. One that
             // led nowhere is not cached (its target's creation might be in an unwatched place).

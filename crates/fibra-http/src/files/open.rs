@@ -207,6 +207,10 @@ pub enum Lookup {
     NotFound,
     /// Exists but may not be served (permissions, symlink out of the root, device): 403.
     Forbidden,
+    /// The server could not look: it is out of descriptors or memory (`EMFILE`, `ENFILE`,
+    /// `ENOMEM`, `ENOBUFS`). 503, and never cached: the path is not to blame, and the next
+    /// request may find it.
+    Unavailable,
 }
 
 impl Lookup {
@@ -293,7 +297,10 @@ impl Resolver {
             }
             Ok(None) => Lookup::Dir,
             Ok(Some(_)) if p.trailing_slash => Lookup::NotFound,
-            Ok(Some(identity)) => Lookup::File(Arc::new(self.entry(identity, &rel, &mut targets))),
+            Ok(Some(identity)) => match self.entry(identity, &rel, &mut targets) {
+                Ok(entry) => Lookup::File(Arc::new(entry)),
+                Err(lookup) => lookup,
+            },
         };
         Resolved {
             lookup,
@@ -306,27 +313,42 @@ impl Resolver {
         let name = self.index.as_deref()?;
         let rel = rel.join(name);
         match self.open_one(&rel, targets) {
-            Ok(Some(identity)) => Some(Lookup::File(Arc::new(self.entry(identity, &rel, targets)))),
+            Ok(Some(identity)) => Some(match self.entry(identity, &rel, targets) {
+                Ok(entry) => Lookup::File(Arc::new(entry)),
+                Err(lookup) => lookup,
+            }),
             Ok(None) | Err(Lookup::NotFound) => None,
             Err(other) => Some(other),
         }
     }
 
-    fn entry(&self, identity: OpenFile, rel: &Path, targets: &mut Trail) -> FileEntry {
+    /// The entry of file `rel` opened as `identity`, with its precompressed siblings; fails
+    /// (`Unavailable`) when a sibling could not be looked for, rather than cache the file
+    /// without it.
+    fn entry(
+        &self,
+        identity: OpenFile,
+        rel: &Path,
+        targets: &mut Trail,
+    ) -> Result<FileEntry, Lookup> {
         let mut sibling = |enc: Encoding| {
             let mut name = OsString::from(rel.as_os_str());
             name.push(enc.suffix());
-            self.open_one(Path::new(&name), targets).ok().flatten()
+            match self.open_one(Path::new(&name), targets) {
+                Ok(file) => Ok(file),
+                Err(Lookup::Unavailable) => Err(Lookup::Unavailable),
+                Err(_) => Ok(None),
+            }
         };
-        FileEntry {
+        Ok(FileEntry {
             identity,
-            brotli: sibling(Encoding::Brotli),
-            gzip: sibling(Encoding::Gzip),
+            brotli: sibling(Encoding::Brotli)?,
+            gzip: sibling(Encoding::Gzip)?,
             content_type: HeaderValue::from_str(&content_type(rel))
                 .unwrap_or(HeaderValue::from_static("application/octet-stream")),
             head: OnceLock::new(),
             sibling_heads: Default::default(),
-        }
+        })
     }
 
     /// Opens `rel` if it is a regular file inside the root: `Ok(Some)` for a file,
@@ -364,10 +386,11 @@ impl Resolver {
         }
     }
 
-    /// Logs an open that failed for want of permission (the request gets 403), naming the
-    /// file: an operator's mistake to fix, unlike a missing file.
+    /// Logs an open that failed for want of permission (the request gets 403) or of
+    /// descriptors or memory (503), naming the file: an operator's matter, unlike a missing
+    /// file.
     fn log_refusal(&self, rel: &Path, e: &io::Error) {
-        if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)) {
+        if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)) || is_shortage(e) {
             log::warn!("open {}: {e}", self.root.join(rel).display());
         }
     }
@@ -433,9 +456,18 @@ fn describe(file: File) -> Result<Option<OpenFile>, Lookup> {
     }))
 }
 
+/// An open or `fstat` that failed for want of something on the server's side.
+fn is_shortage(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOMEM | libc::ENOBUFS)
+    )
+}
+
 fn io_lookup(e: &io::Error) -> Lookup {
     match e.raw_os_error() {
         Some(libc::EACCES) | Some(libc::EPERM) | Some(libc::ELOOP) => Lookup::Forbidden,
+        _ if is_shortage(e) => Lookup::Unavailable,
         _ => Lookup::NotFound,
     }
 }

@@ -139,6 +139,15 @@ pub struct FileReply {
     pub body: FileBody,
 }
 
+/// `503` for a lookup the server could not make (out of descriptors or memory), with
+/// `Retry-After: 1`: the shortage is usually over by then.
+#[cold]
+fn unavailable() -> FileReply {
+    let mut r = FileReply::error(StatusCode::SERVICE_UNAVAILABLE);
+    r.header(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    r
+}
+
 impl FileReply {
     fn new(status: StatusCode) -> FileReply {
         FileReply {
@@ -356,6 +365,7 @@ impl FileServer {
                 FileReply::error(StatusCode::NOT_FOUND)
             }
             Ok(Lookup::Forbidden) => FileReply::error(StatusCode::FORBIDDEN),
+            Ok(Lookup::Unavailable) => unavailable(),
             Ok(Lookup::Dir) => self.directory(rest, query),
             Ok(Lookup::File(entry)) => return self.file(entry, is_get, headers),
         })
@@ -551,6 +561,7 @@ impl FileServer {
         let dir = match resolver.open_dir(&p.rel_path()) {
             Ok(dir) => dir,
             Err(Lookup::Forbidden) => return FileReply::error(StatusCode::FORBIDDEN),
+            Err(Lookup::Unavailable) => return unavailable(),
             Err(_) => return FileReply::error(StatusCode::NOT_FOUND),
         };
         // A symlink in the directory is described by what serving it would give.
@@ -571,7 +582,7 @@ impl FileServer {
                     size: None,
                     modified: None,
                 }),
-                Lookup::NotFound | Lookup::Forbidden => None,
+                Lookup::NotFound | Lookup::Forbidden | Lookup::Unavailable => None,
             }
         };
         match listing::read_entries(&dir, self.allow_hidden, describe_link) {
