@@ -176,9 +176,11 @@ pub(crate) fn short(want: usize) -> impl Fn(&usize) -> bool {
 /// the port, keeping the real server from binding it. So, as Go's `net` package does, it is
 /// closed abortively (`SO_LINGER` 0: a reset, no `TIME_WAIT`) and reported as refused, which
 /// is what the dial would have got had the kernel picked another port.
+///
+/// The socket is connected to `addr`, so one `getsockname` tells: its own address is `addr`.
 fn refuse_self(s: &std::net::TcpStream, addr: &SocketAddr) -> io::Result<()> {
-    match (s.local_addr(), s.peer_addr()) {
-        (Ok(local), Ok(peer)) if local == peer => {
+    match s.local_addr() {
+        Ok(local) if local == *addr => {
             let _ = SockRef::from(s).set_linger(Some(Duration::ZERO));
             Err(io::Error::new(
                 io::ErrorKind::ConnectionRefused,
