@@ -41,13 +41,20 @@ ORDER = list(BLAST)
 
 def schedule(seed, total, warmup, tail, rounds):
     """[(offset_seconds, fault)]: every fault `rounds` times, each round in a seeded order,
-    evenly spaced between the warm-up and the fault-free tail."""
+    evenly spaced between the warm-up and the fault-free tail. The SIGUSR2 upgrade ends a
+    round, and with several rounds not the first: so the first process sees every other
+    fault twice, and the growth checks, which compare what a fault left behind with the
+    plateau of the same process, have repeats to compare (the upgrade comes `rounds - 1`
+    times)."""
     rng = random.Random(seed)
+    others = [f for f in ORDER if f != "sigusr2"]
     faults = []
-    for _ in range(rounds):
-        r = ORDER[:]
+    for i in range(rounds):
+        r = others[:]
         rng.shuffle(r)
         faults += r
+        if rounds == 1 or i > 0:
+            faults.append("sigusr2")
     span = total - warmup - tail
     gap = span / len(faults)
     return [(warmup + i * gap, f) for i, f in enumerate(faults)]

@@ -1,9 +1,14 @@
 """A soak run's verdict: the goals checked against what was recorded, a summary in Markdown,
-and a plot of RSS, descriptors and p99 latency over time with the faults marked."""
+and a plot of RSS, descriptors and p99 latency over time with the faults marked.
 
+`python3 report.py RESULTS_DIR` gives the verdict of a saved run again from its run.json
+(rewriting summary.md and soak.png), e.g. after a change to a check."""
+
+import json
 import os
 import re
 import statistics
+import sys
 
 from faults import BLAST, GRACE
 
@@ -46,6 +51,49 @@ def scan_logs(run_dir):
     return hits
 
 
+def settled_after(samples, f, faults):
+    """The first sample at least 10 s after fault `f` ended and before the next fault began
+    (what the fault left behind), or None."""
+    nxt = min((g["start"] for g in faults if g["start"] > f["end"]), default=float("inf"))
+    return next((s for s in samples if f["end"] + 10 <= s["t"] < nxt), None)
+
+
+def plateau_check(run, samples, key):
+    """Whether each later occurrence of a fault left `key` within 5 % of the plateau: the
+    most it settled at after the first occurrences (and the warm-up) before it. Per process:
+    a SIGUSR2 upgrade starts a new one, whose plateau is its own (its pooled stacks and
+    caches start empty). Returns (ok, detail)."""
+    faults = sorted(run["faults"], key=lambda f: f["start"])
+    warm_end = run["t0"] + run["warmup"]
+    worst, checked, plateaus = None, 0, {}
+    for pid in dict.fromkeys(s["pid"] for s in samples):
+        mine = [s for s in samples if s["pid"] == pid]
+        life = (mine[0]["t"], mine[-1]["t"])
+        warm = [s[key] for s in mine if s["t"] < warm_end]
+        top = max(warm) if warm else None
+        seen = set()
+        for f in faults:
+            if not (life[0] <= f["end"] <= life[1]) or f["fault"] == "sigusr2":
+                continue
+            s = settled_after(mine, f, faults)
+            if s is None:
+                continue
+            if f["fault"] in seen and top is not None:
+                checked += 1
+                ratio = s[key] / top if top else 1.0
+                if worst is None or ratio > worst[0]:
+                    worst = (ratio, f["fault"], round(f["start"] - run["t0"]), s[key], top)
+            seen.add(f["fault"])
+            top = s[key] if top is None else max(top, s[key])
+        plateaus[pid] = top
+    if worst is None:
+        return True, f"no repeated fault within one process; plateaus by process {plateaus}"
+    ratio, name, at, value, top = worst
+    return ratio <= GROWTH, (f"{checked} later occurrences; worst: {name} at {at} s left "
+                             f"{value} against a plateau of {top} ({ratio - 1:+.1%}); "
+                             f"plateaus by process {plateaus}")
+
+
 def check(run, quick):
     """[(goal, passed, detail)] for the run (`run`: the dict run.py saves)."""
     kinds = run["kinds"]
@@ -83,18 +131,10 @@ def check(run, quick):
         return goals
 
     samples = [s for s in run["samples"] if not s.get("gone")]
-    first_round_end = run["first_round_end"]
-    plateau = [s for s in samples if s["t"] <= first_round_end + 10]
-    later = [s for s in samples if s["t"] > first_round_end + 10]
     for key in ("rss_kib", "fds", "maps", "threads"):
-        if not plateau or not later:
-            goals.append((f"{key} on a plateau", False, "too few samples"))
-            continue
-        top = max(s[key] for s in plateau)
-        worst = max(s[key] for s in later)
-        goals.append((f"{key} on a plateau after each fault's first occurrence",
-                      worst <= top * GROWTH,
-                      f"plateau {top}, later at most {worst} ({worst / top - 1:+.1%})"))
+        ok, detail = plateau_check(run, samples, key)
+        goals.append((f"{key}: later occurrences of a fault end within 5 % of the plateau",
+                      ok, detail))
 
     warm = [s for s in samples if s["t"] < run["t0"] + run["warmup"]]
     base_fds = max((s["fds"] for s in warm), default=None)
@@ -111,12 +151,15 @@ def check(run, quick):
              and fault_free(r, faults)]
     rest = [r for r in main if r not in first and fault_free(r, faults)]
     if first and rest:
-        base = max(r["p99_ms"] for r in first)
+        # The first minute's p99, as the median of its 10-second windows' (the client
+        # reports no histogram to merge): stricter than their maximum.
+        base = statistics.median(r["p99_ms"] for r in first)
         worst = max(r["p99_ms"] for r in rest)
         goals.append(("p99 of the steady HTTP/1.1 load in fault-free windows <= 2x the "
                       "first minute's", worst <= P99_FACTOR * base,
-                      f"first minute {base:.2f} ms, fault-free windows at most {worst:.2f} ms "
-                      f"(median {statistics.median(r['p99_ms'] for r in rest):.2f} ms)"))
+                      f"first minute {base:.2f} ms (median of its windows), fault-free "
+                      f"windows at most {worst:.2f} ms (median "
+                      f"{statistics.median(r['p99_ms'] for r in rest):.2f} ms)"))
     else:
         goals.append(("p99 of the steady HTTP/1.1 load", False, "no fault-free windows"))
     return goals
@@ -230,3 +273,29 @@ def plot(run, path):
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     return True
+
+
+class SavedKind:
+    """A kind of traffic as run.json keeps it."""
+
+    def __init__(self, saved):
+        self.depends = set(saved["depends"])
+        self.rate = saved["rate"]
+        self.note = saved.get("note", "")
+
+
+def main(results):
+    with open(os.path.join(results, "run.json")) as f:
+        run = json.load(f)
+    run["kinds"] = {name: SavedKind(k) for name, k in run["kinds"].items()}
+    goals = check(run, run["minutes"] <= 5)
+    summary = markdown(run, goals)
+    with open(os.path.join(results, "summary.md"), "w") as f:
+        f.write(summary)
+    plot(run, os.path.join(results, "soak.png"))
+    print(summary)
+    return 0 if all(ok for _, ok, _ in goals) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

@@ -196,15 +196,14 @@ def main():
             "mix_capacity": mix, "rates": rates,
             "kinds": {k.name: k for k in kinds}, "records": runner.snapshot(),
             "samples": sampler.samples, "faults": results,
-            "first_round_end": results[len(faults_mod.ORDER) - 1]["end"],
             "log_hits": report.scan_logs(run_dir),
         }
         goals = report.check(run, quick)
         summary = report.markdown(run, goals)
         with open(os.path.join(a.out, "summary.md"), "w") as f:
             f.write(summary)
-        run["kinds"] = {k.name: {"argv": k.argv, "depends": sorted(k.depends), "rate": k.rate}
-                        for k in kinds}
+        run["kinds"] = {k.name: {"argv": k.argv, "depends": sorted(k.depends), "rate": k.rate,
+                                 "note": k.note} for k in kinds}
         with open(os.path.join(a.out, "run.json"), "w") as f:
             json.dump(run, f, indent=1, default=str)
         run["kinds"] = {k.name: k for k in kinds}
