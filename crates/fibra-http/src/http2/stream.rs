@@ -82,33 +82,35 @@ pub(crate) fn run<H>(
     }));
     let logged = settings.logs_access().then(|| Logged::of(&parts));
     // A body declared larger than the limit is refused before the handler runs, as over
-    // HTTP/1.1 (the crate has checked that the DATA will match the declared length).
-    let declared_too_large = parts
-        .headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
-        .is_some_and(|n| n > settings.max_body_bytes);
+    // HTTP/1.1 (the crate has checked that the DATA will match the declared length). A
+    // request that has ended (no body: most) is not looked at.
+    let declared_too_large = !src.borrow().recv.is_end_stream()
+        && parts
+            .headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+            .is_some_and(|n| n > settings.max_body_bytes);
     // A body that grew past the limit while the handler read it is answered the same way,
     // in place of whatever the handler made of the failed read (as HTTP/1.1 does). Either
     // way no more of it is read: the stream is reset (NO_ERROR) once the answer has gone.
-    let (response, rejected) = if declared_too_large {
-        (refuse(settings, peer, TOO_LARGE), true)
+    let mut response = if declared_too_large {
+        refuse(settings, peer, TOO_LARGE)
     } else {
         let body = Body::from_conn(src.clone(), 0);
         let request = Request::from(http::Request::from_parts(parts, body));
-        let response = match catch_unwind(AssertUnwindSafe(|| handler(request))) {
+        match catch_unwind(AssertUnwindSafe(|| handler(request))) {
             Ok(r) => r,
             Err(p) => {
                 settings.report_caught(peer, p);
                 error_response(StatusCode::INTERNAL_SERVER_ERROR, "internal server error")
             }
-        };
-        let rejected = src.borrow_mut().rejected.take();
-        match rejected {
-            Some(e) => (refuse(settings, peer, e), true),
-            None => (response, false),
         }
     };
+    let mut rejected = declared_too_large;
+    if let Some(e) = src.borrow_mut().rejected.take() {
+        response = refuse(settings, peer, e);
+        rejected = true;
+    }
     let status = response.status();
     // The client may still be sending a body the handler did not read. Then the response
     // goes out whole except for its END_STREAM, the rest of the body is read (up to
