@@ -25,7 +25,7 @@ use crate::request::Request;
 use crate::response::Response;
 use crate::settings::{ErrorHook, ServerError, ServerErrorKind, Settings};
 use crate::tls::TlsAcceptor;
-use crate::transport::{ConnState, ShutdownHandle, Transport};
+use crate::transport::{is_resource_error, ConnState, ShutdownHandle, Transport};
 
 /// How often a parked accept loop looks at the shutdown flag and the connection limit.
 const ACCEPT_POLL: Duration = Duration::from_millis(200);
@@ -697,12 +697,5 @@ fn is_benign(e: &io::Error) -> bool {
             | io::ErrorKind::WouldBlock
             | io::ErrorKind::ConnectionAborted
             | io::ErrorKind::Interrupted
-    )
-}
-
-fn is_resource_error(e: &io::Error) -> bool {
-    matches!(
-        e.raw_os_error(),
-        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
     )
 }

@@ -107,6 +107,11 @@ impl Error {
         Error::new(kind, format!("{what}: {e}"))
     }
 
+    /// The message, without the `postgres: ` its display starts with.
+    pub(crate) fn message(&self) -> &str {
+        &self.0.message
+    }
+
     /// What went wrong.
     pub fn kind(&self) -> ErrorKind {
         self.0.kind

@@ -51,7 +51,7 @@ pub struct Pool {
 #[derive(Debug)]
 struct Down {
     backoff: RedialBackoff,
-    last: Mutex<Option<(ErrorKind, String)>>,
+    last: Mutex<Option<Error>>,
 }
 
 impl Down {
@@ -59,7 +59,10 @@ impl Down {
     #[cold]
     fn not_connecting(&self, wait: Duration) -> Error {
         let last = self.last.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let (kind, why) = last.unwrap_or((ErrorKind::Connect, "connect failed".into()));
+        let (kind, why) = match &last {
+            Some(e) => (e.kind(), e.message()),
+            None => (ErrorKind::Connect, "connect failed"),
+        };
         // A wrong password stays an authentication error; anything else is unavailability.
         let kind = match kind {
             ErrorKind::Auth | ErrorKind::Config => kind,
@@ -80,10 +83,7 @@ impl Down {
         match r {
             Ok(_) => self.backoff.succeeded(),
             Err(e) => {
-                *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some((
-                    e.kind(),
-                    e.to_string().trim_start_matches("postgres: ").to_owned(),
-                ));
+                *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.clone());
                 self.backoff.failed();
             }
         }

@@ -29,6 +29,7 @@ use super::conditional::make_etag;
 use super::inline_bytes::RenderedHead;
 use super::meta::{content_type, Encoding};
 use super::path::SafePath;
+use crate::transport::is_resource_error;
 
 /// One file with the header values that describe it, rendered once.
 ///
@@ -390,7 +391,7 @@ impl Resolver {
     /// descriptors or memory (503), naming the file: an operator's matter, unlike a missing
     /// file.
     fn log_refusal(&self, rel: &Path, e: &io::Error) {
-        if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)) || is_shortage(e) {
+        if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)) || is_resource_error(e) {
             log::warn!("open {}: {e}", self.root.join(rel).display());
         }
     }
@@ -456,18 +457,10 @@ fn describe(file: File) -> Result<Option<OpenFile>, Lookup> {
     }))
 }
 
-/// An open or `fstat` that failed for want of something on the server's side.
-fn is_shortage(e: &io::Error) -> bool {
-    matches!(
-        e.raw_os_error(),
-        Some(libc::EMFILE | libc::ENFILE | libc::ENOMEM | libc::ENOBUFS)
-    )
-}
-
 fn io_lookup(e: &io::Error) -> Lookup {
     match e.raw_os_error() {
         Some(libc::EACCES) | Some(libc::EPERM) | Some(libc::ELOOP) => Lookup::Forbidden,
-        _ if is_shortage(e) => Lookup::Unavailable,
+        _ if is_resource_error(e) => Lookup::Unavailable,
         _ => Lookup::NotFound,
     }
 }

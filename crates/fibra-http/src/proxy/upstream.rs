@@ -66,15 +66,6 @@ fn tls_failed(e: io::Error) -> io::Error {
     io::Error::new(e.kind(), format!("TLS handshake: {e}"))
 }
 
-/// A connect that failed for want of something on this side (descriptors, memory): the
-/// upstream is not to blame, so it does not back off.
-fn is_local_shortage(e: &io::Error) -> bool {
-    matches!(
-        e.raw_os_error(),
-        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
-    )
-}
-
 /// Timeouts of one upstream connection.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Timeouts {
@@ -135,7 +126,8 @@ impl UpConn {
         let e = last.unwrap_or_else(|| {
             io::Error::new(io::ErrorKind::InvalidInput, "no address to connect to")
         });
-        if !is_local_shortage(&e) {
+        // Out of descriptors or memory here: the upstream is not to blame.
+        if !crate::transport::is_resource_error(&e) {
             up.down.failed();
         }
         Err(Failure::Connect(e))
