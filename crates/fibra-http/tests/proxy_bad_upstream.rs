@@ -12,26 +12,15 @@ mod proxy_util;
 mod util;
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fibra_http::proxy::{Proxy, UpstreamError};
-use proxy_util::{answer_all, front, raw_upstream, read_head, wait_for_close, RawUpstream};
-use util::{connect, open_fds, read_response, read_to_close, status_of, wait_for_fds_at_most};
-
-/// Sends `GET path` on a new connection and reads the whole exchange until the front closes
-/// or answers (a status line and the bytes after it that arrive within the client timeout).
-fn exchange(front: SocketAddr, path: &str) -> (u16, String) {
-    let mut c = connect(front);
-    write!(
-        c,
-        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let all = read_to_close(&mut c);
-    (status_of(&all), all)
-}
+use proxy_util::{
+    answer_all, front, get_closing, raw_upstream, read_head, wait_for_close, RawUpstream,
+};
+use util::{connect, open_fds, read_response, status_of, wait_for_fds_at_most};
 
 fn upstreams() -> Vec<(&'static str, RawUpstream)> {
     let huge: &'static [u8] = {
@@ -180,7 +169,7 @@ fn misbehaving_upstreams_get_502_or_504_and_leak_nothing() {
             .into_iter()
             .chain(ups.iter().map(|(p, _)| *p))
         {
-            let (status, all) = exchange(front.addr, path);
+            let (status, all) = get_closing(front.addr, path);
             assert_eq!(status, expect_status(path), "{path}: {all:?}");
             match path {
                 // The head went out before the upstream failed: the client gets fewer bytes

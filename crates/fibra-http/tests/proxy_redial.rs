@@ -7,14 +7,12 @@
 mod proxy_util;
 mod util;
 
-use std::io::Write;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fibra_http::proxy::Proxy;
-use proxy_util::{answer_all, front};
-use util::{connect, read_to_close, status_of};
+use proxy_util::{answer_all, front, get_closing};
 
 /// A loopback address on which nothing listens (bound, read and released).
 fn free_addr() -> SocketAddr {
@@ -22,18 +20,6 @@ fn free_addr() -> SocketAddr {
         .unwrap()
         .local_addr()
         .unwrap()
-}
-
-/// `GET path` on a new connection: the status and the whole exchange.
-fn get(front: SocketAddr, path: &str) -> (u16, String) {
-    let mut c = connect(front);
-    write!(
-        c,
-        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let all = read_to_close(&mut c);
-    (status_of(&all), all)
 }
 
 /// A proxy to `upstream` under `/up/` whose failures are collected.
@@ -62,7 +48,7 @@ fn a_down_upstream_is_dialled_once_per_backoff_not_per_request() {
     );
     let srv = front(proxy);
     for _ in 0..20 {
-        let (status, all) = get(srv.addr, "/up/x");
+        let (status, all) = get_closing(srv.addr, "/up/x");
         assert_eq!(status, 502, "{all}");
         assert!(all.ends_with("Bad Gateway\n"), "{all}");
     }
@@ -90,7 +76,7 @@ fn a_restarted_upstream_is_used_again() {
     let (proxy, errors) = proxy_to(addr, Duration::from_millis(20), Duration::from_millis(100));
     let srv = front(proxy);
     for _ in 0..5 {
-        assert_eq!(get(srv.addr, "/up/x").0, 502);
+        assert_eq!(get_closing(srv.addr, "/up/x").0, 502);
     }
     // The upstream comes up on its port.
     let listener = (0..50)
@@ -111,7 +97,7 @@ fn a_restarted_upstream_is_used_again() {
     // Bounded: a broken backoff fails the test instead of hanging it.
     let deadline = Instant::now() + util::CLIENT_TIMEOUT;
     let back = loop {
-        let (status, all) = get(srv.addr, "/up/x");
+        let (status, all) = get_closing(srv.addr, "/up/x");
         if status == 200 {
             break all;
         }
@@ -126,6 +112,6 @@ fn a_restarted_upstream_is_used_again() {
     assert!(back.ends_with("back"), "{back}");
     // Up again: every request goes through.
     for _ in 0..5 {
-        assert_eq!(get(srv.addr, "/up/x").0, 200);
+        assert_eq!(get_closing(srv.addr, "/up/x").0, 200);
     }
 }

@@ -80,6 +80,14 @@ pub fn wait_for_close(s: &mut TcpStream) {
     while matches!(s.read(&mut buf), Ok(n) if n > 0) {}
 }
 
+/// Sends `GET path` with `Connection: close` on a new connection and reads the whole exchange
+/// until the front closes: the status and everything received.
+pub fn get_closing(front: SocketAddr, path: &str) -> (u16, String) {
+    let req = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let all = util::send_and_read_to_close(front, req.as_bytes());
+    (util::status_of(&all), all)
+}
+
 /// Answers every request on the connection with `response` until the peer closes.
 pub fn answer_all(mut s: TcpStream, response: &'static [u8]) {
     while read_head(&mut s).is_some() {
