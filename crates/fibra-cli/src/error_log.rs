@@ -66,7 +66,7 @@ pub fn install(spec: &str) -> io::Result<()> {
 
 /// `YYYY-MM-DDTHH:MM:SSZ` (UTC).
 fn timestamp(t: SystemTime) -> String {
-    let [y, mo, d, h, mi, s] = fibra_http::files::listing::utc_parts(t);
+    let [y, mo, d, h, mi, s] = fibra_http::date::utc_parts(t);
     format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
 }
 

@@ -1,6 +1,6 @@
 //! `fibra serve --proxy PREFIX=URL`: the reverse-proxy flags and the [`Proxy`] they make.
 
-use fibra_http::proxy::Proxy;
+use fibra_proxy::Proxy;
 use std::io;
 use std::time::Duration;
 

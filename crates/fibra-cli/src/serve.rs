@@ -1,8 +1,9 @@
-//! `fibra serve`: a static file server (Mighty's job) over `fibra_http::files`.
+//! `fibra serve`: a static file server (Mighty's job) over `fibra_files`.
 
 use crate::proxy_flags::ProxyFlags;
 use crate::server_flags::ServerFlags;
-use fibra_http::files::{AccessLog, FileServer, FileServerConfig};
+use fibra_files::{FileServer, FileServerConfig};
+use fibra_http::access_log::AccessLog;
 use fibra_http::Request;
 use std::io;
 use std::path::PathBuf;
@@ -90,7 +91,7 @@ pub fn run(args: ServeArgs) -> std::io::Result<()> {
             format!("--cache-ttl {}: {e}", args.cache_ttl),
         )
     })?;
-    config.compress = (!args.no_compress).then(|| fibra_http::files::compress::CompressConfig {
+    config.compress = (!args.no_compress).then(|| fibra_files::compress::CompressConfig {
         level: args.gzip_level,
         ..Default::default()
     });

@@ -1,4 +1,5 @@
-//! The `Date` header value, rendered at most once a second per thread (Warp's `Date.hs`).
+//! The `Date` header value, rendered at most once a second per thread (Warp's `Date.hs`), and
+//! the UTC calendar fields of a time ([`utc_parts`]: logs, directory listings).
 //!
 //! Each worker thread keeps its own copy, so reading it takes no lock and no atomic. A request
 //! costs one compare against the worker's cached clock ([`fibra::time::now`], refreshed by the
@@ -44,6 +45,26 @@ pub(crate) fn with_date_until<R>(f: impl FnOnce(Instant, &[u8; DATE_LEN]) -> R) 
         }
         f(c.until.unwrap_or(now), &c.text)
     })
+}
+
+/// Year, month, day, hour, minute and second of `t` in UTC (times before 1970 count as
+/// 1970-01-01 00:00:00).
+pub fn utc_parts(t: SystemTime) -> [i64; 6] {
+    let secs = t
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    [year, month, day, rem / 3600, rem % 3600 / 60, rem % 60]
 }
 
 #[cfg(test)]

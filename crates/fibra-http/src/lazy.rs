@@ -12,9 +12,7 @@ pub(crate) static NO_HEADERS: OnceLock<HeaderMap> = OnceLock::new();
 pub(crate) static NO_EXTENSIONS: OnceLock<Extensions> = OnceLock::new();
 
 /// A box made on first use: empty, it is one pointer and its drop an inline check (the drop
-/// glue of a boxed map is an out-of-line call even for `None`). It can also be made through
-/// a shared reference ([`Lazy::get_or_init`]): a response's header map, which
-/// [`Response::headers`](crate::Response::headers) fills from pre-rendered fields when asked.
+/// glue of a boxed map is an out-of-line call even for `None`).
 pub(crate) struct Lazy<T>(OnceCell<Box<T>>);
 
 impl<T> Lazy<T> {
@@ -45,10 +43,6 @@ impl<T> Lazy<T> {
             Some(v) => v,
             None => empty.get_or_init(T::default),
         }
-    }
-    /// The value, made by `f` first if none was made.
-    pub(crate) fn get_or_init(&self, f: impl FnOnce() -> T) -> &T {
-        self.0.get_or_init(|| Box::new(f()))
     }
     /// The value, made (empty) first if needed.
     #[inline]

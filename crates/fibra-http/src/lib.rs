@@ -86,11 +86,9 @@ pub mod chunked;
 #[allow(dead_code)]
 mod chunked;
 pub mod client;
-mod compose;
 pub mod conn;
-mod date;
+pub mod date;
 mod error;
-pub mod files;
 mod going_away;
 pub mod http2;
 pub mod ip_net;
@@ -106,12 +104,12 @@ pub mod outbox;
 #[cfg(not(feature = "fuzzing"))]
 #[allow(dead_code)]
 mod parse;
-mod prepared;
-pub mod proxy;
+pub mod prepared;
 pub mod proxy_protocol;
 pub mod request;
 pub mod response;
 mod server;
+pub mod service;
 pub mod settings;
 mod target_bytes;
 pub mod tls;
@@ -132,6 +130,7 @@ pub use outbox::{Outbox, OutboxSender};
 pub use request::Request;
 pub use response::{BodyWriter, FileRange, Response, ResponseBody, Upgraded};
 pub use server::{ConnectionCount, Server, ServerHandle};
+pub use service::Service;
 pub use settings::{ErrorHook, ServerError, ServerErrorKind, Settings};
 pub use transport::{ConnState, ShutdownHandle, Tcp, Transport, Unix};
 

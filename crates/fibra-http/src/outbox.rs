@@ -105,7 +105,7 @@ impl Outbox {
     /// [`Outbox::new`] whose owner is woken through `queued`, which may also be notified for
     /// other reasons (an upgraded connection's graceful-shutdown signal): a wake-up with
     /// nothing queued is reported as [`Woken::Queued`] all the same.
-    pub(crate) fn with_notify(limit_bytes: usize, queued: Arc<Notify>) -> (Outbox, OutboxSender) {
+    pub fn with_notify(limit_bytes: usize, queued: Arc<Notify>) -> (Outbox, OutboxSender) {
         let shared = Arc::new(Shared {
             queue: Mutex::new(Queue {
                 chunks: VecDeque::new(),

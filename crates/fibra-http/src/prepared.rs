@@ -1,32 +1,121 @@
-//! A whole response prepared ahead of time and kept by its owner — a cached file's `200`, see
-//! [`crate::files`] — and sent by reference to it.
+//! Whole responses prepared ahead of time and kept by their owner — a file cache's `200`s, see
+//! the `fibra-files` crate — and sent by reference to it.
 //!
-//! The owner keeps the field lines (rendered once) and the body (bytes in memory, or an open
-//! file whose descriptor it also keeps in its own memory) under one reference count, which a
-//! cache hit touches anyway. A response that held its own `Bytes` of the fields and its own
-//! `Arc` of the file took two more reference counts per request, each on a line of memory of
-//! its own: on a site whose files do not fit in the CPU caches both are cold by the time the
-//! file is asked for again. Sending by reference took about 3.5 % off the server's user time
-//! per request on a documentation site (`docs/lab/site-2026-11-26c.md`).
+//! The owner keeps the head ([`PreparedHead`]: the fields, rendered once for each protocol)
+//! and the body (bytes in memory, or an open file whose descriptor it also keeps in its own
+//! memory) under one reference count, which a cache hit touches anyway. A response that held
+//! its own `Bytes` of the fields and its own `Arc` of the file took two more reference counts
+//! per request, each on a line of memory of its own: on a site whose files do not fit in the
+//! CPU caches both are cold by the time the file is asked for again. Sending by reference took
+//! about 3.5 % off the server's user time per request on a documentation site
+//! (`docs/lab/site-2026-11-26c.md`).
+//!
+//! ```
+//! use std::sync::Arc;
+//! use bytes::Bytes;
+//! use fibra_http::prepared::{Prepared, PreparedBody, PreparedHead, PreparedRef};
+//! use fibra_http::http::{HeaderMap, HeaderValue};
+//! use fibra_http::Response;
+//!
+//! struct Hello(PreparedHead, Bytes);
+//! impl Prepared for Hello {
+//!     fn head(&self, _which: usize) -> &PreparedHead { &self.0 }
+//!     fn body(&self, _which: usize) -> PreparedBody<'_> { PreparedBody::Memory(&self.1) }
+//! }
+//!
+//! let mut fields = HeaderMap::new();
+//! fields.insert("content-type", HeaderValue::from_static("text/plain"));
+//! let hello = Arc::new(Hello(PreparedHead::new(fields), Bytes::from_static(b"Hello")));
+//! let resp = Response::prepared(PreparedRef::new(hello, 0));
+//! assert_eq!(resp.headers()["content-type"], "text/plain");
+//! assert_eq!(resp.body().as_bytes(), Some(&b"Hello"[..]));
+//! ```
 
 use std::fmt;
 use std::fs::File;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use http::HeaderMap;
 
-/// What keeps prepared responses: representation `which` of it has field lines and a body.
-pub(crate) trait Prepared: Send + Sync {
-    /// The field lines of representation `which`: whole lines as sent on HTTP/1.1, each
-    /// ending in CRLF, never `Date`, `Server`, `Connection` or a framing field. Empty if
-    /// `which` has none.
-    fn fields(&self, which: usize) -> &[u8];
+/// The head of a prepared response: its header fields, kept both as a map (what HTTP/2 encodes
+/// and [`Response::headers`](crate::Response::headers) shows) and rendered once as the field
+/// lines HTTP/1.1 copies as they are.
+///
+/// The fields must not include `Date`, `Server`, `Connection` or a framing field
+/// (`Content-Length`, `Transfer-Encoding`): the connection writes those; any given are left
+/// out. The HTTP/1.1 lines are kept inside the value when they are short (most file heads:
+/// 130-220 bytes), so that a cache entry holding its head holds them on the lines of memory a
+/// hit reads anyway.
+pub struct PreparedHead {
+    lines: Lines,
+    fields: Box<HeaderMap>,
+}
+
+/// Rendered lines up to this many bytes are kept inside the [`PreparedHead`].
+const INLINE_LINES: usize = 230;
+
+/// HTTP/1.1 field lines: inside the value when they fit, else on the heap.
+// The large variant is the point: the bytes live where the value is.
+#[allow(clippy::large_enum_variant)]
+enum Lines {
+    Inline { len: u8, bytes: [u8; INLINE_LINES] },
+    Heap(Box<[u8]>),
+}
+
+impl PreparedHead {
+    /// The head with `fields` (see the type's docs for the fields left out).
+    pub fn new(mut fields: HeaderMap) -> PreparedHead {
+        use http::header::{CONNECTION, CONTENT_LENGTH, DATE, SERVER, TRANSFER_ENCODING};
+        for name in [CONNECTION, CONTENT_LENGTH, DATE, SERVER, TRANSFER_ENCODING] {
+            fields.remove(name);
+        }
+        let rendered = crate::conn::render_fields(&fields);
+        let lines = match u8::try_from(rendered.len()) {
+            Ok(len) if rendered.len() <= INLINE_LINES => {
+                let mut bytes = [0; INLINE_LINES];
+                bytes[..rendered.len()].copy_from_slice(&rendered);
+                Lines::Inline { len, bytes }
+            }
+            _ => Lines::Heap(rendered.into()),
+        };
+        PreparedHead {
+            lines,
+            fields: Box::new(fields),
+        }
+    }
+
+    /// The header fields.
+    pub fn fields(&self) -> &HeaderMap {
+        &self.fields
+    }
+
+    /// The fields as HTTP/1.1 field lines, each ending in CRLF (written by `conn`).
+    #[inline]
+    pub(crate) fn lines(&self) -> &[u8] {
+        match &self.lines {
+            Lines::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            Lines::Heap(b) => b,
+        }
+    }
+}
+
+impl fmt::Debug for PreparedHead {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("PreparedHead").field(&self.fields).finish()
+    }
+}
+
+/// What keeps prepared responses: representation `which` of it has a head and a body.
+pub trait Prepared: Send + Sync {
+    /// The head of representation `which`.
+    fn head(&self, which: usize) -> &PreparedHead;
     /// The body of representation `which`.
     fn body(&self, which: usize) -> PreparedBody<'_>;
 }
 
 /// The body of a prepared response.
-pub(crate) enum PreparedBody<'a> {
+pub enum PreparedBody<'a> {
     /// Bytes in memory.
     Memory(&'a Bytes),
     /// The first `len` bytes of an open file.
@@ -42,34 +131,39 @@ pub(crate) enum PreparedBody<'a> {
 
 impl PreparedBody<'_> {
     /// Length in bytes.
-    pub(crate) fn len(&self) -> u64 {
+    pub fn len(&self) -> u64 {
         match self {
             PreparedBody::Memory(b) => b.len() as u64,
             PreparedBody::File { len, .. } => *len,
         }
     }
+    /// True if the body has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
-/// One representation of a prepared response, holding its owner.
+/// One representation of a prepared response, holding its owner: what
+/// [`Response::prepared`](crate::Response::prepared) sends.
 #[derive(Clone)]
-pub(crate) struct PreparedRef {
+pub struct PreparedRef {
     owner: Arc<dyn Prepared>,
     which: usize,
 }
 
 impl PreparedRef {
     /// Representation `which` of `owner`.
-    pub(crate) fn new(owner: Arc<dyn Prepared>, which: usize) -> PreparedRef {
+    pub fn new(owner: Arc<dyn Prepared>, which: usize) -> PreparedRef {
         PreparedRef { owner, which }
     }
-    /// Its field lines (see [`Prepared::fields`]).
+    /// Its head.
     #[inline]
-    pub(crate) fn fields(&self) -> &[u8] {
-        self.owner.fields(self.which)
+    pub fn head(&self) -> &PreparedHead {
+        self.owner.head(self.which)
     }
     /// Its body.
     #[inline]
-    pub(crate) fn body(&self) -> PreparedBody<'_> {
+    pub fn body(&self) -> PreparedBody<'_> {
         self.owner.body(self.which)
     }
 }
@@ -77,8 +171,37 @@ impl PreparedRef {
 impl fmt::Debug for PreparedRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Prepared")
-            .field("fields", &self.fields().len())
+            .field("fields", self.head().fields())
             .field("body", &self.body().len())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::HeaderValue;
+
+    fn head_of(fields: &[(&'static str, &str)]) -> PreparedHead {
+        let mut map = HeaderMap::new();
+        for (n, v) in fields {
+            map.append(*n, HeaderValue::from_str(v).unwrap());
+        }
+        PreparedHead::new(map)
+    }
+
+    /// The rendered lines follow the map, inline or on the heap; fields the connection writes
+    /// itself are left out of both.
+    #[test]
+    fn lines_follow_the_fields_inline_or_on_the_heap() {
+        let h = head_of(&[("etag", "\"1\""), ("vary", "a"), ("content-length", "9")]);
+        assert_eq!(h.lines(), b"ETag: \"1\"\r\nVary: a\r\n");
+        assert!(matches!(h.lines, Lines::Inline { .. }));
+        assert_eq!(h.fields().len(), 2);
+        let long = "x".repeat(300);
+        let h = head_of(&[("cache-control", &long)]);
+        assert!(matches!(h.lines, Lines::Heap(_)));
+        assert_eq!(h.lines(), format!("Cache-Control: {long}\r\n").as_bytes());
+        assert_eq!(head_of(&[]).lines(), b"");
     }
 }

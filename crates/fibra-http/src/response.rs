@@ -48,15 +48,13 @@ pub struct Response {
     pub(crate) status: StatusCode,
     version: Version,
     /// Boxed on first use: most responses have no fields of their own, and an absent box is
-    /// cheap to move and costs nothing to drop. While `raw` holds fields, this is empty or
-    /// (once [`Response::headers`] asked) the same fields parsed.
+    /// cheap to move and costs nothing to drop. Empty while `raw` holds the fields.
     pub(crate) headers: Lazy<HeaderMap>,
     extensions: Lazy<Extensions>,
     pub(crate) body: ResponseBody,
-    /// Header fields this crate rendered ahead of time (a cached file's, see
-    /// [`crate::files`] and [`Prepared::fields`](crate::prepared::Prepared::fields)), held by
-    /// reference to their owner. Written as they are; the first change of the fields
-    /// ([`Response::headers_mut`]) parses them into the map.
+    /// A head prepared ahead of time (a cached file's, see [`crate::prepared`]), held by
+    /// reference to its owner and written as it was rendered; the first change of the fields
+    /// ([`Response::headers_mut`]) copies them into the map.
     pub(crate) raw: Option<PreparedRef>,
 }
 
@@ -73,8 +71,9 @@ impl Response {
             raw: None,
         }
     }
-    /// A `200` prepared ahead of time: its fields and its body are `prepared`'s.
-    pub(crate) fn prepared(prepared: PreparedRef) -> Self {
+    /// A `200` prepared ahead of time: its head and its body are `prepared`'s (see
+    /// [`crate::prepared`]).
+    pub fn prepared(prepared: PreparedRef) -> Self {
         Response {
             raw: Some(prepared.clone()),
             ..Response::new(ResponseBody::of(Kind::Prepared(prepared)))
@@ -106,7 +105,7 @@ impl Response {
     /// The handler's header fields (the server adds `Date`, `Server` and the framing fields).
     pub fn headers(&self) -> &HeaderMap {
         match &self.raw {
-            Some(raw) => self.headers.get_or_init(|| parse_raw(raw.fields())),
+            Some(raw) => raw.head().fields(),
             None => self.headers.get_or(&NO_HEADERS),
         }
     }
@@ -120,8 +119,7 @@ impl Response {
     #[inline(never)]
     fn materialize(&mut self) {
         if let Some(raw) = self.raw.take() {
-            // Already made if `headers()` looked: then those are the fields.
-            self.headers.get_or_init(|| parse_raw(raw.fields()));
+            *self.headers.get_mut() = raw.head().fields().clone();
         }
     }
     #[inline]
@@ -530,6 +528,12 @@ impl From<FileRange> for ResponseBody {
     }
 }
 
+/// File ranges up to this size are read into the connection's write buffer and sent with the
+/// head (one `pread` and one `write` beat a `write` of the head and a `sendfile`); bigger ones
+/// go out with `sendfile` where the transport has it. A file cache gains nothing by keeping
+/// bigger files in memory.
+pub const INLINE_FILE_BYTES: u64 = 16 * 1024;
+
 /// Size at which buffered output is pushed to the socket.
 pub(crate) const FLUSH_BYTES: usize = 16 * 1024;
 
@@ -623,26 +627,6 @@ pub(crate) fn error_response(status: StatusCode, text: &'static str) -> Response
     r
 }
 
-/// Parses field lines rendered by this crate (`Name: value` CRLF each, see `Response::raw`)
-/// into a map; the values share one copy of `raw`.
-pub(crate) fn parse_raw(raw: &[u8]) -> HeaderMap {
-    let raw = Bytes::copy_from_slice(raw);
-    let mut map = HeaderMap::new();
-    let mut at = 0;
-    while let Some(end) = memchr::memmem::find(&raw[at..], b"\r\n").map(|n| at + n) {
-        let line = &raw[at..end];
-        if let Some(colon) = memchr::memchr(b':', line) {
-            let name = HeaderName::from_bytes(&line[..colon]);
-            let value = HeaderValue::from_maybe_shared(raw.slice(at + colon + 2..end));
-            if let (Ok(name), Ok(value)) = (name, value) {
-                map.append(name, value);
-            }
-        }
-        at = end + 2;
-    }
-    map
-}
-
 /// Statuses whose responses carry no body and no framing (RFC 9112 §6.3): 1xx, 204, 304.
 #[inline(always)] // a few compares on every response; called from the inlined send path
 pub(crate) fn is_bodiless(status: StatusCode) -> bool {
@@ -707,10 +691,10 @@ mod tests {
     }
 
     /// A prepared response with one representation: these fields and the body "x".
-    struct OneFile(Bytes, Bytes);
+    struct OneFile(crate::prepared::PreparedHead, Bytes);
 
     impl crate::prepared::Prepared for OneFile {
-        fn fields(&self, _: usize) -> &[u8] {
+        fn head(&self, _: usize) -> &crate::prepared::PreparedHead {
             &self.0
         }
         fn body(&self, _: usize) -> PreparedBody<'_> {
@@ -718,25 +702,26 @@ mod tests {
         }
     }
 
-    fn prepared(fields: &'static [u8]) -> Response {
-        let owner = Arc::new(OneFile(
-            Bytes::from_static(fields),
-            Bytes::from_static(b"x"),
-        ));
+    fn prepared() -> Response {
+        let mut fields = HeaderMap::new();
+        fields.insert("etag", HeaderValue::from_static("\"1\""));
+        fields.insert("content-type", HeaderValue::from_static("text/plain"));
+        fields.insert("vary", HeaderValue::from_static("a"));
+        let head = crate::prepared::PreparedHead::new(fields);
+        let owner = Arc::new(OneFile(head, Bytes::from_static(b"x")));
         Response::prepared(PreparedRef::new(owner, 0))
     }
 
-    /// Pre-rendered fields show in `headers()`, and the first change makes them the map's.
+    /// Prepared fields show in `headers()`, and the first change makes them the map's.
     #[test]
     fn rendered_fields_are_shown_and_become_the_map_on_change() {
-        let raw: &[u8] = b"ETag: \"1\"\r\nContent-Type: text/plain\r\nVary: a\r\n";
-        let resp = prepared(raw);
+        let resp = prepared();
         assert_eq!(resp.body().as_bytes(), Some(&b"x"[..]));
         assert_eq!(resp.body().len(), Some(1));
         assert_eq!(resp.headers()["etag"], "\"1\"");
         assert_eq!(resp.headers().len(), 3);
         assert!(resp.raw.is_some(), "looking keeps the rendered fields");
-        let mut resp = prepared(raw);
+        let mut resp = prepared();
         resp.headers_mut()
             .insert("content-type", HeaderValue::from_static("text/html"));
         assert!(resp.raw.is_none());
@@ -744,10 +729,10 @@ mod tests {
         assert_eq!(parts.headers["content-type"], "text/html");
         assert_eq!(parts.headers["vary"], "a");
         // Converted as a whole (what HTTP/2 does), after a look or without one.
-        let resp = prepared(raw);
+        let resp = prepared();
         let _ = resp.headers();
         assert_eq!(resp.into_http().headers().len(), 3);
-        let resp = prepared(raw);
+        let resp = prepared();
         assert_eq!(resp.into_http().headers()["etag"], "\"1\"");
     }
 

@@ -21,8 +21,7 @@ use crate::acceptor::{Acceptor, TcpAcceptor};
 use crate::access_log::AccessLogSink;
 use crate::conn::{serve_steps, ConnCtl, Owner};
 use crate::listen::TcpListeners;
-use crate::request::Request;
-use crate::response::Response;
+use crate::service::Service;
 use crate::settings::{ErrorHook, ServerError, ServerErrorKind, Settings};
 use crate::tls::TlsAcceptor;
 use crate::transport::{is_resource_error, ConnState, ShutdownHandle, Transport};
@@ -287,7 +286,7 @@ impl<A: Acceptor> Server<A> {
     /// listeners are bound.
     pub fn serve<H>(self, handler: H) -> io::Result<ServerHandle>
     where
-        H: Fn(Request) -> Response + Send + Sync + 'static,
+        H: Service + Send + Sync + 'static,
     {
         let listen = self.listen?;
         let workers = self
@@ -349,7 +348,7 @@ impl<A: Acceptor> Server<A> {
     /// [`serve`](Self::serve), then block until the server is shut down.
     pub fn run<H>(self, handler: H) -> io::Result<()>
     where
-        H: Fn(Request) -> Response + Send + Sync + 'static,
+        H: Service + Send + Sync + 'static,
     {
         self.serve(handler)?.join();
         Ok(())
@@ -471,7 +470,7 @@ fn run_server<A, H>(
     ready_tx: std::sync::mpsc::Sender<io::Result<SocketAddr>>,
 ) where
     A: Acceptor,
-    H: Fn(Request) -> Response + Send + Sync + 'static,
+    H: Service + Send + Sync + 'static,
 {
     struct DoneGuard(Arc<State>);
     impl Drop for DoneGuard {
@@ -612,7 +611,7 @@ fn accept_loop<A, H>(
     state: Arc<State>,
 ) where
     A: Acceptor,
-    H: Fn(Request) -> Response + Send + Sync + 'static,
+    H: Service + Send + Sync + 'static,
 {
     let mut last_warning: Option<Instant> = None;
     while !state.shutting_down.load(Ordering::SeqCst) {

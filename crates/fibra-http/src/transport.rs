@@ -366,7 +366,7 @@ impl Transport for std::net::TcpStream {
 
 /// A failure for want of something on this side, not the peer's or the path's: descriptors
 /// (`EMFILE`, `ENFILE`) or memory (`ENOBUFS`, `ENOMEM`). Usually over soon.
-pub(crate) fn is_resource_error(e: &io::Error) -> bool {
+pub fn is_resource_error(e: &io::Error) -> bool {
     matches!(
         e.raw_os_error(),
         Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
@@ -374,7 +374,7 @@ pub(crate) fn is_resource_error(e: &io::Error) -> bool {
 }
 
 /// Treats `WouldBlock` (what std returns on a read timeout) and `TimedOut` alike.
-pub(crate) fn is_timeout(e: &io::Error) -> bool {
+pub fn is_timeout(e: &io::Error) -> bool {
     matches!(
         e.kind(),
         io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock

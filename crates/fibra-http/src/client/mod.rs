@@ -43,7 +43,7 @@ mod chunked;
 mod response;
 
 pub use chunked::{ChunkedDecoder, Decoded, MAX_LINE};
-pub(crate) use response::parser_config;
 pub use response::{
-    Event, Framing, ParseError, Parsed, Response, ResponseParser, Step, MAX_HEAD, MAX_HEADERS,
+    parser_config, Event, Framing, ParseError, Parsed, Response, ResponseParser, Step, MAX_HEAD,
+    MAX_HEADERS,
 };

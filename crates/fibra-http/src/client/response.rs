@@ -511,7 +511,7 @@ impl ResponseParser {
 /// (§5.1, which a proxy removes), and obs-fold continuation lines (§5.2, whose CR, LF and
 /// leading whitespace the value checks below treat as spaces). Bare LF line endings (§2.2)
 /// are accepted by `httparse` in any configuration.
-pub(crate) fn parser_config() -> httparse::ParserConfig {
+pub fn parser_config() -> httparse::ParserConfig {
     let mut config = httparse::ParserConfig::default();
     config
         .allow_multiple_spaces_in_response_status_delimiters(true)

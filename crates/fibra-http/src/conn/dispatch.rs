@@ -25,6 +25,7 @@ use crate::error::ProtocolError;
 use crate::parse::{parse_head_cached, BodyKind, Head, HeadCache, RequestHead};
 use crate::request::Request;
 use crate::response::{error_response, is_bodiless, Kind, Response, UpgradeFn, Upgraded};
+use crate::service::Service;
 use crate::settings::Settings;
 use crate::transport::{is_timeout, Transport};
 
@@ -52,7 +53,7 @@ pub(super) struct Conn<'a, T, H: ?Sized> {
 impl<T, H> Conn<'_, T, H>
 where
     T: Transport,
-    H: Fn(Request) -> Response + ?Sized,
+    H: Service + ?Sized,
 {
     fn peer(&self) -> Option<SocketAddr> {
         self.shared.borrow().peer
@@ -414,7 +415,7 @@ where
         // `write_response`, and those copies of a just-built value stall on store forwarding.
         let mut returned = false;
         let sent = catch_unwind(AssertUnwindSafe(|| {
-            let resp = handler(req);
+            let resp = handler.call(req);
             returned = true;
             self.send(resp, is_head, http11, &mut close, logged)
         }));

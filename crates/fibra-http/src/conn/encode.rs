@@ -1,4 +1,4 @@
-//! Encoding responses: the head ([`crate::compose`]) and the body — in-memory bytes
+//! Encoding responses: the head ([`super::compose`]) and the body — in-memory bytes
 //! (`put_bytes`), file ranges (`put_file`, `sendfile` for large ones), streaming writers
 //! (`write_stream`, the [`StreamSink`] a `BodyWriter` writes to) — and the server's own error
 //! responses (`put_error`).
@@ -11,12 +11,12 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use http::StatusCode;
 
 use super::buffered::{not_connected, Shared};
-use crate::compose::{compose, put_head, put_raw_head, ConnHeader, Framing, HeadOut};
+use super::compose::{compose, put_head, put_raw_head, ConnHeader, Framing, HeadOut};
 use crate::error::ProtocolError;
 use crate::lazy::NO_HEADERS;
 use crate::prepared::PreparedBody;
 use crate::response::{
-    is_bodiless, BodyWriter, Kind, Response, StreamSink, UpgradeFn, FLUSH_BYTES,
+    is_bodiless, BodyWriter, Kind, Response, StreamSink, UpgradeFn, FLUSH_BYTES, INLINE_FILE_BYTES,
 };
 use crate::settings::Settings;
 use crate::transport::Transport;
@@ -29,9 +29,6 @@ const SEND_FILE_PIECE: u64 = 1 << 20;
 /// with `writev` next to the head instead of copying it measured no better: the copy of its
 /// cold bytes moved from user to kernel time.)
 const INLINE_BODY_BYTES: usize = 64 * 1024;
-/// Files up to this size are read into the write buffer instead of `sendfile`: one `pread`
-/// and one `write` beat a `write` of the head (`MSG_MORE`) and a `sendfile`.
-pub(crate) const INLINE_FILE_BYTES: u64 = 16 * 1024;
 
 impl<T: Transport> Shared<T> {
     /// Appends an in-memory body to the output.
@@ -187,7 +184,7 @@ fn write_stream<T: Transport>(
                 let out = &mut cell.borrow_mut().wbuf;
                 out.extend_from_slice(b"0\r\n");
                 for (name, value) in w.trailers.iter().flatten() {
-                    crate::compose::put_field(out, name, value);
+                    super::compose::put_field(out, name, value);
                 }
                 out.extend_from_slice(b"\r\n");
             }
@@ -253,7 +250,14 @@ pub(super) fn write_response<T: Transport>(
     let mut sh = cell.borrow_mut();
     if let Some(raw) = &resp.raw {
         // Fields rendered ahead of time (a cached file's): copied as they are.
-        put_raw_head(&mut sh.wbuf, status, raw.fields(), server, framing, conn);
+        put_raw_head(
+            &mut sh.wbuf,
+            status,
+            raw.head().lines(),
+            server,
+            framing,
+            conn,
+        );
     } else {
         let head = HeadOut {
             status,

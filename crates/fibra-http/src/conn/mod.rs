@@ -35,12 +35,12 @@ use fibra::fiber::{Resume, Step, Wait};
 use crate::body::BodySource;
 use crate::lifecycle::Detached;
 pub(crate) use crate::lifecycle::{ConnCtl, Owner};
-use crate::request::Request;
-use crate::response::Response;
+use crate::service::Service;
 use crate::settings::Settings;
 use crate::transport::Transport;
 
 mod buffered;
+mod compose;
 mod decode;
 mod dispatch;
 mod encode;
@@ -52,8 +52,17 @@ mod tests;
 
 use buffered::{open, Shared};
 use dispatch::Conn;
-pub(crate) use encode::INLINE_FILE_BYTES;
 use idle::Idle;
+
+/// `fields` as HTTP/1.1 field lines, each ending in CRLF, in the case and order the connection
+/// writes a handler's fields (a [`PreparedHead`](crate::prepared::PreparedHead)'s lines).
+pub(crate) fn render_fields(fields: &http::HeaderMap) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256);
+    for (name, value) in fields {
+        compose::put_field(&mut out, name, value);
+    }
+    out
+}
 
 /// Serves HTTP/1.1 on one connection until it closes, running `handler` for each request.
 ///
@@ -62,7 +71,7 @@ use idle::Idle;
 pub fn serve_connection<T, H>(io: T, settings: &Settings, handler: &H)
 where
     T: Transport,
-    H: Fn(Request) -> Response + ?Sized,
+    H: Service + ?Sized,
 {
     let owner = Detached::new(false);
     // Waits on the caller's stack: there is no fiber made of steps to return a wait to.
@@ -97,7 +106,7 @@ where
     T: Transport,
     S: Deref<Target = Settings>,
     G: Deref,
-    G::Target: Fn(Request) -> Response,
+    G::Target: Service,
     O: Owner,
 {
     fn new(io: T, settings: S, handler: G, owner: O) -> Self {
@@ -209,7 +218,7 @@ where
 pub fn serve_connection_steps<T, H>(io: T, settings: Arc<Settings>, handler: Arc<H>) -> Step
 where
     T: Transport,
-    H: Fn(Request) -> Response + Send + Sync + 'static,
+    H: Service + Send + Sync + 'static,
 {
     let owner = Detached::new(false);
     serve_steps(io, settings, handler, owner)
@@ -225,7 +234,7 @@ pub(crate) fn serve_steps<T, H, O>(
 ) -> Step
 where
     T: Transport,
-    H: Fn(Request) -> Response + Send + Sync + 'static,
+    H: Service + Send + Sync + 'static,
     O: Owner + 'static,
 {
     step(Box::new(Connection::new(io, settings, handler, owner)))
@@ -240,7 +249,7 @@ type SteppedConnection<T, H, O> = Connection<T, Arc<Settings>, Arc<H>, O>;
 fn step<T, H, O>(c: Box<SteppedConnection<T, H, O>>) -> Step
 where
     T: Transport,
-    H: Fn(Request) -> Response + Send + Sync + 'static,
+    H: Service + Send + Sync + 'static,
     O: Owner + 'static,
 {
     match c.serve(true) {
@@ -267,7 +276,7 @@ where
 impl<T, H, O> Resume for SteppedConnection<T, H, O>
 where
     T: Transport,
-    H: Fn(Request) -> Response + Send + Sync + 'static,
+    H: Service + Send + Sync + 'static,
     O: Owner + 'static,
 {
     /// The end of a stackless wait: back into the loop, or the idle stage's timeout.

@@ -42,8 +42,7 @@ use h2::server::SendResponse;
 
 use crate::going_away::GoingAway;
 use crate::lifecycle::{Detached, Owner};
-use crate::request::Request;
-use crate::response::Response;
+use crate::service::Service;
 use crate::settings::Settings;
 use crate::transport::{is_timeout, Transport};
 
@@ -81,7 +80,7 @@ pub(crate) fn serve<T, H, O>(
 ) -> Step
 where
     T: Transport,
-    H: Fn(Request) -> Response + Send + Sync + 'static,
+    H: Service + Send + Sync + 'static,
     O: Owner + 'static,
 {
     match open(io, early, settings, handler, owner) {
@@ -101,7 +100,7 @@ where
 pub fn serve_connection_h2<T, H>(io: T, settings: Arc<Settings>, handler: Arc<H>)
 where
     T: Transport,
-    H: Fn(Request) -> Response + Send + Sync + 'static,
+    H: Service + Send + Sync + 'static,
 {
     if let Some(conn) = open(io, Vec::new(), settings, handler, Detached::new(true)) {
         // Not stackless: `run` waits on this stack and returns only when the connection has
@@ -120,7 +119,7 @@ fn open<T, H, O>(
 ) -> Option<Box<Connection<T, H, O>>>
 where
     T: Transport,
-    H: Fn(Request) -> Response + Send + Sync + 'static,
+    H: Service + Send + Sync + 'static,
     O: Owner + 'static,
 {
     let peer = io.peer_addr();
@@ -189,7 +188,7 @@ struct Connection<T, H, O> {
 impl<T, H, O> Connection<T, H, O>
 where
     T: Transport,
-    H: Fn(Request) -> Response + Send + Sync + 'static,
+    H: Service + Send + Sync + 'static,
     O: Owner + 'static,
 {
     /// Polls the connection until it ends, or returns the stackless wait of an idle one.
@@ -281,7 +280,7 @@ where
 impl<T, H, O> Resume for Connection<T, H, O>
 where
     T: Transport,
-    H: Fn(Request) -> Response + Send + Sync + 'static,
+    H: Service + Send + Sync + 'static,
     O: Owner + 'static,
 {
     /// The end of an idle connection's stackless wait: input, or the idle timeout.

@@ -30,6 +30,7 @@ use crate::request::Request;
 use crate::response::{
     error_response, is_bodiless, BodyWriter, FileRange, Kind, Response, StreamSink,
 };
+use crate::service::Service;
 use crate::settings::Settings;
 use crate::transport::skip_to_line_offset;
 
@@ -49,7 +50,7 @@ pub(crate) fn run<H>(
     handler: &H,
     peer: Option<SocketAddr>,
 ) where
-    H: Fn(Request) -> Response + ?Sized,
+    H: Service + ?Sized,
 {
     let parker = Rc::new(Parker::new());
     let (mut parts, recv) = req.into_parts();
@@ -98,7 +99,7 @@ pub(crate) fn run<H>(
     } else {
         let body = Body::from_conn(src.clone(), 0);
         let request = Request::from(http::Request::from_parts(parts, body));
-        match catch_unwind(AssertUnwindSafe(|| handler(request))) {
+        match catch_unwind(AssertUnwindSafe(|| handler.call(request))) {
             Ok(r) => r,
             Err(p) => {
                 settings.report_caught(peer, p);

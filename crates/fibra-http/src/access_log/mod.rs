@@ -1,0 +1,77 @@
+//! Access logging, done by the connection loop — the one place that knows what was actually
+//! sent. After each response it hands a [`LogEntry`] to the [`AccessLogSink`] in
+//! [`Settings::access_log_sink`](crate::Settings::access_log_sink) (e.g. the buffered
+//! combined-format [`AccessLog`]), and, with
+//! [`Settings::access_log`](crate::Settings::access_log), writes a short line through the `log`
+//! facade ([`LogFacade`]). With neither, the loop does no logging work at all.
+//!
+//! The entry's `bytes` are the body bytes the loop actually sent: none for `HEAD` and for
+//! bodiless statuses (1xx, 204, 304), the bytes written for a streamed body, what a file
+//! really held when it was shorter than its range, what had left (to within 1 MiB of a file
+//! body) when writing failed. Requests the server refused itself (400, 408, 413, 414, 431)
+//! get an entry too, with the request line when one had arrived (else `-`).
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::time::SystemTime;
+
+mod combined;
+
+pub use combined::AccessLog;
+
+/// One request's worth of log fields.
+#[derive(Debug, Clone, Copy)]
+pub struct LogEntry<'a> {
+    /// Client address (`None` when unknown, e.g. a Unix socket).
+    pub peer: Option<SocketAddr>,
+    /// Request method.
+    pub method: &'a str,
+    /// Request target as received.
+    pub target: &'a str,
+    /// `HTTP/1.1`, `HTTP/1.0`.
+    pub version: &'a str,
+    /// Response status code.
+    pub status: u16,
+    /// Body bytes sent.
+    pub bytes: u64,
+    /// `Referer` header.
+    pub referer: Option<&'a [u8]>,
+    /// `User-Agent` header.
+    pub user_agent: Option<&'a [u8]>,
+    /// When the request was answered.
+    pub time: SystemTime,
+}
+
+/// Where the connection loop sends one [`LogEntry`] per answered request. It runs on the
+/// connection's fiber right after the response was written (or buffered), so it should be
+/// quick: buffer, and write out elsewhere ([`AccessLog`] does).
+pub trait AccessLogSink: Send + Sync + 'static {
+    /// Records one request.
+    fn log(&self, entry: &LogEntry<'_>);
+}
+
+impl fmt::Debug for dyn AccessLogSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("AccessLogSink")
+    }
+}
+
+/// The sink behind [`Settings::access_log`](crate::Settings::access_log): one line per request
+/// through the `log` facade, target `fibra_http::access`, level info:
+/// `127.0.0.1:50312 "GET /a?q=1 HTTP/1.1" 200`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LogFacade;
+
+impl AccessLogSink for LogFacade {
+    fn log(&self, e: &LogEntry<'_>) {
+        log::info!(
+            target: "fibra_http::access",
+            "{} \"{} {} {}\" {}",
+            e.peer.map(|p| p.to_string()).unwrap_or_default(),
+            e.method,
+            e.target,
+            e.version,
+            e.status
+        );
+    }
+}
