@@ -218,7 +218,7 @@ where
 pub fn serve_connection_steps<T, H>(io: T, settings: Arc<Settings>, handler: Arc<H>) -> Step
 where
     T: Transport,
-    H: Service + Send + Sync + 'static,
+    H: Service + Send + Sync + ?Sized + 'static,
 {
     let owner = Detached::new(false);
     serve_steps(io, settings, handler, owner)
@@ -234,7 +234,7 @@ pub(crate) fn serve_steps<T, H, O>(
 ) -> Step
 where
     T: Transport,
-    H: Service + Send + Sync + 'static,
+    H: Service + Send + Sync + ?Sized + 'static,
     O: Owner + 'static,
 {
     step(Box::new(Connection::new(io, settings, handler, owner)))
@@ -249,7 +249,7 @@ type SteppedConnection<T, H, O> = Connection<T, Arc<Settings>, Arc<H>, O>;
 fn step<T, H, O>(c: Box<SteppedConnection<T, H, O>>) -> Step
 where
     T: Transport,
-    H: Service + Send + Sync + 'static,
+    H: Service + Send + Sync + ?Sized + 'static,
     O: Owner + 'static,
 {
     match c.serve(true) {
@@ -276,7 +276,7 @@ where
 impl<T, H, O> Resume for SteppedConnection<T, H, O>
 where
     T: Transport,
-    H: Service + Send + Sync + 'static,
+    H: Service + Send + Sync + ?Sized + 'static,
     O: Owner + 'static,
 {
     /// The end of a stackless wait: back into the loop, or the idle stage's timeout.

@@ -80,7 +80,7 @@ pub(crate) fn serve<T, H, O>(
 ) -> Step
 where
     T: Transport,
-    H: Service + Send + Sync + 'static,
+    H: Service + Send + Sync + ?Sized + 'static,
     O: Owner + 'static,
 {
     match open(io, early, settings, handler, owner) {
@@ -100,7 +100,7 @@ where
 pub fn serve_connection_h2<T, H>(io: T, settings: Arc<Settings>, handler: Arc<H>)
 where
     T: Transport,
-    H: Service + Send + Sync + 'static,
+    H: Service + Send + Sync + ?Sized + 'static,
 {
     if let Some(conn) = open(io, Vec::new(), settings, handler, Detached::new(true)) {
         // Not stackless: `run` waits on this stack and returns only when the connection has
@@ -119,7 +119,7 @@ fn open<T, H, O>(
 ) -> Option<Box<Connection<T, H, O>>>
 where
     T: Transport,
-    H: Service + Send + Sync + 'static,
+    H: Service + Send + Sync + ?Sized + 'static,
     O: Owner + 'static,
 {
     let peer = io.peer_addr();
@@ -167,7 +167,7 @@ where
 }
 
 /// An HTTP/2 connection between the owner fiber's steps.
-struct Connection<T, H, O> {
+struct Connection<T, H: ?Sized, O> {
     conn: h2::server::Connection<H2Io<T>, Bytes>,
     link: Rc<Link<T>>,
     parker: Parker,
@@ -188,7 +188,7 @@ struct Connection<T, H, O> {
 impl<T, H, O> Connection<T, H, O>
 where
     T: Transport,
-    H: Service + Send + Sync + 'static,
+    H: Service + Send + Sync + ?Sized + 'static,
     O: Owner + 'static,
 {
     /// Polls the connection until it ends, or returns the stackless wait of an idle one.
@@ -280,7 +280,7 @@ where
 impl<T, H, O> Resume for Connection<T, H, O>
 where
     T: Transport,
-    H: Service + Send + Sync + 'static,
+    H: Service + Send + Sync + ?Sized + 'static,
     O: Owner + 'static,
 {
     /// The end of an idle connection's stackless wait: input, or the idle timeout.

@@ -1,0 +1,89 @@
+//! The server's shared state: the connection count, the table of open connections (each with
+//! the handle that shuts it down and its [`ConnState`]), the shutdown flag, and the signal
+//! that the server thread has finished.
+
+use std::collections::HashMap;
+use std::io;
+use std::net::Shutdown;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::{Arc, Condvar, Mutex};
+
+use crate::transport::{ConnState, ShutdownHandle};
+
+/// A connection known to the server: the handle that shuts it down (so shutdown can wake it),
+/// with the server's bookkeeping of it ([`ConnState`]: whether it is idle between requests).
+/// The bookkeeping lives in the handle's own allocation when the handle has room for it
+/// ([`Tcp`](crate::Tcp)'s and [`Unix`](crate::Unix)'s have), else in a [`Tracked`].
+pub(super) type ConnEntry = Arc<dyn ShutdownHandle>;
+
+/// The entry of a connection whose shutdown handle keeps no [`ConnState`], or that has no
+/// handle (shutdown then cannot wake it).
+struct Tracked {
+    handle: Option<Arc<dyn ShutdownHandle>>,
+    state: ConnState,
+}
+
+impl ShutdownHandle for Tracked {
+    fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        match &self.handle {
+            Some(h) => h.shutdown(how),
+            None => Ok(()),
+        }
+    }
+    fn conn_state(&self) -> Option<&ConnState> {
+        Some(&self.state)
+    }
+}
+
+/// The entry for a new connection with shutdown handle `handle`.
+pub(super) fn conn_entry(handle: Option<Arc<dyn ShutdownHandle>>) -> ConnEntry {
+    match handle {
+        Some(h) if h.conn_state().is_some() => h,
+        handle => Arc::new(Tracked {
+            handle,
+            state: ConnState::default(),
+        }),
+    }
+}
+
+/// The bookkeeping of a connection's entry (`conn_entry` made sure it has some).
+pub(super) fn state_of(entry: &dyn ShutdownHandle) -> &ConnState {
+    entry
+        .conn_state()
+        .expect("a connection entry keeps a ConnState")
+}
+
+/// State shared by the accept loops, the connections and the handle.
+#[derive(Debug)]
+pub(super) struct State {
+    pub(super) shutting_down: AtomicBool,
+    pub(super) active: AtomicUsize,
+    pub(super) next_id: AtomicU64,
+    pub(super) conns: Mutex<HashMap<u64, ConnEntry>>,
+    /// Woken when a connection ends (a slot under `max_connections` frees up).
+    pub(super) slot_freed: fibra::sync::Notify,
+    /// Set when the server thread has finished.
+    pub(super) done: Mutex<bool>,
+    pub(super) done_cv: Condvar,
+}
+
+impl State {
+    pub(super) fn new() -> State {
+        State {
+            shutting_down: AtomicBool::new(false),
+            active: AtomicUsize::new(0),
+            next_id: AtomicU64::new(0),
+            conns: Mutex::new(HashMap::new()),
+            slot_freed: fibra::sync::Notify::new(),
+            done: Mutex::new(false),
+            done_cv: Condvar::new(),
+        }
+    }
+
+    pub(super) fn each_conn(&self, f: impl Fn(&dyn ShutdownHandle, &ConnState)) {
+        let conns = self.conns.lock().unwrap_or_else(|e| e.into_inner());
+        for c in conns.values() {
+            f(&**c, state_of(&**c));
+        }
+    }
+}
