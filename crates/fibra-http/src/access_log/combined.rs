@@ -233,6 +233,7 @@ mod tests {
             bytes: 151,
             referer: None,
             user_agent: Some(b"curl/8\n\"x\""),
+            host: Some(b"example.test"),
             time: UNIX_EPOCH + Duration::from_secs(971_185_336),
         };
         log.log(&entry);

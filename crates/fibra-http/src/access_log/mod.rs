@@ -38,8 +38,72 @@ pub struct LogEntry<'a> {
     pub referer: Option<&'a [u8]>,
     /// `User-Agent` header.
     pub user_agent: Option<&'a [u8]>,
+    /// The host the client asked for, as it wrote it: the authority of an absolute-form
+    /// target or HTTP/2's `:authority`, else the `Host` field (the order of RFC 9112 §3.2.2
+    /// and of nginx's `$host`); `None` when the request named none (or was refused before its
+    /// fields were read).
+    pub host: Option<&'a [u8]>,
     /// When the request was answered.
     pub time: SystemTime,
+}
+
+/// The fields of a request an entry takes from its head: where each protocol keeps them.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct HeadFields<'a> {
+    pub(crate) host: Option<&'a [u8]>,
+    pub(crate) referer: Option<&'a [u8]>,
+    pub(crate) user_agent: Option<&'a [u8]>,
+}
+
+impl<'a> HeadFields<'a> {
+    /// From parsed `headers` and the target `uri` (whose authority, when it has one, names
+    /// the host rather than the `Host` field).
+    pub(crate) fn of(headers: &'a http::HeaderMap, uri: &'a http::Uri) -> HeadFields<'a> {
+        let get = |name| headers.get(name).map(http::HeaderValue::as_bytes);
+        let authority = uri.authority().map(|a| a.as_str().as_bytes());
+        HeadFields {
+            host: authority.or_else(|| get(http::header::HOST)),
+            referer: get(http::header::REFERER),
+            user_agent: get(http::header::USER_AGENT),
+        }
+    }
+}
+
+impl<'a> LogEntry<'a> {
+    /// The entry of one answered (or refused) request: what every protocol's loop logs, made
+    /// in this one place. `version` is the request line's text (`HTTP/1.1`, …; see
+    /// [`version_text`]); the time is now.
+    pub(crate) fn of(
+        peer: Option<SocketAddr>,
+        (method, target, version): (&'a str, &'a str, &'a str),
+        fields: HeadFields<'a>,
+        status: u16,
+        bytes: u64,
+    ) -> LogEntry<'a> {
+        LogEntry {
+            peer,
+            method,
+            target,
+            version,
+            status,
+            bytes,
+            referer: fields.referer,
+            user_agent: fields.user_agent,
+            host: fields.host,
+            time: SystemTime::now(),
+        }
+    }
+}
+
+/// How a request's version is written in a log line.
+pub(crate) fn version_text(version: http::Version) -> &'static str {
+    match version {
+        http::Version::HTTP_09 => "HTTP/0.9",
+        http::Version::HTTP_10 => "HTTP/1.0",
+        http::Version::HTTP_2 => "HTTP/2.0",
+        http::Version::HTTP_3 => "HTTP/3.0",
+        _ => "HTTP/1.1",
+    }
 }
 
 /// Where the connection loop sends one [`LogEntry`] per answered request. It runs on the

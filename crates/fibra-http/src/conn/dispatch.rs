@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 use http::{Method, StatusCode, Version};
 
@@ -18,7 +18,7 @@ use super::decode::{BodyError, BodyState};
 use super::encode::{bad_101, put_error, write_response};
 use super::reject_log::{log_rejected, log_rejected_request};
 use super::ConnCtl;
-use crate::access_log::LogEntry;
+use crate::access_log::{version_text, HeadFields, LogEntry};
 use crate::body::{Body, BodySource};
 use crate::chunked::ChunkedDecoder;
 use crate::error::ProtocolError;
@@ -305,29 +305,9 @@ where
         } else {
             uri.path_and_query().map_or(uri.path(), |pq| pq.as_str())
         };
-        let version = match req.version {
-            Version::HTTP_09 => "HTTP/0.9",
-            Version::HTTP_10 => "HTTP/1.0",
-            Version::HTTP_2 => "HTTP/2.0",
-            Version::HTTP_3 => "HTTP/3.0",
-            _ => "HTTP/1.1",
-        };
-        let header = |name| {
-            req.headers
-                .get(name)
-                .map(|v: &http::HeaderValue| v.as_bytes())
-        };
-        let entry = LogEntry {
-            peer,
-            method: req.method.as_str(),
-            target,
-            version,
-            status: status.as_u16(),
-            bytes,
-            referer: header(http::header::REFERER),
-            user_agent: header(http::header::USER_AGENT),
-            time: SystemTime::now(),
-        };
+        let line = (req.method.as_str(), target, version_text(req.version));
+        let fields = HeadFields::of(&req.headers, &req.uri);
+        let entry = LogEntry::of(peer, line, fields, status.as_u16(), bytes);
         self.settings.log_access(&entry);
     }
 

@@ -4,12 +4,12 @@
 //!
 //! When the head could not be parsed, the request line is taken from the bytes received, if
 //! they begin with something shaped like one (three printable, space-separated words); else
-//! every field is `-`.
+//! every field is `-`. The host is then the `Host` field among the complete lines received
+//! after such a request line, if one is there.
 
 use std::net::SocketAddr;
-use std::time::SystemTime;
 
-use crate::access_log::LogEntry;
+use crate::access_log::{version_text, HeadFields, LogEntry};
 use crate::error::ProtocolError;
 use crate::parse::RequestHead;
 use crate::settings::Settings;
@@ -31,18 +31,14 @@ pub(super) fn log_rejected(
     if !settings.logs_access() {
         return;
     }
-    let (method, target, version) = request_line(pending).unwrap_or(("-", "-", "-"));
-    let entry = LogEntry {
-        peer,
-        method,
-        target,
-        version,
-        status: e.status().as_u16(),
-        bytes: if is_head { 0 } else { error_body_len(e) },
-        referer: None,
-        user_agent: None,
-        time: SystemTime::now(),
+    let line = request_line(pending);
+    let fields = HeadFields {
+        host: line.and(host_field(pending)),
+        ..HeadFields::default()
     };
+    let line = line.unwrap_or(("-", "-", "-"));
+    let bytes = if is_head { 0 } else { error_body_len(e) };
+    let entry = LogEntry::of(peer, line, fields, e.status().as_u16(), bytes);
     settings.log_access(&entry);
 }
 
@@ -57,29 +53,14 @@ pub(super) fn log_rejected_request(
     e: &ProtocolError,
     is_head: bool,
 ) {
-    let header = |name| {
-        req.headers
-            .get(name)
-            .map(|v: &http::HeaderValue| v.as_bytes())
-    };
-    let entry = LogEntry {
-        peer,
-        method: req.method.as_str(),
-        target: req
-            .uri
-            .path_and_query()
-            .map_or(req.uri.path(), |pq| pq.as_str()),
-        version: if req.version == http::Version::HTTP_10 {
-            "HTTP/1.0"
-        } else {
-            "HTTP/1.1"
-        },
-        status: e.status().as_u16(),
-        bytes: if is_head { 0 } else { error_body_len(e) },
-        referer: header(http::header::REFERER),
-        user_agent: header(http::header::USER_AGENT),
-        time: SystemTime::now(),
-    };
+    let target = req
+        .uri
+        .path_and_query()
+        .map_or(req.uri.path(), |pq| pq.as_str());
+    let line = (req.method.as_str(), target, version_text(req.version));
+    let fields = HeadFields::of(&req.headers, &req.uri);
+    let bytes = if is_head { 0 } else { error_body_len(e) };
+    let entry = LogEntry::of(peer, line, fields, e.status().as_u16(), bytes);
     settings.log_access(&entry);
 }
 
@@ -113,6 +94,36 @@ fn request_line(bytes: &[u8]) -> Option<(&str, &str, &str)> {
     Some((m, t, v))
 }
 
+/// The value of the first `Host` field among the complete field lines of `bytes` (a head as
+/// received, possibly cut short), within the first [`MAX_LINE`] bytes, if it is printable.
+fn host_field(bytes: &[u8]) -> Option<&[u8]> {
+    let bytes = &bytes[..bytes.len().min(MAX_LINE)];
+    let mut lines = bytes.split(|&b| b == b'\n').skip(1);
+    // The last piece has no LF: not a complete line.
+    let complete = bytes
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        .saturating_sub(1);
+    for line in lines.by_ref().take(complete) {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() {
+            return None;
+        }
+        let Some(colon) = line.iter().position(|&b| b == b':') else {
+            continue;
+        };
+        if line[..colon].eq_ignore_ascii_case(b"host") {
+            let value = line[colon + 1..].trim_ascii();
+            let printable = value
+                .iter()
+                .all(|&b| (0x21..0x7f).contains(&b) && b != b'"' && b != b'\\');
+            return (printable && !value.is_empty()).then_some(value);
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,5 +144,17 @@ mod tests {
         assert_eq!(request_line(b"GET /a HTTP/1.1 x\r\n"), None);
         assert_eq!(request_line(b"GET /\xff HTTP/1.1\r\n"), None);
         assert_eq!(request_line(b""), None);
+    }
+
+    #[test]
+    fn host_fields_from_received_bytes() {
+        let head = b"POST /a HTTP/1.1\r\nX: 1\r\nhOsT:  a.test:81 \r\nContent-Length: 9\r\n\r\n";
+        assert_eq!(host_field(head), Some(&b"a.test:81"[..]));
+        // Only complete lines, before the end of the head, printable.
+        assert_eq!(host_field(b"GET / HTTP/1.1\r\nHost: a.te"), None);
+        assert_eq!(host_field(b"GET / HTTP/1.1\r\n\r\nHost: a\r\n"), None);
+        assert_eq!(host_field(b"GET / HTTP/1.1\r\nHost: a\"b\r\n"), None);
+        assert_eq!(host_field(b"GET / HTTP/1.1\nHost: b\n\n"), Some(&b"b"[..]));
+        assert_eq!(host_field(b"Host: c\r\n"), None);
     }
 }

@@ -12,7 +12,6 @@ use std::net::SocketAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use bytes::{Buf, Bytes, BytesMut};
 use h2::server::SendResponse;
@@ -21,7 +20,7 @@ use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, StatusCode};
 
 use super::park::Parker;
-use crate::access_log::LogEntry;
+use crate::access_log::{HeadFields, LogEntry};
 use crate::body::{Body, BodySource};
 use crate::date::with_date;
 use crate::error::ProtocolError;
@@ -296,8 +295,9 @@ fn send(
 
 /// What the access log needs of a request, kept while the handler owns the request.
 struct Logged {
-    method: http::Method,
+    method: Method,
     target: String,
+    host: Option<HeaderValue>,
     referer: Option<HeaderValue>,
     user_agent: Option<HeaderValue>,
 }
@@ -305,30 +305,29 @@ struct Logged {
 impl Logged {
     fn of(parts: &http::request::Parts) -> Logged {
         let uri = &parts.uri;
+        let fields = HeadFields::of(&parts.headers, uri);
+        let value = |v: Option<&[u8]>| v.and_then(|v| HeaderValue::from_bytes(v).ok());
         Logged {
             method: parts.method.clone(),
             target: uri
                 .path_and_query()
                 .map_or(uri.path(), |pq| pq.as_str())
                 .to_owned(),
-            referer: parts.headers.get(header::REFERER).cloned(),
-            user_agent: parts.headers.get(header::USER_AGENT).cloned(),
+            host: value(fields.host),
+            referer: value(fields.referer),
+            user_agent: value(fields.user_agent),
         }
     }
 
     /// Hands the entry of the answered request to the server's sinks.
     fn log(&self, settings: &Settings, peer: Option<SocketAddr>, status: StatusCode, bytes: u64) {
-        let entry = LogEntry {
-            peer,
-            method: self.method.as_str(),
-            target: &self.target,
-            version: "HTTP/2.0",
-            status: status.as_u16(),
-            bytes,
+        let line = (self.method.as_str(), self.target.as_str(), "HTTP/2.0");
+        let fields = HeadFields {
+            host: self.host.as_ref().map(HeaderValue::as_bytes),
             referer: self.referer.as_ref().map(HeaderValue::as_bytes),
             user_agent: self.user_agent.as_ref().map(HeaderValue::as_bytes),
-            time: SystemTime::now(),
         };
+        let entry = LogEntry::of(peer, line, fields, status.as_u16(), bytes);
         settings.log_access(&entry);
     }
 }
