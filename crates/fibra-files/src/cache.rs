@@ -38,9 +38,9 @@ use std::time::{Duration, Instant};
 
 use hashbrown::HashTable;
 
-use super::inline_bytes::InlineBytes;
-use super::open::Lookup;
-use super::watch::{Deps, Invalidation};
+use crate::inline_bytes::InlineBytes;
+use crate::open::Lookup;
+use crate::watch::{Deps, Invalidation};
 
 const SHARDS: usize = 16;
 

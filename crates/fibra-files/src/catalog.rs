@@ -10,10 +10,10 @@
 
 use std::time::{Duration, Instant};
 
-use super::cache::{CacheStats, FileCache};
-use super::open::{Lookup, Resolver};
-use super::path::{self, PathError};
-use super::watch::Watcher;
+use crate::cache::{CacheStats, FileCache};
+use crate::open::{Lookup, Resolver};
+use crate::path::{self, PathError};
+use crate::watch::Watcher;
 
 /// The resolver, its cache and the cache's watcher.
 #[derive(Debug)]

@@ -30,8 +30,8 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use http::HeaderValue;
 
-use super::meta::Encoding;
-use super::open::{FileData, OpenFile};
+use crate::meta::Encoding;
+use crate::open::{FileData, OpenFile};
 
 /// Settings of on-the-fly compression.
 #[derive(Debug, Clone)]

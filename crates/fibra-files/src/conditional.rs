@@ -7,7 +7,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::range::trim;
+use crate::range::trim;
 
 /// The `If-*` request headers that matter to a file response (first value of each).
 #[derive(Debug, Clone, Copy, Default)]

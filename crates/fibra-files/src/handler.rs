@@ -20,9 +20,9 @@
 //! # let _ = handler;
 //! ```
 
-use super::meta::Encoding;
-use super::open::{FileData, FileEntry};
-use super::server::{Answer, FileBody, FileReply, FileServer};
+use crate::meta::Encoding;
+use crate::open::{FileData, FileEntry};
+use crate::server::{Answer, FileBody, FileReply, FileServer};
 use fibra_http::prepared::{Prepared, PreparedBody, PreparedHead, PreparedRef};
 use fibra_http::{FileRange, Request, Response, ResponseBody};
 

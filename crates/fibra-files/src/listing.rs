@@ -4,7 +4,7 @@
 //! with the exact count in a tooltip, and a link to the parent directory.
 //!
 //! Safety: the directory is read through a descriptor opened below the root with the same
-//! containment as a file (see [`super::open::Resolver::open_dir`]), never by a path name, so
+//! containment as a file (see [`crate::open::Resolver::open_dir`]), never by a path name, so
 //! a symlink swapped in after the check cannot make it list another directory. Entries are
 //! `fstatat`ed without following symlinks; a symlink's target is described only if the
 //! resolver would serve it (inside the root), so a link out of the root shows no size or
@@ -18,7 +18,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::time::SystemTime;
 
-use super::path::percent_encode_segment;
+use crate::path::percent_encode_segment;
 
 /// What a listed name is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

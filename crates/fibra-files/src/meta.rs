@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::range::trim;
+use crate::range::trim;
 
 /// A content coding with a precompressed sibling file on disk (`x.js.br`, `x.js.gz`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

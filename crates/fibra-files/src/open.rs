@@ -10,7 +10,7 @@
 //! the open fail instead of escaping. The slow path reports where the links led, so the cache
 //! can watch the target's directory.
 //!
-//! [`beneath`]: super::beneath
+//! [`beneath`]: crate::beneath
 
 use std::ffi::OsString;
 use std::fs::{File, OpenOptions};
@@ -24,10 +24,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use http::HeaderValue;
 
-use super::beneath::RootDir;
-use super::conditional::make_etag;
-use super::meta::{content_type, Encoding};
-use super::path::SafePath;
+use crate::beneath::RootDir;
+use crate::conditional::make_etag;
+use crate::meta::{content_type, Encoding};
+use crate::path::SafePath;
 use fibra_http::prepared::PreparedHead;
 use fibra_http::transport::is_resource_error;
 
@@ -465,8 +465,8 @@ fn io_lookup(e: &io::Error) -> Lookup {
 
 #[cfg(test)]
 mod tests {
-    use super::super::path::resolve;
     use super::*;
+    use crate::path::resolve;
     use std::fs;
 
     fn tmp(name: &str) -> PathBuf {

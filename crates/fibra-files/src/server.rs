@@ -11,15 +11,15 @@ use std::time::Duration;
 use http::header::{self, HeaderName, HeaderValue};
 use http::{HeaderMap, Method, StatusCode};
 
-use super::cache::CacheStats;
-use super::catalog::Catalog;
-use super::compress::{CompressConfig, Compressor};
-use super::conditional::{evaluate, Conditionals, Precondition};
-use super::listing;
-use super::meta::{accepted_encodings, Encoding};
-use super::open::{FileData, FileEntry, Lookup, OpenFile, Resolver};
-use super::path::{self, PathError};
-use super::range::{parse_range, RangeRequest};
+use crate::cache::CacheStats;
+use crate::catalog::Catalog;
+use crate::compress::{CompressConfig, Compressor};
+use crate::conditional::{evaluate, Conditionals, Precondition};
+use crate::listing;
+use crate::meta::{accepted_encodings, Encoding};
+use crate::open::{FileData, FileEntry, Lookup, OpenFile, Resolver};
+use crate::path::{self, PathError};
+use crate::range::{parse_range, RangeRequest};
 use fibra_http::prepared::PreparedHead;
 
 /// The methods the file server answers (`Allow` of its `405` and `OPTIONS` responses).
@@ -36,7 +36,7 @@ pub struct FileServerConfig {
     /// Index file served for a directory URL. Default: `Some("index.html")`.
     pub index: Option<String>,
     /// Render an HTML listing for a directory without index file (else 403): sortable by
-    /// name, size and date (see [`listing`](super::listing)). Default: false (`fibra serve`
+    /// name, size and date (see [`listing`](crate::listing)). Default: false (`fibra serve`
     /// turns it on unless `--no-list`).
     pub listing: bool,
     /// `Cache-Control` value sent with files and 304s. Default: none.
@@ -46,7 +46,7 @@ pub struct FileServerConfig {
     /// Serve symlinks whose target is outside `root`. Default: false (403).
     pub follow_symlinks: bool,
     /// How long a cached lookup is trusted at most. Changes are seen at once anyway (inotify,
-    /// see [`cache`](super::cache)); this bounds what inotify cannot see (a network filesystem
+    /// see [`cache`](crate::cache)); this bounds what inotify cannot see (a network filesystem
     /// changed from another machine). Default: 60 s (nginx's `open_file_cache_valid`). Zero
     /// disables caching.
     pub cache_ttl: Duration,
@@ -56,7 +56,7 @@ pub struct FileServerConfig {
     /// Most bytes of file contents the cache holds in memory. Default: 64 MiB.
     pub cache_max_bytes: u64,
     /// On-the-fly gzip of compressible files without a precompressed sibling (see
-    /// [`compress`](super::compress)). Default: `None` (off; `fibra serve` turns it on).
+    /// [`compress`](crate::compress)). Default: `None` (off; `fibra serve` turns it on).
     pub compress: Option<CompressConfig>,
 }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use http::header::{self, HeaderName};
 use http::{HeaderMap, HeaderValue, Method, StatusCode};
 
-use super::server::{FileBody, FileReply, FileServer, FileServerConfig};
+use crate::server::{FileBody, FileReply, FileServer, FileServerConfig};
 
 struct Fixture {
     base: PathBuf,
@@ -64,7 +64,7 @@ fn req(s: &FileServer, m: Method, target: &str, hdrs: &[(&str, &str)]) -> FileRe
             HeaderValue::from_str(v).unwrap(),
         );
     }
-    let (path, query) = super::path::split_target(target);
+    let (path, query) = crate::path::split_target(target);
     s.reply(&m, path, query, &h)
 }
 
@@ -374,7 +374,7 @@ fn cache_hits_and_sees_every_change_at_once() {
 #[test]
 fn small_files_come_from_memory_large_ones_from_the_file() {
     let fx = Fixture::new("inline");
-    let big: Vec<u8> = (0..(super::open::INLINE_CONTENTS as usize + 1))
+    let big: Vec<u8> = (0..(crate::open::INLINE_CONTENTS as usize + 1))
         .map(|i| (i % 251) as u8)
         .collect();
     fs::write(fx.root.join("big.bin"), &big).unwrap();

@@ -31,7 +31,7 @@ use std::sync::Mutex;
 
 use fibra::net::Pollable;
 
-use super::path::SafePath;
+use crate::path::SafePath;
 
 /// One name a cached lookup depends on: the watch descriptor of its directory and a hash of
 /// the name (a collision only drops an entry that did not need to go).

@@ -424,7 +424,8 @@ fn raw_8bit_bytes_in_the_target_are_rejected() {
 #[test]
 #[ignore = "a timing tool: run it in release with --ignored --nocapture"]
 fn parse_cost() {
-    use crate::{Body, Request};
+    use crate::body::Body;
+    use crate::request::Request;
     const NAMES: [&str; 7] = [
         "library/asyncio-task",
         "_images/logging_flow",

@@ -11,7 +11,7 @@
 //! (`docs/lab/site-2026-11-26c.md`).
 //!
 //! ```
-//! use std::sync::Arc;
+//! use std::sync::{Arc, OnceLock};
 //! use bytes::Bytes;
 //! use fibra_http::prepared::{Prepared, PreparedBody, PreparedHead, PreparedRef};
 //! use fibra_http::http::{HeaderMap, HeaderValue};
@@ -33,14 +33,14 @@
 
 use std::fmt;
 use std::fs::File;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use http::HeaderMap;
 
 /// The head of a prepared response: its header fields, kept both as a map (what HTTP/2 encodes
-/// and [`Response::headers`](crate::Response::headers) shows) and rendered once as the field
-/// lines HTTP/1.1 copies as they are.
+/// and [`Response::headers`](crate::Response::headers) shows) and, once HTTP/1.1 has sent
+/// it, rendered as the field lines it copies as they are.
 ///
 /// The fields must not include `Date`, `Server`, `Connection` or a framing field
 /// (`Content-Length`, `Transfer-Encoding`): the connection writes those; any given are left
@@ -48,7 +48,9 @@ use http::HeaderMap;
 /// 130-220 bytes), so that a cache entry holding its head holds them on the lines of memory a
 /// hit reads anyway.
 pub struct PreparedHead {
-    lines: Lines,
+    /// The HTTP/1.1 lines, rendered by the connection loop the first time one is sent (the
+    /// wire format is `conn`'s business).
+    lines: OnceLock<Lines>,
     fields: Box<HeaderMap>,
 }
 
@@ -63,6 +65,27 @@ enum Lines {
     Heap(Box<[u8]>),
 }
 
+impl Lines {
+    fn new(rendered: &[u8]) -> Lines {
+        match u8::try_from(rendered.len()) {
+            Ok(len) if rendered.len() <= INLINE_LINES => {
+                let mut bytes = [0; INLINE_LINES];
+                bytes[..rendered.len()].copy_from_slice(rendered);
+                Lines::Inline { len, bytes }
+            }
+            _ => Lines::Heap(rendered.into()),
+        }
+    }
+
+    #[inline]
+    fn as_bytes(&self) -> &[u8] {
+        match self {
+            Lines::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            Lines::Heap(b) => b,
+        }
+    }
+}
+
 impl PreparedHead {
     /// The head with `fields` (see the type's docs for the fields left out).
     pub fn new(mut fields: HeaderMap) -> PreparedHead {
@@ -70,17 +93,8 @@ impl PreparedHead {
         for name in [CONNECTION, CONTENT_LENGTH, DATE, SERVER, TRANSFER_ENCODING] {
             fields.remove(name);
         }
-        let rendered = crate::conn::render_fields(&fields);
-        let lines = match u8::try_from(rendered.len()) {
-            Ok(len) if rendered.len() <= INLINE_LINES => {
-                let mut bytes = [0; INLINE_LINES];
-                bytes[..rendered.len()].copy_from_slice(&rendered);
-                Lines::Inline { len, bytes }
-            }
-            _ => Lines::Heap(rendered.into()),
-        };
         PreparedHead {
-            lines,
+            lines: OnceLock::new(),
             fields: Box::new(fields),
         }
     }
@@ -90,13 +104,13 @@ impl PreparedHead {
         &self.fields
     }
 
-    /// The fields as HTTP/1.1 field lines, each ending in CRLF (written by `conn`).
+    /// The fields as HTTP/1.1 field lines, each ending in CRLF: made by `render` from the
+    /// fields the first time (by the connection loop, which owns the wire format), then kept.
     #[inline]
-    pub(crate) fn lines(&self) -> &[u8] {
-        match &self.lines {
-            Lines::Inline { len, bytes } => &bytes[..usize::from(*len)],
-            Lines::Heap(b) => b,
-        }
+    pub(crate) fn lines(&self, render: impl FnOnce(&HeaderMap) -> Vec<u8>) -> &[u8] {
+        self.lines
+            .get_or_init(|| Lines::new(&render(&self.fields)))
+            .as_bytes()
     }
 }
 
@@ -190,18 +204,30 @@ mod tests {
         PreparedHead::new(map)
     }
 
-    /// The rendered lines follow the map, inline or on the heap; fields the connection writes
-    /// itself are left out of both.
+    /// The rendered lines are made once from the map, inline or on the heap; fields the
+    /// connection writes itself are left out.
     #[test]
-    fn lines_follow_the_fields_inline_or_on_the_heap() {
+    fn lines_are_made_once_inline_or_on_the_heap() {
+        let render = |m: &HeaderMap| {
+            m.iter()
+                .flat_map(|(n, v)| [n.as_str().as_bytes(), b": ", v.as_bytes(), b"\r\n"].concat())
+                .collect::<Vec<u8>>()
+        };
         let h = head_of(&[("etag", "\"1\""), ("vary", "a"), ("content-length", "9")]);
-        assert_eq!(h.lines(), b"ETag: \"1\"\r\nVary: a\r\n");
-        assert!(matches!(h.lines, Lines::Inline { .. }));
         assert_eq!(h.fields().len(), 2);
+        assert_eq!(h.lines(render), b"etag: \"1\"\r\nvary: a\r\n");
+        assert!(matches!(h.lines.get(), Some(Lines::Inline { .. })));
+        assert_eq!(
+            h.lines(|_| unreachable!("made once")),
+            b"etag: \"1\"\r\nvary: a\r\n"
+        );
         let long = "x".repeat(300);
         let h = head_of(&[("cache-control", &long)]);
-        assert!(matches!(h.lines, Lines::Heap(_)));
-        assert_eq!(h.lines(), format!("Cache-Control: {long}\r\n").as_bytes());
-        assert_eq!(head_of(&[]).lines(), b"");
+        assert_eq!(
+            h.lines(render),
+            format!("cache-control: {long}\r\n").as_bytes()
+        );
+        assert!(matches!(h.lines.get(), Some(Lines::Heap(_))));
+        assert_eq!(head_of(&[]).lines(render), b"");
     }
 }

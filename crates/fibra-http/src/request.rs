@@ -241,7 +241,7 @@ mod tests {
     use super::*;
     use crate::parse::parse_head_cached;
     use crate::parse::HeadCache;
-    use crate::Settings;
+    use crate::settings::Settings;
 
     /// Two requests made from one cached head share it until one of them changes it; the
     /// change is seen by that request alone, not by the other or by the next repeat.

@@ -18,13 +18,13 @@ use std::io::{Read, Write};
 
 use http::{Method, StatusCode};
 
-use super::error_log::{self, Kind};
-use super::headers::{put_request_head, response_head, upgrade_request, BodyOut, Forwarding};
-use super::pool;
-use super::route::Route;
-use super::tunnel;
-use super::upstream::{Failure, UpConn};
-use super::{Proxy, UpstreamError};
+use crate::error_log::{self, Kind};
+use crate::headers::{put_request_head, response_head, upgrade_request, BodyOut, Forwarding};
+use crate::pool;
+use crate::route::Route;
+use crate::tunnel;
+use crate::upstream::{Failure, UpConn};
+use crate::{Proxy, UpstreamError};
 use fibra_http::client::Framing;
 use fibra_http::request::Request;
 use fibra_http::response::{Response, ResponseBody};
@@ -181,7 +181,7 @@ pub(crate) fn forward(proxy: &Proxy, route: &Route, mut req: Request, target: &s
 /// on, never pooled again.
 #[cold]
 fn switched(
-    stream: super::tls::UpStream,
+    stream: crate::tls::UpStream,
     early: Vec<u8>,
     headers: http::HeaderMap,
     protocol: http::HeaderValue,

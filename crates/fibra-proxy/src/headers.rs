@@ -15,7 +15,7 @@
 //!
 //! Incoming `X-Forwarded-For`, `X-Forwarded-Proto`, `X-Forwarded-Host` and `Forwarded` are
 //! dropped and set afresh unless the proxy trusts its clients to be proxies themselves
-//! ([`super::Proxy::trust_forwarded`]); then the client's address is appended to the lists
+//! ([`crate::Proxy::trust_forwarded`]); then the client's address is appended to the lists
 //! and the first proxy's proto and host are kept.
 //!
 //! Like nginx, the response's `Date` and `Server` are the proxy's own, not the upstream's.

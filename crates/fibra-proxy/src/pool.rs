@@ -14,7 +14,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use super::upstream::UpConn;
+use crate::upstream::UpConn;
 
 /// Idle connections to one upstream, each with when it became idle; oldest first.
 type Idle = Vec<(Box<UpConn>, Instant)>;

@@ -94,7 +94,7 @@ impl Upstream {
         };
         let tls = if https {
             let host = &with_port[..with_port.rfind(':').unwrap_or(with_port.len())];
-            Some(super::tls::server_name(host).map_err(|e| invalid(url, &e.to_string()))?)
+            Some(crate::tls::server_name(host).map_err(|e| invalid(url, &e.to_string()))?)
         } else {
             None
         };

@@ -10,7 +10,7 @@
 //! and `SSL_CERT_DIR` name). The system's roots rather than a compiled-in copy of Mozilla's
 //! (`webpki-roots`): upstreams are most often internal services whose CA the administrator
 //! has added to the system's store, and the store follows the distribution's updates without
-//! a rebuild. [`super::Proxy::upstream_ca`] replaces them with the certificates of a PEM
+//! a rebuild. [`crate::Proxy::upstream_ca`] replaces them with the certificates of a PEM
 //! file (an internal CA), as `curl --cacert` does.
 //!
 //! The handshake runs when the connection is made, within the connect timeout for the

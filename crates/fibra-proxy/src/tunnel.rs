@@ -27,7 +27,7 @@ use std::sync::Arc;
 use fibra::net::TcpStream;
 use fibra::sync::Notify;
 
-use super::tls::UpStream;
+use crate::tls::UpStream;
 use fibra_http::outbox::Outbox;
 use fibra_http::Upgraded;
 
@@ -38,14 +38,14 @@ const PIECE: usize = 16 * 1024;
 
 /// Copies both ways between `client` and `upstream` until one side closes. `early` holds
 /// what the upstream sent right after its `101` head (already read), written to the client
-/// first. A TLS upstream's tunnel is [`super::tunnel_tls`]'s.
+/// first. A TLS upstream's tunnel is [`crate::tunnel_tls`]'s.
 pub(crate) fn run(mut client: Upgraded, upstream: UpStream, early: Vec<u8>) {
     if !early.is_empty() && client.write_all(&early).is_err() {
         return;
     }
     let upstream = match upstream {
         UpStream::Plain(s) => s,
-        UpStream::Tls(s) => return super::tunnel_tls::run(client, s),
+        UpStream::Tls(s) => return crate::tunnel_tls::run(client, s),
     };
     let upstream = Arc::new(upstream);
     let woken = Arc::new(Notify::new());

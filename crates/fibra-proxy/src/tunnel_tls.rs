@@ -1,4 +1,4 @@
-//! The tunnel after a `101` from an `https://` upstream: as [`super::tunnel`]'s, but the
+//! The tunnel after a `101` from an `https://` upstream: as [`crate::tunnel`]'s, but the
 //! upstream side is a rustls session, which must be driven by one fiber only.
 //!
 //! So the connection's fiber owns both ends: the client's transport and the upstream's TLS
@@ -18,7 +18,7 @@
 //! records for the upstream do not fit its socket, the fiber goes on taking in what the
 //! upstream sends, and waits for "writable or the upstream readable".
 //!
-//! The end is [`super::tunnel`]'s: when the upstream closes, what it sent goes to the client
+//! The end is [`crate::tunnel`]'s: when the upstream closes, what it sent goes to the client
 //! and both connections close; when the client closes, the upstream gets `close_notify` and
 //! the end of stream, and what it still sends goes to the client until it closes too. An
 //! upstream silent for the proxy's read timeout ends the tunnel (the watcher's wait times
@@ -35,7 +35,7 @@ use fibra::net::TcpStream;
 use fibra::sync::Notify;
 use rustls::ClientConnection;
 
-use super::tls::{TlsStream, TryRead, TryWrite};
+use crate::tls::{TlsStream, TryRead, TryWrite};
 use fibra_http::Upgraded;
 
 /// Bytes read at a time from the client (and plaintext from rustls for the client).

@@ -15,9 +15,9 @@ use std::sync::Arc;
 use fibra::net::TcpStream;
 use rustls::ClientConfig;
 
-use super::error_log;
-use super::route::Upstream;
-use super::tls::UpStream;
+use crate::error_log;
+use crate::route::Upstream;
+use crate::tls::UpStream;
 use fibra_http::client::{
     Event, Framing, ParseError, Response as Parsed, ResponseParser, MAX_HEAD,
 };

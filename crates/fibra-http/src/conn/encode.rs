@@ -3,7 +3,7 @@
 //! (`write_stream`, the [`StreamSink`] a `BodyWriter` writes to) — and the server's own error
 //! responses (`put_error`).
 
-use std::cell::RefCell;
+use std::cell::{RefCell, RefMut};
 use std::fs::File;
 use std::io::{self, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -14,9 +14,9 @@ use super::buffered::{not_connected, Shared};
 use super::compose::{compose, put_head, put_raw_head, ConnHeader, Framing, HeadOut};
 use crate::error::ProtocolError;
 use crate::lazy::NO_HEADERS;
-use crate::prepared::PreparedBody;
 use crate::response::{
-    is_bodiless, BodyWriter, Kind, Response, StreamSink, UpgradeFn, FLUSH_BYTES, INLINE_FILE_BYTES,
+    is_bodiless, send_body, BodyBytes, BodySink, BodyWriter, FileSource, Kind, Response, StreamFn,
+    StreamSink, UpgradeFn, FLUSH_BYTES, INLINE_FILE_BYTES,
 };
 use crate::settings::Settings;
 use crate::transport::Transport;
@@ -164,7 +164,7 @@ pub(super) fn put_error(out: &mut Vec<u8>, e: &ProtocolError, server: Option<&st
 fn write_stream<T: Transport>(
     cell: &RefCell<Shared<T>>,
     len: Option<u64>,
-    f: crate::response::StreamFn,
+    f: StreamFn,
     chunked: bool,
     settings: &Settings,
     close: &mut bool,
@@ -199,6 +199,45 @@ fn write_stream<T: Transport>(
             settings.report_caught(peer, p);
             *close = true;
         }
+    }
+}
+
+/// HTTP/1.1's [`BodySink`]: the connection's write buffer (small bodies go out with the
+/// head), the socket for large ones, `sendfile` for files, chunks for a stream of unknown
+/// length.
+struct Http1Body<'a, T> {
+    cell: &'a RefCell<Shared<T>>,
+    /// The connection, borrowed but while a stream's writer runs (which borrows it per call).
+    sh: Option<RefMut<'a, Shared<T>>>,
+    settings: &'a Settings,
+    chunked: bool,
+}
+
+impl<T: Transport> Http1Body<'_, T> {
+    #[inline(always)]
+    fn sh(&mut self) -> &mut Shared<T> {
+        match &mut self.sh {
+            Some(sh) => sh,
+            None => unreachable!("borrowed again after each stream"),
+        }
+    }
+}
+
+impl<T: Transport> BodySink for Http1Body<'_, T> {
+    #[inline(always)]
+    fn bytes(&mut self, data: BodyBytes<'_>) -> io::Result<()> {
+        self.sh().put_bytes(data.as_slice())
+    }
+    #[inline(always)]
+    fn file(&mut self, source: FileSource<'_>, offset: u64, len: u64) -> io::Result<bool> {
+        self.sh().put_file(source.file, offset, len)
+    }
+    fn stream(&mut self, len: Option<u64>, f: StreamFn) -> io::Result<bool> {
+        drop(self.sh.take());
+        let mut close = false;
+        write_stream(self.cell, len, f, self.chunked, self.settings, &mut close);
+        self.sh = Some(self.cell.borrow_mut());
+        Ok(!close)
     }
 }
 
@@ -253,7 +292,7 @@ pub(super) fn write_response<T: Transport>(
         put_raw_head(
             &mut sh.wbuf,
             status,
-            raw.head().lines(),
+            raw.head().lines(super::render_fields),
             server,
             framing,
             conn,
@@ -280,34 +319,18 @@ pub(super) fn write_response<T: Transport>(
     if is_head || no_framing {
         return Ok(None);
     }
-    match &resp.body.kind {
-        Kind::Empty | Kind::Upgrade(_) => {}
-        Kind::Static(b) => sh.put_bytes(b)?,
-        Kind::Vec(v) => sh.put_bytes(v)?,
-        Kind::Bytes(b) => sh.put_bytes(b)?,
-        Kind::File(r) => {
-            if !sh.put_file(r.file(), r.offset(), r.len())? {
-                *close = true;
-            }
-        }
-        Kind::Prepared(p) => match p.body() {
-            PreparedBody::Memory(b) => sh.put_bytes(b)?,
-            PreparedBody::File { file, len, .. } => {
-                if !sh.put_file(file, 0, len)? {
-                    *close = true;
-                }
-            }
-        },
-        Kind::Stream { .. } => {
-            let Kind::Stream { len, f } = std::mem::replace(&mut resp.body.kind, Kind::Empty)
-            else {
-                unreachable!()
-            };
-            drop(sh);
-            write_stream(cell, len, f, framing == Framing::Chunked, settings, close);
-            sh = cell.borrow_mut();
-        }
+    let mut sink = Http1Body {
+        cell,
+        sh: Some(sh),
+        settings,
+        chunked: framing == Framing::Chunked,
+    };
+    if !send_body(&mut resp.body.kind, &mut sink)? {
+        *close = true;
     }
+    let Some(mut sh) = sink.sh else {
+        unreachable!("the body sink gives the connection back")
+    };
     if sh.wbuf.len() > FLUSH_BYTES {
         sh.flush()?;
     }

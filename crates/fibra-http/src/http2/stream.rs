@@ -7,11 +7,11 @@
 //! (woken through the crate's wakers) writes them, batched with every other stream's.
 
 use std::cell::RefCell;
+use std::fs::File;
 use std::io;
 use std::net::SocketAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
-use std::sync::Arc;
 
 use bytes::{Buf, Bytes, BytesMut};
 use h2::server::SendResponse;
@@ -24,10 +24,10 @@ use crate::access_log::{HeadFields, LogEntry};
 use crate::body::{Body, BodySource};
 use crate::date::with_date;
 use crate::error::ProtocolError;
-use crate::prepared::PreparedBody;
 use crate::request::Request;
 use crate::response::{
-    error_response, is_bodiless, BodyWriter, FileRange, Kind, Response, StreamSink,
+    error_response, is_bodiless, send_body, BodyBytes, BodySink, BodyWriter, FileSource, Kind,
+    Response, StreamFn, StreamSink,
 };
 use crate::service::Service;
 use crate::settings::Settings;
@@ -134,9 +134,13 @@ pub(crate) fn run<H>(
         &parker,
     ) {
         Ok(sent) => sent,
-        Err(e) => {
+        Err(Failed(e, bytes)) => {
             log::debug!("HTTP/2 stream {:?} from {peer:?}: {e}", respond.stream_id());
             respond.send_reset(Reason::CANCEL);
+            // Logged as nginx logs an aborted response: with what had gone.
+            if let Some(logged) = logged {
+                logged.log(settings, peer, status, bytes);
+            }
             return;
         }
     };
@@ -172,6 +176,15 @@ struct Sent {
     trailers: Option<HeaderMap>,
 }
 
+/// Why [`send`] failed, and the body bytes it had handed over by then.
+struct Failed(io::Error, u64);
+
+impl From<h2::Error> for Failed {
+    fn from(e: h2::Error) -> Failed {
+        Failed(h2_error(e), 0)
+    }
+}
+
 /// Headers that belong to one HTTP/1.1 connection, not to a message (RFC 9113 §8.2.2): a
 /// handler written for HTTP/1.1 may set them, HTTP/2 must not send them.
 const CONNECTION_SPECIFIC: [HeaderName; 4] = [
@@ -190,9 +203,9 @@ fn send(
     leave_open: bool,
     settings: &Settings,
     parker: &Rc<Parker>,
-) -> io::Result<Sent> {
+) -> Result<Sent, Failed> {
     let last = !leave_open;
-    let (mut parts, body) = response.into_parts();
+    let (mut parts, mut body) = response.into_parts();
     parts.version = http::Version::HTTP_2;
     let headers = &mut parts.headers;
     for name in &CONNECTION_SPECIFIC {
@@ -209,7 +222,7 @@ fn send(
         return send(respond, e, is_head, leave_open, settings, parker);
     }
     let len = body.len();
-    if let Some(ct) = body.content_type {
+    if let Some(ct) = body.content_type.take() {
         headers.entry(header::CONTENT_TYPE).or_insert(ct);
     }
     if !bodiless {
@@ -222,9 +235,7 @@ fn send(
     put_server_headers(headers, settings);
     let no_body = is_head || bodiless || len == Some(0);
     let head = http::Response::from_parts(parts, ());
-    let mut out = respond
-        .send_response(head, no_body && last)
-        .map_err(h2_error)?;
+    let out = respond.send_response(head, no_body && last)?;
     let sent = |bytes, out| Sent {
         bytes,
         unended: leave_open.then_some(out),
@@ -233,64 +244,131 @@ fn send(
     if no_body {
         return Ok(sent(0, out));
     }
-    let timeout = settings.write_timeout;
-    let data = match body.kind {
-        Kind::Static(b) => Bytes::from_static(b),
-        Kind::Vec(v) => Bytes::from(v),
-        Kind::Bytes(b) => b,
-        Kind::File(range) => {
-            send_file(&mut out, &range, last, parker, timeout)?;
-            return Ok(sent(range.len(), out));
-        }
-        Kind::Prepared(p) => match p.body() {
-            PreparedBody::Memory(b) => b.clone(),
-            PreparedBody::File { shared, len, .. } => {
-                let range = FileRange::new(Arc::clone(shared), 0, len);
-                send_file(&mut out, &range, last, parker, timeout)?;
-                return Ok(sent(len, out));
-            }
-        },
-        Kind::Stream { len, f } => {
-            let sink = RefCell::new(Sink {
-                out,
-                buf: BytesMut::new(),
-                parker: parker.clone(),
-                timeout,
-            });
-            let mut writer = BodyWriter {
-                sink: &sink,
-                chunked: false,
-                remaining: len,
-                written: 0,
-                trailers: None,
-            };
-            f(&mut writer)?;
-            if writer.remaining.is_some_and(|n| n > 0) {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "streamed body shorter than its declared length",
-                ));
-            }
-            let (written, mut trailers) = (writer.written, writer.trailers.take());
-            let Sink {
-                mut out, mut buf, ..
-            } = sink.into_inner();
-            let rest = buf.split().freeze();
-            send_data(&mut out, rest, last && trailers.is_none(), parker, timeout)?;
-            // Trailers end the stream: now, or after the request's body (see `run`).
-            if let Some(t) = trailers.take_if(|_| last) {
-                out.send_trailers(t).map_err(h2_error)?;
-            }
-            return Ok(Sent {
-                trailers,
-                ..sent(written, out)
-            });
-        }
-        Kind::Empty | Kind::Upgrade(_) => Bytes::new(),
+    let mut sink = Http2Body {
+        out: Some(out),
+        last,
+        parker,
+        timeout: settings.write_timeout,
+        sent: 0,
+        trailers: None,
     };
-    let len = data.len() as u64;
-    send_data(&mut out, data, last, parker, timeout)?;
-    Ok(sent(len, out))
+    let result = send_body(&mut body.kind, &mut sink);
+    let Http2Body {
+        out,
+        sent: bytes,
+        trailers,
+        ..
+    } = sink;
+    match (result, out) {
+        (Ok(_), Some(out)) => Ok(Sent {
+            trailers,
+            ..sent(bytes, out)
+        }),
+        (Err(e), _) => Err(Failed(e, bytes)),
+        (Ok(_), None) => unreachable!("the body sink gives the stream back"),
+    }
+}
+
+/// HTTP/2's [`BodySink`]: DATA frames on the stream, within its flow-control window (small
+/// in-memory bodies handed over whole), ending the stream with the last one when `last`.
+struct Http2Body<'a> {
+    /// The stream; taken while a streamed body's writer runs.
+    out: Option<SendStream<Bytes>>,
+    last: bool,
+    parker: &'a Rc<Parker>,
+    timeout: std::time::Duration,
+    /// Body bytes handed to the crate so far (the access log's count).
+    sent: u64,
+    /// Trailer fields a streamed body set, when the stream is left open (`!last`).
+    trailers: Option<HeaderMap>,
+}
+
+impl Http2Body<'_> {
+    fn out(&mut self) -> &mut SendStream<Bytes> {
+        match &mut self.out {
+            Some(out) => out,
+            None => unreachable!("given back after each stream"),
+        }
+    }
+}
+
+impl BodySink for Http2Body<'_> {
+    fn bytes(&mut self, data: BodyBytes<'_>) -> io::Result<()> {
+        let data = data.into_shared();
+        let len = data.len() as u64;
+        let (last, parker, timeout) = (self.last, self.parker, self.timeout);
+        send_data(self.out(), data, last, parker, timeout)?;
+        self.sent += len;
+        Ok(())
+    }
+
+    fn file(&mut self, source: FileSource<'_>, offset: u64, len: u64) -> io::Result<bool> {
+        let (last, parker, timeout) = (self.last, self.parker, self.timeout);
+        let mut sent = 0;
+        let out = match &mut self.out {
+            Some(out) => out,
+            None => unreachable!("given back after each stream"),
+        };
+        let result = send_file(
+            out,
+            source.file,
+            offset,
+            len,
+            last,
+            parker,
+            timeout,
+            &mut sent,
+        );
+        self.sent += sent;
+        result.map(|()| true)
+    }
+
+    fn stream(&mut self, len: Option<u64>, f: StreamFn) -> io::Result<bool> {
+        let Some(out) = self.out.take() else {
+            unreachable!("given back after each stream")
+        };
+        let sink = RefCell::new(Sink {
+            out,
+            buf: BytesMut::new(),
+            parker: self.parker.clone(),
+            timeout: self.timeout,
+        });
+        let mut writer = BodyWriter {
+            sink: &sink,
+            chunked: false,
+            remaining: len,
+            written: 0,
+            trailers: None,
+        };
+        let result = f(&mut writer);
+        let (written, remaining, mut trailers) =
+            (writer.written, writer.remaining, writer.trailers.take());
+        let Sink { out, mut buf, .. } = sink.into_inner();
+        let out = self.out.insert(out);
+        self.sent = written;
+        result?;
+        if remaining.is_some_and(|n| n > 0) {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "streamed body shorter than its declared length",
+            ));
+        }
+        let rest = buf.split().freeze();
+        let last = self.last;
+        send_data(
+            out,
+            rest,
+            last && trailers.is_none(),
+            self.parker,
+            self.timeout,
+        )?;
+        // Trailers end the stream: now, or after the request's body (see `run`).
+        if let Some(t) = trailers.take_if(|_| last) {
+            out.send_trailers(t).map_err(h2_error)?;
+        }
+        self.trailers = trailers;
+        Ok(true)
+    }
 }
 
 /// What the access log needs of a request, kept while the handler owns the request.
@@ -402,17 +480,21 @@ fn capacity(
 /// for HTTP/1.1's file buffer (`transport::COPY_ALIGN`).
 const FILE_ALIGN: usize = 46;
 
-/// A file range, read in pieces the size of the window that is open; its last piece ends
-/// the stream if `last`.
+/// `len` bytes of `file` from `offset`, read in pieces the size of the window that is open;
+/// its last piece ends the stream if `last`. Adds the bytes handed over to `sent` as it goes.
+#[allow(clippy::too_many_arguments)] // the stream's sending context, as the other senders take it
 fn send_file(
     out: &mut SendStream<Bytes>,
-    range: &FileRange,
+    file: &File,
+    offset: u64,
+    len: u64,
     last: bool,
     parker: &Parker,
     timeout: std::time::Duration,
+    sent: &mut u64,
 ) -> io::Result<()> {
     use std::os::unix::fs::FileExt;
-    let (file, mut offset, end) = (range.file(), range.offset(), range.offset() + range.len());
+    let (mut offset, end) = (offset, offset + len);
     while offset < end {
         let want = ((end - offset) as usize).min(PIECE);
         let n = capacity(out, want, parker, timeout)?;
@@ -432,6 +514,7 @@ fn send_file(
         offset += got as u64;
         out.send_data(buf.freeze(), last && offset == end)
             .map_err(h2_error)?;
+        *sent += got as u64;
     }
     Ok(())
 }

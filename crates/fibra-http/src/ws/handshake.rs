@@ -8,7 +8,8 @@ use http::header::{
 use http::{HeaderMap, HeaderValue, Method, StatusCode, Version};
 
 use super::{Config, WebSocket};
-use crate::{Request, Response, ResponseBody};
+use crate::request::Request;
+use crate::response::{Response, ResponseBody};
 
 /// Answers a WebSocket opening handshake: `101 Switching Protocols` with the
 /// `Sec-WebSocket-Accept` the key calls for (and the subprotocol of `config`, if any), after

@@ -65,7 +65,7 @@ use std::time::Duration;
 
 use tungstenite::protocol::frame::coding::CloseCode;
 
-use crate::Upgraded;
+use crate::upgraded::Upgraded;
 
 /// How [`upgrade`] sets up a WebSocket: the framing's limits, the idle timeout and ping, and
 /// the subprotocol. A [`WebSocketConfig`] converts into one with the defaults for the rest.
