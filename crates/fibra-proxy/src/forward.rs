@@ -22,9 +22,9 @@ use crate::error_log::{self, Kind};
 use crate::headers::{put_request_head, response_head, upgrade_request, BodyOut, Forwarding};
 use crate::pool;
 use crate::route::Route;
+use crate::settings::{Settings, UpstreamError};
 use crate::tunnel;
 use crate::upstream::{Failure, UpConn};
-use crate::{Proxy, UpstreamError};
 use fibra_http::client::Framing;
 use fibra_http::request::Request;
 use fibra_http::response::{Response, ResponseBody};
@@ -66,24 +66,29 @@ fn is_idempotent(m: &Method) -> bool {
 
 /// Forwards `req` to `route`'s upstream with `target`, and answers with the upstream's
 /// response (or 502/504).
-pub(crate) fn forward(proxy: &Proxy, route: &Route, mut req: Request, target: &str) -> Response {
+pub(crate) fn forward(
+    settings: &Settings,
+    route: &Route,
+    mut req: Request,
+    target: &str,
+) -> Response {
     let up = &route.upstream;
     let is_head = req.method() == Method::HEAD;
     let body = body_out(&req);
     let fwd = Forwarding {
         peer: req.peer_addr(),
-        proto: &proxy.proto,
-        trust: proxy.trust_forwarded,
+        proto: &settings.proto,
+        trust: settings.trust_forwarded,
     };
     let upgrade = upgrade_request(&req).cloned();
-    let mut pooled = pool::take(up.id, proxy.idle_timeout);
+    let mut pooled = pool::take(up.id, settings.idle_timeout);
     let mut sent = 0u64;
     let (mut conn, range, framing) = loop {
         let mut conn = match pooled.take() {
             Some(c) => c,
-            None => match UpConn::connect(up, &proxy.timeouts, proxy.tls.as_ref()) {
+            None => match UpConn::connect(up, &settings.timeouts, settings.tls.as_ref()) {
                 Ok(c) => c,
-                Err(f) => return proxy.failed(route, &f),
+                Err(f) => return settings.failed(route, &f),
             },
         };
         conn.start(is_head);
@@ -122,7 +127,7 @@ pub(crate) fn forward(proxy: &Proxy, route: &Route, mut req: Request, target: &s
                 if retry {
                     continue; // `pooled` is empty now: a fresh connection
                 }
-                return proxy.failed(route, &f);
+                return settings.failed(route, &f);
             }
         }
     };
@@ -133,13 +138,13 @@ pub(crate) fn forward(proxy: &Proxy, route: &Route, mut req: Request, target: &s
                 let (stream, early) = conn.into_parts();
                 return switched(stream, early, h.headers, protocol);
             }
-            Some(_) => return proxy.failed_with(route, "switched protocols before the body"),
-            None => return proxy.failed_with(route, "101 without Upgrade"),
+            Some(_) => return settings.failed_with(route, "switched protocols before the body"),
+            None => return settings.failed_with(route, "101 without Upgrade"),
         },
-        Ok(_) => return proxy.failed_with(route, "switched protocols unasked"),
-        Err(why) => return proxy.failed_with(route, why),
+        Ok(_) => return settings.failed_with(route, "switched protocols unasked"),
+        Err(why) => return settings.failed_with(route, why),
     };
-    let (max_idle, idle_timeout) = (proxy.max_idle, proxy.idle_timeout);
+    let (max_idle, idle_timeout) = (settings.max_idle, settings.idle_timeout);
     let body = if let Some((bytes, reusable)) = conn.take_small_body(framing, SMALL_BODY) {
         if reusable {
             pool::put(conn, max_idle, idle_timeout);
@@ -269,7 +274,7 @@ pub(crate) fn error(status: StatusCode, text: &'static str) -> Response {
     r
 }
 
-impl Proxy {
+impl Settings {
     /// Reports an upstream failure and answers 502 or 504.
     #[cold]
     fn failed(&self, route: &Route, f: &Failure) -> Response {

@@ -83,52 +83,20 @@ mod forward;
 mod headers;
 mod pool;
 mod route;
+mod settings;
 mod tls;
 mod tunnel;
 mod tunnel_tls;
 mod upstream;
 
 use route::{Route, Target, Upstream};
-use upstream::Timeouts;
-
-/// An upstream failure the proxy answered with 502 or 504 (see [`Proxy::on_error`]).
-#[derive(Debug, Clone)]
-pub struct UpstreamError {
-    /// The upstream, `HOST:PORT` as in its URL.
-    pub upstream: String,
-    /// The status answered: 502 or 504.
-    pub status: StatusCode,
-    /// What failed, e.g. `connecting: Connection refused (os error 111)`.
-    pub message: String,
-}
-
-impl fmt::Display for UpstreamError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "upstream {}: {} ({})",
-            self.upstream,
-            self.message,
-            self.status.as_u16()
-        )
-    }
-}
-
-type ErrorHook = Arc<dyn Fn(&UpstreamError) + Send + Sync>;
+use settings::Settings;
+pub use settings::UpstreamError;
 
 /// The reverse proxy: its routes and settings. See the module docs.
 pub struct Proxy {
     routes: Vec<Route>,
-    timeouts: Timeouts,
-    idle_timeout: Duration,
-    max_idle: usize,
-    proto: String,
-    trust_forwarded: bool,
-    on_error: Option<ErrorHook>,
-    /// The first and the longest wait before a down upstream is dialled again.
-    redial: (Duration, Duration),
-    /// For `https://` upstreams (set by the first such route, if not before).
-    tls: Option<Arc<rustls::ClientConfig>>,
+    settings: Settings,
 }
 
 impl Default for Proxy {
@@ -141,11 +109,11 @@ impl fmt::Debug for Proxy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Proxy")
             .field("routes", &self.routes)
-            .field("timeouts", &self.timeouts)
-            .field("idle_timeout", &self.idle_timeout)
-            .field("max_idle", &self.max_idle)
-            .field("proto", &self.proto)
-            .field("trust_forwarded", &self.trust_forwarded)
+            .field("timeouts", &self.settings.timeouts)
+            .field("idle_timeout", &self.settings.idle_timeout)
+            .field("max_idle", &self.settings.max_idle)
+            .field("proto", &self.settings.proto)
+            .field("trust_forwarded", &self.settings.trust_forwarded)
             .finish_non_exhaustive()
     }
 }
@@ -157,18 +125,7 @@ impl Proxy {
     pub fn new() -> Proxy {
         Proxy {
             routes: Vec::new(),
-            timeouts: Timeouts {
-                connect: Duration::from_secs(10),
-                read: Duration::from_secs(60),
-                write: Duration::from_secs(60),
-            },
-            idle_timeout: Duration::from_secs(60),
-            max_idle: 64,
-            proto: "http".into(),
-            trust_forwarded: false,
-            on_error: None,
-            redial: (route::REDIAL_FIRST, route::REDIAL_MAX),
-            tls: None,
+            settings: Settings::default(),
         }
     }
 
@@ -193,9 +150,9 @@ impl Proxy {
             ));
         }
         let mut upstream = Upstream::parse(upstream)?;
-        upstream.down = RedialBackoff::new(self.redial.0, self.redial.1);
-        if upstream.tls.is_some() && self.tls.is_none() {
-            self.tls = Some(tls::system_roots()?);
+        upstream.down = RedialBackoff::new(self.settings.redial.0, self.settings.redial.1);
+        if upstream.tls.is_some() && self.settings.tls.is_none() {
+            self.settings.tls = Some(tls::system_roots()?);
         }
         self.routes.push(Route {
             prefix: prefix.to_owned(),
@@ -209,38 +166,38 @@ impl Proxy {
     /// root certificates. Fails (naming the file) if it cannot be read or holds no
     /// certificate.
     pub fn upstream_ca(mut self, path: impl AsRef<std::path::Path>) -> io::Result<Proxy> {
-        self.tls = Some(tls::ca_file(path.as_ref())?);
+        self.settings.tls = Some(tls::ca_file(path.as_ref())?);
         Ok(self)
     }
 
     /// The rustls client configuration for `https://` upstreams, for full control (client
     /// certificates, protocol versions). Its ALPN should offer only `http/1.1`.
     pub fn upstream_tls_config(mut self, config: Arc<rustls::ClientConfig>) -> Proxy {
-        self.tls = Some(config);
+        self.settings.tls = Some(config);
         self
     }
 
     /// How long connecting to an upstream may take (then 504).
     pub fn connect_timeout(mut self, t: Duration) -> Self {
-        self.timeouts.connect = t;
+        self.settings.timeouts.connect = t;
         self
     }
     /// How long the upstream may take to send the next bytes of its response (then 504
     /// before the head, a cut connection after it).
     pub fn read_timeout(mut self, t: Duration) -> Self {
-        self.timeouts.read = t;
+        self.settings.timeouts.read = t;
         self
     }
     /// How long the upstream may take to accept the next bytes of the request (then 504).
     pub fn write_timeout(mut self, t: Duration) -> Self {
-        self.timeouts.write = t;
+        self.settings.timeouts.write = t;
         self
     }
     /// How a down upstream is dialled again: after a failed connect, requests for it get
     /// `502` at once for `first`, then one request tries it; each further failure in a row
     /// doubles the wait, up to `max`. Defaults 25 ms and 500 ms.
     pub fn redial_backoff(mut self, first: Duration, max: Duration) -> Self {
-        self.redial = (first, max.max(first));
+        self.settings.redial = (first, max.max(first));
         for r in &mut self.routes {
             r.upstream.down = RedialBackoff::new(first, max);
         }
@@ -248,33 +205,33 @@ impl Proxy {
     }
     /// How long an idle pooled connection is kept.
     pub fn idle_timeout(mut self, t: Duration) -> Self {
-        self.idle_timeout = t;
+        self.settings.idle_timeout = t;
         self
     }
     /// Idle connections kept per upstream and worker (0: none, a connection per request);
     /// the least recently used goes first. After a burst, up to four times as many may stay
     /// idle for a second, so the next burst finds them instead of connecting anew.
     pub fn max_idle(mut self, n: usize) -> Self {
-        self.max_idle = n;
+        self.settings.max_idle = n;
         self
     }
     /// The scheme clients reach the proxy with, for `X-Forwarded-Proto` and `Forwarded`:
     /// `"https"` behind TLS (default `"http"`).
     pub fn forwarded_proto(mut self, proto: &str) -> Self {
-        self.proto = proto.to_owned();
+        self.settings.proto = proto.to_owned();
         self
     }
     /// Whether the clients are proxies whose `X-Forwarded-*` and `Forwarded` fields are to be
     /// believed: then the client's address is appended to them. Default false: they are
     /// replaced (a client could otherwise claim any address).
     pub fn trust_forwarded(mut self, trust: bool) -> Self {
-        self.trust_forwarded = trust;
+        self.settings.trust_forwarded = trust;
         self
     }
     /// Calls `f` with each upstream failure answered with 502 or 504 (for counting them:
     /// every failure is reported, while the proxy's own `log::warn!` lines are throttled).
     pub fn on_error(mut self, f: impl Fn(&UpstreamError) + Send + Sync + 'static) -> Self {
-        self.on_error = Some(Arc::new(f));
+        self.settings.on_error = Some(Arc::new(f));
         self
     }
 
@@ -291,7 +248,7 @@ impl Proxy {
         };
         let target = route.target(req.uri().path(), req.uri().query());
         Ok(match target {
-            Target::Forward(target) => forward::forward(self, route, req, &target),
+            Target::Forward(target) => forward::forward(&self.settings, route, req, &target),
             Target::Redirect(location) => {
                 let mut r = forward::error(StatusCode::MOVED_PERMANENTLY, "Moved Permanently\n");
                 if let Ok(v) = http::HeaderValue::try_from(location) {

@@ -3,7 +3,8 @@
 use http::header::{HeaderValue, CONNECTION, HOST, LOCATION};
 use http::{Method, StatusCode};
 
-use crate::{Request, Response, ResponseBody};
+use crate::request::Request;
+use crate::response::{Response, ResponseBody};
 
 /// A handler answering every request with a redirect to the same URL over HTTPS on port
 /// `https_port`: `https://HOST[:PORT]/path?query`, where HOST is the request's host (the

@@ -730,5 +730,4 @@ fn valid_reg_name(host: &[u8]) -> bool {
 }
 
 #[cfg(test)]
-#[path = "parse_tests.rs"]
 mod tests;
