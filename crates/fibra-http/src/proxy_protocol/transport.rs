@@ -2,7 +2,6 @@
 //! passes the stream through with the client's address from the header.
 
 use std::cell::Cell;
-use std::fs::File;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr};
 use std::sync::Arc;
@@ -29,7 +28,8 @@ enum Stage {
 ///
 /// The header is read by the first reads (in the connection's fiber, never the accept loop);
 /// those reads return `WouldBlock` until it is complete, then the stream's bytes. Readiness,
-/// timeouts, writes, `sendfile` and the shutdown handle are `T`'s.
+/// timeouts, writes, the shutdown handle, the ALPN protocol and SNI name, and the
+/// [`Capabilities`](crate::transport::Capabilities) (`sendfile`) are `T`'s.
 pub struct ProxyProtocol<T> {
     io: T,
     stage: Stage,
@@ -263,16 +263,17 @@ impl<T: Transport> Transport for ProxyProtocol<T> {
     fn shutdown(&self, how: Shutdown) -> io::Result<()> {
         self.io.shutdown(how)
     }
-    fn write_last(&mut self, last: &[u8]) -> io::Result<()> {
-        self.io.write_last(last)
+    /// `T`'s: a balancer that passes TLS through sends the header before it, so TLS wraps
+    /// this transport, not the other way round.
+    fn alpn(&self) -> Option<&[u8]> {
+        self.io.alpn()
     }
-    fn set_cork(&self, on: bool) -> io::Result<()> {
-        self.io.set_cork(on)
+    fn server_name(&self) -> Option<&str> {
+        self.io.server_name()
     }
-    fn write_before_file(&mut self, head: &[u8]) -> io::Result<bool> {
-        self.io.write_before_file(head)
-    }
-    fn send_file(&mut self, file: &File, offset: u64, len: u64) -> io::Result<u64> {
-        self.io.send_file(file, offset, len)
+    // Writes pass straight through: `T`'s cork, `sendfile` and last write serve as they are.
+    type Caps = T::Caps;
+    fn capabilities(&mut self) -> Option<&mut T::Caps> {
+        self.io.capabilities()
     }
 }
