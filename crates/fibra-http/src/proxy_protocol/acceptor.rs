@@ -33,7 +33,7 @@ impl<A: Acceptor> ProxyProtocolAcceptor<A> {
 
     /// Expects a PROXY header on the connections of `inner` from an address in `trusted`;
     /// the others (and those without an IP address, over a Unix socket) are served without
-    /// one ([`ProxyProtocol::passthrough`]). See the module docs.
+    /// one ([`ProxyProtocol::passthrough`]). See [`crate::proxy_protocol`].
     pub fn trusting(inner: A, trusted: Arc<[IpNet]>) -> ProxyProtocolAcceptor<A> {
         ProxyProtocolAcceptor {
             inner,

@@ -24,7 +24,8 @@ enum Stage {
 }
 
 /// A connection that starts with a PROXY header, over the transport `T` (usually
-/// [`crate::Tcp`]), made by [`ProxyProtocolAcceptor`]. See the module docs.
+/// [`crate::Tcp`]), made by [`ProxyProtocolAcceptor`](super::ProxyProtocolAcceptor). See
+/// [`crate::proxy_protocol`].
 ///
 /// The header is read by the first reads (in the connection's fiber, never the accept loop);
 /// those reads return `WouldBlock` until it is complete, then the stream's bytes. Readiness,
