@@ -274,7 +274,7 @@ impl ServerFlags {
         let mut redirect_copy = None;
         let redirect = match self.redirect_http {
             Some(port) => {
-                let to = fibra_http::tls::redirect_to_https(handle.local_addr().port());
+                let to = fibra_http::redirect::redirect_to_https(handle.local_addr().port());
                 let listener = crate::listeners::redirect_listener(&self.addr, port)?;
                 redirect_copy = Some(listener.try_clone()?);
                 let server = self.tune(Server::from_listeners(vec![listener]).workers(1))?;

@@ -24,10 +24,11 @@ use crate::transport::{Tcp, Transport, Unix};
 /// wait forever, but give up after the timeout the server sets with
 /// [`set_accept_timeout`](Acceptor::set_accept_timeout) (with `TimedOut` or `WouldBlock`).
 pub trait Acceptor: Send + 'static {
-    /// The transport of an accepted connection. Give it a
-    /// [`when_readable`](Transport::when_readable) and a
-    /// [`shutdown_handle`](Transport::shutdown_handle), as [`Tcp`] and [`Unix`] have, for idle
-    /// connections that hold no stack and that graceful shutdown can close.
+    /// The transport of an accepted connection. Its
+    /// [`when_readable`](Transport::when_readable) and
+    /// [`shutdown_handle`](Transport::shutdown_handle) should be `Some`, as [`Tcp`]'s and
+    /// [`Unix`]'s are, for idle connections that hold no stack and that graceful shutdown can
+    /// close.
     type Io: Transport + Send;
 
     /// Waits for the next connection. Errors other than the timeout (`TimedOut`,

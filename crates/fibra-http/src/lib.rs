@@ -59,7 +59,7 @@
 //! Modules: [`acceptor`] (where connections come from: [`TcpAcceptor`], [`UnixAcceptor`]),
 //! [`transport`] (what the loop needs of a byte stream; [`Tcp`] and [`Unix`]), [`tls`] (HTTPS
 //! with rustls: the [`tls::Tls`] transport, [`tls::TlsAcceptor`], a configuration from PEM
-//! files), [`conn`] (the
+//! files), [`redirect`] (a plain HTTP server's handler sending clients to HTTPS), [`conn`] (the
 //! connection loop: one keep-alive loop whose idle stage waits without a stack when the
 //! transport can — buffered I/O, decoding, encoding, dispatch, idle stage and lingering close
 //! in one file each), [`access_log`] (the entries the loop makes for an [`AccessLogSink`]),
@@ -106,6 +106,7 @@ pub mod outbox;
 mod parse;
 pub mod prepared;
 pub mod proxy_protocol;
+pub mod redirect;
 pub mod request;
 pub mod response;
 mod server;

@@ -1,14 +1,52 @@
-//! The byte stream a connection runs over: `Read + Write` plus the few socket controls the
-//! connection loop needs. [`Tcp`] and [`Unix`] (the server's fibra sockets) implement
-//! everything, the stackless idle wait and the shutdown handle included; [`crate::tls::Tls`]
-//! wraps one of them in TLS, forwarding readiness, the timeouts and the shutdown handle and
-//! keeping the default `send_file` (read + write, since the bytes must be encrypted anyway).
+//! The byte stream a connection runs over: [`Transport`], `Read + Write` plus what the
+//! connection loop must know of and do with a connection, and the transports of the server's
+//! own sockets, [`Tcp`] and [`Unix`].
+//!
+//! # Required: what every transport answers
+//!
+//! Every method of [`Transport`] is required. Each is something the connection loop acts on,
+//! and a default would answer for a transport that never said: a wrapper that forgot to
+//! forward [`shutdown_handle`](Transport::shutdown_handle) would leave its connections out of
+//! graceful shutdown, one that forgot [`alpn`](Transport::alpn) would serve HTTP/2 clients as
+//! HTTP/1.1, one without [`when_readable`](Transport::when_readable) would hold a stack per
+//! idle connection, all without a word. So each transport states, in its own impl:
+//!
+//! - the timeouts and the shutdown: [`set_read_timeout`](Transport::set_read_timeout),
+//!   [`set_write_timeout`](Transport::set_write_timeout), [`shutdown`](Transport::shutdown),
+//!   and [`shutdown_handle`](Transport::shutdown_handle), how graceful shutdown reaches the
+//!   connection from another fiber;
+//! - the other end: [`peer_addr`](Transport::peer_addr), and what TLS agreed on with it,
+//!   [`alpn`](Transport::alpn) (the protocol, which decides HTTP/2) and
+//!   [`server_name`](Transport::server_name) (SNI); `None` over a plain transport;
+//! - reading apart from waiting: [`try_read`](Transport::try_read) never waits; the waits
+//!   are [`wait_readable`](Transport::wait_readable) and
+//!   [`wait_readable_or`](Transport::wait_readable_or) on the fiber's stack, and
+//!   [`when_readable`](Transport::when_readable) without one.
+//!
+//! A transport that cannot do something says so in its impl: a blocking one (the impl for
+//! [`std::net::TcpStream`] below) reads with a plain `read` in `try_read`, returns at once
+//! from `wait_readable`, `Unsupported` from `wait_readable_or`, and `None` from
+//! `when_readable` and `shutdown_handle`.
+//!
+//! # Capabilities: what a transport may do better
+//!
+//! Four ways of sending have a plain form that is always right and a better one only some
+//! transports have: holding back partial frames (cork), the head before a file body, the
+//! file itself (`sendfile`), and the last bytes with the close. They are one value, the
+//! transport's [`Capabilities`], which [`Transport::capabilities`] returns: `Some` for [`Tcp`]
+//! and [`crate::tls::Tls`]; `None`, with [`NoCapabilities`] as the type, for the others, which
+//! then get the plain forms (each is described on [`Capabilities`]). A wrapper that passes
+//! the bytes through forwards all four in one line, `self.inner.capabilities()` with
+//! `type Caps = T::Caps`, as [`crate::proxy_protocol::ProxyProtocol`] does.
+//!
+//! The value's type is an associated type, so the connection loop calls it directly (no
+//! virtual call on the send path), and for a transport without capabilities the `None` is
+//! known at compile time: only the plain form is compiled.
 
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr};
 use std::ops::Deref;
-use std::os::unix::fs::FileExt;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -19,147 +57,76 @@ use fibra::sync::Notify;
 
 use crate::going_away::GoingAway;
 
-/// A connection's transport. See the module docs.
+mod capabilities;
+
+pub(crate) use capabilities::{
+    copy_file, send_file, set_cork, skip_to_line_offset, write_before_file, write_last,
+};
+pub use capabilities::{Capabilities, NoCapabilities};
+
+/// A connection's transport; every method is required. See the module docs.
 pub trait Transport: Read + Write + 'static {
     /// Bounds every following read (`None`: no bound). Called once per request phase, so it
     /// should be cheap (it is an atomic store on fibra streams).
     fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()>;
+
     /// Bounds every following write.
     fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()>;
+
+    /// Shuts down one or both directions (used for lingering close).
+    fn shutdown(&self, how: Shutdown) -> io::Result<()>;
+
+    /// A handle through which another fiber can shut this connection down while it waits:
+    /// graceful shutdown shuts the reading side of idle connections (their wait ends and the
+    /// next read finds the end of the stream), and both sides of those still open after the
+    /// grace period. `None` for a transport nothing else can reach (a blocking or in-memory
+    /// one): such a connection ends at its idle timeout, or when the server's runtime stops.
+    fn shutdown_handle(&self) -> Option<Arc<dyn ShutdownHandle>>;
+
     /// The client's address, if the transport has one.
     fn peer_addr(&self) -> Option<SocketAddr>;
+
+    /// The application protocol TLS's ALPN agreed on (`b"h2"`, `b"http/1.1"`) once the
+    /// handshake is done; `None` without TLS or without ALPN. `h2` has the connection loop
+    /// serve HTTP/2 from the connection's first byte, whatever that byte is.
+    fn alpn(&self) -> Option<&[u8]>;
+
+    /// The host name the client sent in TLS's SNI extension, once the handshake is done;
+    /// `None` without TLS or without SNI.
+    fn server_name(&self) -> Option<&str>;
+
     /// Reads what has already arrived, without waiting: `WouldBlock` when nothing has.
     ///
     /// The connection loop waits for input in its idle stage (without a stack,
     /// [`when_readable`](Transport::when_readable), or on the connection's own,
     /// [`wait_readable`](Transport::wait_readable)) and reads, parses and responds on a stack
-    /// the worker lends, so an idle connection holds no more than its own stack. Default:
-    /// a plain `read`, which may wait (up to the read timeout, reported as `TimedOut`) — right
-    /// for a blocking transport, only without that split.
-    fn try_read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self.read(buf) {
-            // A blocking read that says `WouldBlock` has run into its timeout.
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                Err(io::Error::new(io::ErrorKind::TimedOut, e))
-            }
-            r => r,
-        }
-    }
+    /// the worker lends, so an idle connection holds no more than its own stack. A blocking
+    /// transport may do a plain `read` here, which waits (at most the read timeout, reported
+    /// as `TimedOut`): right without that split.
+    fn try_read(&mut self, buf: &mut [u8]) -> io::Result<usize>;
+
     /// Waits until [`try_read`](Transport::try_read) may make progress, for at most the read
-    /// timeout (then `TimedOut` or `WouldBlock`). Default: returns at once.
-    fn wait_readable(&self) -> io::Result<()> {
-        Ok(())
-    }
+    /// timeout (then `TimedOut` or `WouldBlock`). A blocking transport returns at once.
+    fn wait_readable(&self) -> io::Result<()>;
+
     /// Waits until [`try_read`](Transport::try_read) may make progress or `notify` is
     /// notified, for at most the read timeout; true if it was notified (see
-    /// [`crate::outbox::Outbox`], the queue other fibers send through). Default:
-    /// `Unsupported` — a transport that other fibers send on must implement it.
-    fn wait_readable_or(&self, _notify: &Notify) -> io::Result<bool> {
-        Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            "this transport cannot wait for input and a notification at once",
-        ))
-    }
+    /// [`crate::outbox::Outbox`], the queue other fibers send through). A transport that
+    /// cannot wait for both returns `Unsupported`: other fibers cannot send on it, and an
+    /// HTTP/2 connection over it ends at its first wait.
+    fn wait_readable_or(&self, notify: &Notify) -> io::Result<bool>;
+
     /// [`wait_readable`](Transport::wait_readable) without a stack: the wait a fiber made of
     /// steps returns as its next step (see [`fibra::fiber::Step`]), honouring the read timeout
     /// (`TimedOut`). With one, an idle connection of the server holds no stack (the connection
-    /// loop's idle stage); `None` (the default): it waits on its fiber's stack.
-    fn when_readable(&self) -> Option<Wait> {
-        None
-    }
-    /// A handle through which another fiber can shut this connection down while it waits:
-    /// graceful shutdown shuts the reading side of idle connections (their wait ends and the
-    /// next read finds the end of the stream), and both sides of those still open after the
-    /// grace period. Default: `None` — such a connection ends at its idle timeout, or when the
-    /// server's runtime stops.
-    fn shutdown_handle(&self) -> Option<Arc<dyn ShutdownHandle>> {
-        None
-    }
-    /// Shuts down one or both directions (used for lingering close).
-    fn shutdown(&self, how: Shutdown) -> io::Result<()>;
-    /// Sends `last`, the connection's final bytes, and shuts the writing side down (the
-    /// start of a lingering close). Default: `write_all`, then `shutdown(Write)`;
-    /// [`crate::tls::Tls`] sends the last records and its `close_notify` in one write.
-    fn write_last(&mut self, last: &[u8]) -> io::Result<()> {
-        self.write_all(last)?;
-        self.shutdown(Shutdown::Write)
-    }
-    /// Holds back partial frames until uncorked (TCP_CORK), so a response head and the file
-    /// that follows leave in one packet. Default: no-op.
-    fn set_cork(&self, _on: bool) -> io::Result<()> {
-        Ok(())
-    }
-    /// Writes `head`, the bytes before a file body that [`send_file`](Transport::send_file)
-    /// sends next, so that they leave together in full frames. Returns true when the caller
-    /// must [`set_cork(false)`](Transport::set_cork) after the body. Default: cork, then
-    /// `write_all`; TCP sends the head with `MSG_MORE` instead (no cork to undo).
-    fn write_before_file(&mut self, head: &[u8]) -> io::Result<bool> {
-        let _ = self.set_cork(true);
-        self.write_all(head)?;
-        Ok(true)
-    }
-    /// Whether the transport negotiated HTTP/2 (TLS's ALPN chose `h2`): the connection is
-    /// then served as HTTP/2 from its first byte, whatever that byte is. Default: false.
-    fn negotiated_h2(&self) -> bool {
-        false
-    }
-    /// Sends `len` bytes of `file` from `offset`; returns the bytes sent (fewer only if the
-    /// file is shorter). Default: positional reads into a buffer, then `write_all`.
-    fn send_file(&mut self, file: &File, offset: u64, len: u64) -> io::Result<u64> {
-        copy_file(self, file, offset, len, 64 * 1024)
-    }
-}
+    /// loop's idle stage); with `None` it waits on its fiber's stack.
+    fn when_readable(&self) -> Option<Wait>;
 
-/// Writes `len` bytes of `file` from `offset` to `out`, read in pieces of at most `piece`
-/// bytes, each written with `write_all`; returns the bytes sent (fewer only if the file is
-/// shorter). The default [`Transport::send_file`], and TLS's with larger pieces.
-pub(crate) fn copy_file<W: Write + ?Sized>(
-    out: &mut W,
-    file: &File,
-    offset: u64,
-    len: u64,
-    piece: usize,
-) -> io::Result<u64> {
-    let size = len.min(piece as u64) as usize;
-    let mut store = vec![0u8; size + 64];
-    let buf = copy_buffer(&mut store, size);
-    let mut sent = 0u64;
-    while sent < len {
-        let want = (len - sent).min(buf.len() as u64) as usize;
-        let n = file.read_at(&mut buf[..want], offset + sent)?;
-        if n == 0 {
-            break;
-        }
-        out.write_all(&buf[..n])?;
-        sent += n as u64;
-    }
-    Ok(sent)
-}
+    /// The type of this transport's [`Capabilities`]: [`NoCapabilities`] for none.
+    type Caps: Capabilities;
 
-/// Where in a 64-byte line [`copy_file`]'s buffer starts: 5 past a 16-byte boundary, like
-/// the plaintext of a TLS record in rustls's buffer (a 5-byte record header in a 16-aligned
-/// allocation), and well past the page boundary a file read copies from.
-///
-/// The reason is the CPU's string copy (`rep movsb`, which glibc's `memcpy` and the kernel's
-/// copies use for large sizes): on AMD Zen 4 it copies about 25 times slower when the
-/// destination's address is 1 to 15 bytes past the source's modulo 4 KiB (3.5 against
-/// 50-90 GB/s for 16 KiB here). rustls's copy of each record's plaintext from a buffer that
-/// started 16 bytes past a page landed there, and a 1 MiB response over TLS spent a third of
-/// its CPU in that copy. With both 5 past a 16-byte boundary the distance is a multiple of
-/// 16, and the file read's copy into the buffer starts 37 bytes or more past its page offset.
-/// Other CPUs copy at full speed from any alignment.
-const COPY_ALIGN: usize = 37;
-
-/// `size` bytes of `store` (which has 64 to spare) starting at [`COPY_ALIGN`] within a
-/// 64-byte line.
-fn copy_buffer(store: &mut [u8], size: usize) -> &mut [u8] {
-    let skip = skip_to_line_offset(store.as_ptr(), COPY_ALIGN);
-    &mut store[skip..skip + size]
-}
-
-/// How far past `at` the next address `offset` bytes into a 64-byte line is (0 to 63).
-pub(crate) fn skip_to_line_offset(at: *const u8, offset: usize) -> usize {
-    (offset + 64 - at as usize % 64) % 64
+    /// This transport's [`Capabilities`] (see the module docs); `None`: the plain forms.
+    fn capabilities(&mut self) -> Option<&mut Self::Caps>;
 }
 
 /// Shuts a connection down from another fiber or thread (see
@@ -222,7 +189,7 @@ impl ShutdownHandle for UnixStream {
 /// The operations of a socket shared by reference (`&TcpStream: Read + Write`), so [`Tcp`]
 /// and [`Unix`] implement [`Transport`] once.
 macro_rules! socket_transport {
-    ($(#[$doc:meta])* $name:ident($stream:ty), peer: $peer:expr, extra: {$($extra:tt)*}) => {
+    ($(#[$doc:meta])* $name:ident($stream:ty), peer: $peer:expr, caps: {$($caps:tt)*}) => {
         $(#[$doc])*
         #[derive(Debug)]
         pub struct $name(Arc<SharedSocket<$stream>>);
@@ -313,7 +280,13 @@ macro_rules! socket_transport {
             fn shutdown_handle(&self) -> Option<Arc<dyn ShutdownHandle>> {
                 Some(self.0.clone())
             }
-            $($extra)*
+            fn alpn(&self) -> Option<&[u8]> {
+                None
+            }
+            fn server_name(&self) -> Option<&str> {
+                None
+            }
+            $($caps)*
         }
     };
 }
@@ -324,17 +297,30 @@ socket_transport! {
     /// [`crate::Upgraded::downcast`] to.
     Tcp(TcpStream),
     peer: |s| s.peer_addr().ok(),
-    extra: {
-        fn set_cork(&self, on: bool) -> io::Result<()> {
-            self.0.stream.set_cork(on)
+    caps: {
+        type Caps = Tcp;
+        fn capabilities(&mut self) -> Option<&mut Tcp> {
+            Some(self)
         }
-        fn write_before_file(&mut self, head: &[u8]) -> io::Result<bool> {
-            self.0.stream.write_all_more(head)?;
-            Ok(false)
-        }
-        fn send_file(&mut self, file: &File, offset: u64, len: u64) -> io::Result<u64> {
-            self.0.stream.sendfile(file, offset, len)
-        }
+    }
+}
+
+/// `TCP_CORK`, the head with `MSG_MORE` (no cork to undo), `sendfile`.
+impl Capabilities for Tcp {
+    fn set_cork(&mut self, on: bool) -> io::Result<()> {
+        self.0.stream.set_cork(on)
+    }
+    fn write_before_file(&mut self, head: &[u8]) -> io::Result<bool> {
+        self.0.stream.write_all_more(head)?;
+        Ok(false)
+    }
+    fn send_file(&mut self, file: &File, offset: u64, len: u64) -> io::Result<u64> {
+        self.0.stream.sendfile(file, offset, len)
+    }
+    /// The bytes, then the FIN: TCP has nothing to fold together.
+    fn write_last(&mut self, last: &[u8]) -> io::Result<()> {
+        (&self.0.stream).write_all(last)?;
+        self.0.stream.shutdown(Shutdown::Write)
     }
 }
 
@@ -345,10 +331,18 @@ socket_transport! {
     /// `peer_addr() == None`.
     Unix(UnixStream),
     peer: |_| None,
-    extra: {}
+    // No cork or `sendfile` on fibra's Unix streams: files are copied by reads and writes.
+    caps: {
+        type Caps = NoCapabilities;
+        fn capabilities(&mut self) -> Option<&mut NoCapabilities> {
+            None
+        }
+    }
 }
 
 /// Blocking std sockets: handy for tests and for running the connection loop on OS threads.
+/// Reads wait (within the read timeout), there is no stackless wait, and nothing else can
+/// reach the socket to shut it down.
 impl Transport for std::net::TcpStream {
     fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
         std::net::TcpStream::set_read_timeout(self, timeout)
@@ -356,11 +350,47 @@ impl Transport for std::net::TcpStream {
     fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
         std::net::TcpStream::set_write_timeout(self, timeout)
     }
+    fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        std::net::TcpStream::shutdown(self, how)
+    }
+    fn shutdown_handle(&self) -> Option<Arc<dyn ShutdownHandle>> {
+        None
+    }
     fn peer_addr(&self) -> Option<SocketAddr> {
         std::net::TcpStream::peer_addr(self).ok()
     }
-    fn shutdown(&self, how: Shutdown) -> io::Result<()> {
-        std::net::TcpStream::shutdown(self, how)
+    fn alpn(&self) -> Option<&[u8]> {
+        None
+    }
+    fn server_name(&self) -> Option<&str> {
+        None
+    }
+    /// A blocking read: it waits, at most the read timeout, reported as `TimedOut`.
+    fn try_read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self.read(buf) {
+            // std reports a read timeout as `WouldBlock`.
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                Err(io::Error::new(io::ErrorKind::TimedOut, e))
+            }
+            r => r,
+        }
+    }
+    /// At once: `try_read` does the waiting.
+    fn wait_readable(&self) -> io::Result<()> {
+        Ok(())
+    }
+    fn wait_readable_or(&self, _: &Notify) -> io::Result<bool> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "a blocking socket cannot wait for input and a notification at once",
+        ))
+    }
+    fn when_readable(&self) -> Option<Wait> {
+        None
+    }
+    type Caps = NoCapabilities;
+    fn capabilities(&mut self) -> Option<&mut NoCapabilities> {
+        None
     }
 }
 
@@ -379,26 +409,4 @@ pub fn is_timeout(e: &io::Error) -> bool {
         e.kind(),
         io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{copy_buffer, COPY_ALIGN};
-
-    /// Wherever the store lands, the piece starts at the same place in a 64-byte line, so
-    /// its distance to a record's plaintext in rustls's buffer is a multiple of 16.
-    #[test]
-    fn copy_buffer_starts_at_the_same_place_in_a_line() {
-        let mut store = vec![0u8; 1000 + 64 + 64];
-        for shift in 0..64 {
-            let store = &mut store[shift..shift + 1000 + 64];
-            let base = store.as_ptr() as usize;
-            let piece = copy_buffer(store, 1000);
-            assert_eq!(piece.len(), 1000);
-            let at = piece.as_ptr() as usize;
-            assert_eq!(at % 64, COPY_ALIGN, "store shifted by {shift}");
-            assert_eq!((at - 5) % 16, 0);
-            assert!(at - base < 64);
-        }
-    }
 }

@@ -15,7 +15,10 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
+use fibra::fiber::Wait;
+use fibra::sync::Notify;
 use fibra_http::tls::Tls;
+use fibra_http::transport::{Capabilities, NoCapabilities, ShutdownHandle};
 use fibra_http::Transport;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, RootCertStore, ServerConfig, ServerConnection};
@@ -92,6 +95,29 @@ impl Transport for Memory {
             self.outbox.borrow_mut().shut = true;
         }
         Ok(())
+    }
+    fn shutdown_handle(&self) -> Option<Arc<dyn ShutdownHandle>> {
+        None
+    }
+    fn alpn(&self) -> Option<&[u8]> {
+        None
+    }
+    fn server_name(&self) -> Option<&str> {
+        None
+    }
+    // The test moves the bytes between the peers itself: nothing to wait for.
+    fn wait_readable(&self) -> io::Result<()> {
+        Ok(())
+    }
+    fn wait_readable_or(&self, _: &Notify) -> io::Result<bool> {
+        Err(io::ErrorKind::Unsupported.into())
+    }
+    fn when_readable(&self) -> Option<Wait> {
+        None
+    }
+    type Caps = NoCapabilities;
+    fn capabilities(&mut self) -> Option<&mut NoCapabilities> {
+        None
     }
 }
 

@@ -15,6 +15,8 @@ use std::path::PathBuf;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use fibra::fiber::Wait;
+use fibra::sync::Notify;
 use fibra_http::{
     Acceptor, Request, Response, Server, ServerHandle, ShutdownHandle, Transport, Unix,
     UnixAcceptor,
@@ -224,12 +226,29 @@ impl Transport for OnStack {
     fn wait_readable(&self) -> io::Result<()> {
         self.0.wait_readable()
     }
+    fn wait_readable_or(&self, notify: &Notify) -> io::Result<bool> {
+        self.0.wait_readable_or(notify)
+    }
+    /// The point of this transport: no stackless wait.
+    fn when_readable(&self) -> Option<Wait> {
+        None
+    }
     fn shutdown(&self, how: Shutdown) -> io::Result<()> {
         Transport::shutdown(&self.0, how)
     }
     fn shutdown_handle(&self) -> Option<Arc<dyn ShutdownHandle>> {
         let handle: Arc<dyn ShutdownHandle> = Arc::new(Forward(self.0.shutdown_handle()?));
         Some(handle)
+    }
+    fn alpn(&self) -> Option<&[u8]> {
+        self.0.alpn()
+    }
+    fn server_name(&self) -> Option<&str> {
+        self.0.server_name()
+    }
+    type Caps = <Unix as Transport>::Caps;
+    fn capabilities(&mut self) -> Option<&mut Self::Caps> {
+        self.0.capabilities()
     }
 }
 

@@ -8,6 +8,9 @@ use std::net::{Shutdown, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use fibra::fiber::Wait;
+use fibra::sync::Notify;
+use fibra_http::transport::{NoCapabilities, ShutdownHandle};
 use fibra_http::Transport;
 
 /// See the module docs.
@@ -137,5 +140,31 @@ impl Transport for Mock {
     }
     fn shutdown(&self, _: Shutdown) -> io::Result<()> {
         Ok(())
+    }
+    fn shutdown_handle(&self) -> Option<Arc<dyn ShutdownHandle>> {
+        None
+    }
+    fn alpn(&self) -> Option<&[u8]> {
+        None
+    }
+    fn server_name(&self) -> Option<&str> {
+        None
+    }
+    // Input is always at hand: reads never wait, and there is nothing to wait for.
+    fn try_read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.read(buf)
+    }
+    fn wait_readable(&self) -> io::Result<()> {
+        Ok(())
+    }
+    fn wait_readable_or(&self, _: &Notify) -> io::Result<bool> {
+        Err(io::ErrorKind::Unsupported.into())
+    }
+    fn when_readable(&self) -> Option<Wait> {
+        None
+    }
+    type Caps = NoCapabilities;
+    fn capabilities(&mut self) -> Option<&mut NoCapabilities> {
+        None
     }
 }

@@ -27,6 +27,7 @@ use crate::request::Request;
 use crate::response::{error_response, is_bodiless, Kind, Response, UpgradeFn, Upgraded};
 use crate::service::Service;
 use crate::settings::Settings;
+use crate::tls::ALPN_H2;
 use crate::transport::{is_timeout, Transport};
 
 thread_local! {
@@ -179,7 +180,7 @@ where
                     return true;
                 }
                 if sh.first && self.ctl.h2 {
-                    let negotiated = sh.io.as_ref().is_some_and(|io| io.negotiated_h2());
+                    let negotiated = sh.io.as_ref().is_some_and(|io| io.alpn() == Some(ALPN_H2));
                     match preface(&sh.rbuf[sh.rpos..sh.rend]) {
                         _ if negotiated => {
                             sh.h2 = true;

@@ -79,14 +79,14 @@ impl<T: Transport> Shared<T> {
         }
         let io = self.io.as_mut().ok_or_else(not_connected)?;
         let mut corked = false;
-        let mut res = io.write_before_file(&self.wbuf).map(|c| corked = c);
+        let mut res = crate::transport::write_before_file(io, &self.wbuf).map(|c| corked = c);
         self.wbuf.clear();
         // In pieces, so that when the client goes away the access log can say how much had
         // left (to within a piece).
         let mut sent = 0;
         while res.is_ok() && sent < len {
             let piece = (len - sent).min(SEND_FILE_PIECE);
-            match io.send_file(file, offset + sent, piece) {
+            match crate::transport::send_file(io, file, offset + sent, piece) {
                 Ok(n) => {
                     sent += n;
                     if n < piece {
@@ -98,7 +98,7 @@ impl<T: Transport> Shared<T> {
         }
         // (A failed head write may have left a cork on: undone too, though the connection ends.)
         if corked || res.is_err() {
-            let _ = io.set_cork(false);
+            let _ = crate::transport::set_cork(io, false);
         }
         if sent != len {
             self.body_sent = Some(sent);

@@ -5,7 +5,7 @@ use std::io;
 use std::time::{Duration, Instant};
 
 use super::buffered::{not_connected, Shared};
-use crate::transport::Transport;
+use crate::transport::{self, Transport};
 
 /// Lingering close: how long to read (and drop) what the client still sends after
 /// `shutdown(Write)`, so that it sees our last response instead of a reset, nginx's bounds:
@@ -34,7 +34,7 @@ impl<T: Transport> Shared<T> {
     /// Sends what is buffered and the end of our side together (one write over TLS).
     fn write_last(&mut self) -> io::Result<()> {
         let io = self.io.as_mut().ok_or_else(not_connected)?;
-        let sent = io.write_last(&self.wbuf);
+        let sent = transport::write_last(io, &self.wbuf);
         self.wbuf.clear();
         sent
     }

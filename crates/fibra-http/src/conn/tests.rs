@@ -7,12 +7,15 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
+use fibra::fiber::Wait;
+use fibra::sync::Notify;
+
 use super::buffered::read_sizes;
 use super::serve_connection;
 use crate::request::Request;
 use crate::response::{Response, FLUSH_BYTES};
 use crate::settings::Settings;
-use crate::transport::Transport;
+use crate::transport::{NoCapabilities, ShutdownHandle, Transport};
 
 /// A transport fed from a byte string, recording every write. A write takes at most
 /// `max_write` bytes; the first `interrupts` writes fail with `Interrupted`.
@@ -60,6 +63,32 @@ impl Transport for Mock {
     }
     fn shutdown(&self, _: Shutdown) -> io::Result<()> {
         Ok(())
+    }
+    fn shutdown_handle(&self) -> Option<Arc<dyn ShutdownHandle>> {
+        None
+    }
+    fn alpn(&self) -> Option<&[u8]> {
+        None
+    }
+    fn server_name(&self) -> Option<&str> {
+        None
+    }
+    // Input is always at hand: reads never wait, and there is nothing to wait for.
+    fn try_read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.read(buf)
+    }
+    fn wait_readable(&self) -> io::Result<()> {
+        Ok(())
+    }
+    fn wait_readable_or(&self, _: &Notify) -> io::Result<bool> {
+        Err(io::ErrorKind::Unsupported.into())
+    }
+    fn when_readable(&self) -> Option<Wait> {
+        None
+    }
+    type Caps = NoCapabilities;
+    fn capabilities(&mut self) -> Option<&mut NoCapabilities> {
+        None
     }
 }
 

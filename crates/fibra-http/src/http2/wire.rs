@@ -18,7 +18,7 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::park::Parker;
-use crate::transport::Transport;
+use crate::transport::{self, Transport};
 
 /// The transport, shared by the adapter (inside the `h2` connection) and the owning fiber's
 /// waits between polls.
@@ -151,6 +151,6 @@ impl<T: Transport> AsyncWrite for H2Io<T> {
 
     fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         // TLS sends its close_notify with the shutdown.
-        Poll::Ready(self.0.io.borrow_mut().write_last(&[]))
+        Poll::Ready(transport::write_last(&mut *self.0.io.borrow_mut(), &[]))
     }
 }

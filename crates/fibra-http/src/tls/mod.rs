@@ -11,8 +11,8 @@
 //!   (tickets, and a cache of [`SESSION_CACHE_SIZE`] sessions);
 //! - [`CertResolver`] (`resolver.rs`): several certificates chosen by SNI, the first the
 //!   default, replaceable while connections run ([`CertResolver::reload`]);
-//! - [`redirect_to_https`] (`redirect.rs`): the handler of a plain HTTP server that sends
-//!   every request to the same URL over HTTPS;
+//! - [`redirect_to_https`]: the handler of a plain HTTP server that sends every request to
+//!   the same URL over HTTPS (in [`crate::redirect`], re-exported here);
 //! - [`validity_warning`] (`validity.rs`): a warning for a certificate file whose leaf has
 //!   expired or is not yet valid (the server still uses it).
 //!
@@ -31,17 +31,16 @@
 
 mod acceptor;
 mod config;
-mod redirect;
 mod resolver;
 mod stream;
 mod validity;
 
+pub use crate::redirect::redirect_to_https;
 pub use acceptor::TlsAcceptor;
 pub use config::{
     certified_key_from_pem, choose_config_with_resolver, server_config_from_pem,
     server_config_with_resolver, ALPN_H2, ALPN_HTTP1, SESSION_CACHE_SIZE,
 };
-pub use redirect::redirect_to_https;
 pub use resolver::CertResolver;
 pub use stream::{ChooseConfig, Tls};
 pub use validity::validity_warning;

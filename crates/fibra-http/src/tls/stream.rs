@@ -1,6 +1,7 @@
 //! [`Tls`]: the TLS transport over another one, driven by the connection's fiber.
 
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
+use std::fs::File;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr};
 use std::sync::Arc;
@@ -11,7 +12,7 @@ use fibra::sync::Notify;
 use rustls::server::{Acceptor, ClientHello};
 use rustls::{ProtocolVersion, ServerConfig, ServerConnection};
 
-use crate::transport::{ShutdownHandle, Transport};
+use crate::transport::{self, Capabilities, ShutdownHandle, Transport};
 
 /// A server-side TLS connection over the transport `T` (usually [`crate::Tcp`]), made by
 /// [`crate::tls::TlsAcceptor`].
@@ -25,11 +26,25 @@ use crate::transport::{ShutdownHandle, Transport};
 /// ("The plain HTTP request was sent to HTTPS port", as nginx answers).
 ///
 /// Readiness forwards to `T`, except that plaintext rustls has already decrypted is ready at
-/// once; timeouts, the peer address and the shutdown handle are `T`'s.
+/// once; timeouts, the peer address and the shutdown handle are `T`'s. The ALPN protocol and
+/// the SNI name are the session's.
 pub struct Tls<T> {
     // A `RefCell` only for the few `&self` methods that need the session (`shutdown`, the
     // waits); the reads and writes reach it through `get_mut`, at no cost.
     state: RefCell<State<T>>,
+    /// What the handshake settled, copied out of the session once it is done: what
+    /// [`Transport::alpn`] and [`Transport::server_name`] lend, which a borrow of `state`
+    /// could not.
+    agreed: OnceCell<Agreed>,
+}
+
+/// What a finished handshake settled, for the connection loop and the handler.
+#[derive(Debug)]
+struct Agreed {
+    /// The ALPN protocol.
+    alpn: Option<Box<[u8]>>,
+    /// The SNI name.
+    server_name: Option<Box<str>>,
 }
 
 struct State<T> {
@@ -82,6 +97,7 @@ impl<T> std::fmt::Debug for Tls<T> {
         f.debug_struct("Tls")
             .field("handshaking", &handshaking)
             .field("ready", &ready)
+            .field("agreed", &self.agreed.get())
             .finish_non_exhaustive()
     }
 }
@@ -140,7 +156,24 @@ impl<T: Transport> Tls<T> {
                 first: [0; 8],
                 first_len: 0,
             }),
+            agreed: OnceCell::new(),
         }
+    }
+
+    /// What the handshake settled; `None` until it is done.
+    fn agreed(&self) -> Option<&Agreed> {
+        if let Some(agreed) = self.agreed.get() {
+            return Some(agreed);
+        }
+        let agreed = {
+            let st = self.state.borrow();
+            let conn = st.conn.as_ref().filter(|c| !c.is_handshaking())?;
+            Agreed {
+                alpn: conn.alpn_protocol().map(Box::from),
+                server_name: conn.server_name().map(Box::from),
+            }
+        };
+        Some(self.agreed.get_or_init(|| agreed))
     }
 
     /// The TLS session (negotiated version, ALPN protocol, SNI name, …); `None` before the
@@ -379,11 +412,6 @@ impl<T: Transport> Write for Tls<T> {
 }
 
 impl<T: Transport> Transport for Tls<T> {
-    fn negotiated_h2(&self) -> bool {
-        self.with_session(|c| c.alpn_protocol() == Some(super::ALPN_H2))
-            .unwrap_or(false)
-    }
-
     fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
         self.state.borrow().io.set_read_timeout(timeout)
     }
@@ -392,8 +420,34 @@ impl<T: Transport> Transport for Tls<T> {
         self.state.borrow().io.set_write_timeout(timeout)
     }
 
+    /// Shutting the writing side sends `close_notify` first (best effort).
+    fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        let mut st = self.state.borrow_mut();
+        if matches!(how, Shutdown::Write | Shutdown::Both) {
+            if let Some(conn) = st.conn.as_mut() {
+                conn.send_close_notify();
+            }
+            let _ = st.send_pending();
+        }
+        st.io.shutdown(how)
+    }
+
+    fn shutdown_handle(&self) -> Option<Arc<dyn ShutdownHandle>> {
+        self.state.borrow().io.shutdown_handle()
+    }
+
     fn peer_addr(&self) -> Option<SocketAddr> {
         self.state.borrow().io.peer_addr()
+    }
+
+    /// The session's ALPN protocol, once the handshake is done.
+    fn alpn(&self) -> Option<&[u8]> {
+        self.agreed()?.alpn.as_deref()
+    }
+
+    /// The session's SNI name, once the handshake is done.
+    fn server_name(&self) -> Option<&str> {
+        self.agreed()?.server_name.as_deref()
     }
 
     /// Plaintext rustls holds, else a non-blocking read of ciphertext from the inner
@@ -431,8 +485,43 @@ impl<T: Transport> Transport for Tls<T> {
         st.io.when_readable()
     }
 
-    fn shutdown_handle(&self) -> Option<Arc<dyn ShutdownHandle>> {
-        self.state.borrow().io.shutdown_handle()
+    type Caps = Self;
+
+    fn capabilities(&mut self) -> Option<&mut Self> {
+        Some(self)
+    }
+}
+
+/// The inner transport's cork; files read and encrypted in large pieces (no `sendfile`: the
+/// bytes must pass through rustls); the last records and `close_notify` in one write.
+impl<T: Transport> Capabilities for Tls<T> {
+    /// The inner transport's cork: a response head's record and the file records after it
+    /// leave in full packets, as over plain TCP.
+    fn set_cork(&mut self, on: bool) -> io::Result<()> {
+        transport::set_cork(&mut self.state.get_mut().io, on)
+    }
+
+    /// Corks the inner transport, then encrypts and sends the head.
+    fn write_before_file(&mut self, head: &[u8]) -> io::Result<bool> {
+        let _ = self.set_cork(true);
+        self.write_all(head)?;
+        Ok(true)
+    }
+
+    /// Reads the file in 256 KiB pieces and encrypts each into 16 records that leave in one
+    /// write (rustls's default 64 KiB buffer limit is lifted meanwhile): four writes per MiB
+    /// instead of sixteen.
+    fn send_file(&mut self, file: &File, offset: u64, len: u64) -> io::Result<u64> {
+        const PIECE: usize = 256 * 1024;
+        let limit = |tls: &mut Self, limit| {
+            if let Some(conn) = tls.state.get_mut().conn.as_mut() {
+                conn.set_buffer_limit(limit);
+            }
+        };
+        limit(self, None);
+        let sent = transport::copy_file(self, file, offset, len, PIECE);
+        limit(self, Some(DEFAULT_BUFFER_LIMIT));
+        sent
     }
 
     /// Encrypts `last`, queues `close_notify` behind it and sends all in one write, then
@@ -462,40 +551,6 @@ impl<T: Transport> Transport for Tls<T> {
         }
         st.send_pending()?;
         st.io.shutdown(Shutdown::Write)
-    }
-
-    /// Reads the file in 256 KiB pieces and encrypts each into 16 records that leave in one
-    /// write (rustls's default 64 KiB buffer limit is lifted meanwhile): four writes per MiB
-    /// instead of sixteen.
-    fn send_file(&mut self, file: &std::fs::File, offset: u64, len: u64) -> io::Result<u64> {
-        const PIECE: usize = 256 * 1024;
-        let limit = |tls: &mut Self, limit| {
-            if let Some(conn) = tls.state.get_mut().conn.as_mut() {
-                conn.set_buffer_limit(limit);
-            }
-        };
-        limit(self, None);
-        let sent = crate::transport::copy_file(self, file, offset, len, PIECE);
-        limit(self, Some(DEFAULT_BUFFER_LIMIT));
-        sent
-    }
-
-    /// The inner transport's cork: a response head's record and the file records after it
-    /// leave in full packets, as over plain TCP.
-    fn set_cork(&self, on: bool) -> io::Result<()> {
-        self.state.borrow().io.set_cork(on)
-    }
-
-    /// Shutting the writing side sends `close_notify` first (best effort).
-    fn shutdown(&self, how: Shutdown) -> io::Result<()> {
-        let mut st = self.state.borrow_mut();
-        if matches!(how, Shutdown::Write | Shutdown::Both) {
-            if let Some(conn) = st.conn.as_mut() {
-                conn.send_close_notify();
-            }
-            let _ = st.send_pending();
-        }
-        st.io.shutdown(how)
     }
 }
 

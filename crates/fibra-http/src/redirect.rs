@@ -1,4 +1,5 @@
 //! [`redirect_to_https`]: the handler of a plain HTTP listener that sends clients to HTTPS.
+//! An application handler, not part of TLS: the plain server it runs on has none.
 
 use http::header::{HeaderValue, CONNECTION, HOST, LOCATION};
 use http::{Method, StatusCode};
@@ -17,10 +18,11 @@ use crate::response::{Response, ResponseBody};
 /// HTTP/1.0 request without `Host`) gets `400 Bad Request`.
 ///
 /// ```no_run
-/// use fibra_http::{tls, Server};
+/// use fibra_http::redirect::redirect_to_https;
+/// use fibra_http::Server;
 ///
 /// // Plain HTTP on port 80 sends everyone to the HTTPS server on 443.
-/// let redirect = Server::bind("0.0.0.0:80").serve(tls::redirect_to_https(443))?;
+/// let redirect = Server::bind("0.0.0.0:80").serve(redirect_to_https(443))?;
 /// # redirect.shutdown(std::time::Duration::from_secs(1));
 /// # Ok::<(), std::io::Error>(())
 /// ```
