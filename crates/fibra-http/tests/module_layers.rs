@@ -46,6 +46,7 @@ const LAYERS: module_graph::Layers = &[
     ),
     ("the connection engine", &["conn", "http2"]),
     ("the server", &["listen_fds", "proxy_protocol", "server"]),
+    ("handlers that come with the engine", &["redirect"]),
 ];
 
 #[test]

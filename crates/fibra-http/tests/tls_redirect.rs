@@ -1,4 +1,4 @@
-//! `tls::redirect_to_https`: a plain HTTP server sending every request to HTTPS (301 for
+//! `redirect::redirect_to_https`: a plain HTTP server sending every request to HTTPS (301 for
 //! GET/HEAD, 308 otherwise, the Host without its port, the HTTPS port unless 443, 400 without
 //! a Host).
 
@@ -6,7 +6,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use fibra_http::{tls, Server};
+use fibra_http::{redirect, Server};
 
 /// Sends `request` on a new connection and returns the response head, lower-cased.
 fn ask(addr: std::net::SocketAddr, request: &str) -> String {
@@ -26,7 +26,7 @@ fn ask(addr: std::net::SocketAddr, request: &str) -> String {
 fn every_request_is_redirected_to_https() {
     let h = Server::bind("127.0.0.1:0")
         .workers(1)
-        .serve(tls::redirect_to_https(8443))
+        .serve(redirect::redirect_to_https(8443))
         .unwrap();
     let addr = h.local_addr();
 
@@ -67,7 +67,7 @@ fn every_request_is_redirected_to_https() {
 fn port_443_is_left_out_of_the_location() {
     let h = Server::bind("127.0.0.1:0")
         .workers(1)
-        .serve(tls::redirect_to_https(443))
+        .serve(redirect::redirect_to_https(443))
         .unwrap();
     let head = ask(
         h.local_addr(),

@@ -11,8 +11,6 @@
 //!   (tickets, and a cache of [`SESSION_CACHE_SIZE`] sessions);
 //! - [`CertResolver`] (`resolver.rs`): several certificates chosen by SNI, the first the
 //!   default, replaceable while connections run ([`CertResolver::reload`]);
-//! - [`redirect_to_https`]: the handler of a plain HTTP server that sends every request to
-//!   the same URL over HTTPS (in [`crate::redirect`], re-exported here);
 //! - [`validity_warning`] (`validity.rs`): a warning for a certificate file whose leaf has
 //!   expired or is not yet valid (the server still uses it).
 //!
@@ -35,7 +33,6 @@ mod resolver;
 mod stream;
 mod validity;
 
-pub use crate::redirect::redirect_to_https;
 pub use acceptor::TlsAcceptor;
 pub use config::{
     certified_key_from_pem, choose_config_with_resolver, server_config_from_pem,
