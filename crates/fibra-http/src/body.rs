@@ -10,6 +10,7 @@ use std::fmt;
 use std::io::{self, Read};
 use std::net::SocketAddr;
 use std::rc::Rc;
+use std::sync::Arc;
 
 /// The connection side of a body (implemented by the connection loop).
 pub(crate) trait BodySource {
@@ -17,6 +18,8 @@ pub(crate) trait BodySource {
     fn read_body(&mut self, seq: u64, out: &mut [u8]) -> io::Result<usize>;
     /// The client's address.
     fn peer_addr(&self) -> Option<SocketAddr>;
+    /// The TLS server name (SNI) the client asked for.
+    fn server_name(&self) -> Option<Arc<str>>;
     /// Body bytes announced but not yet read, when known (`Content-Length` bodies).
     fn remaining_hint(&self, seq: u64) -> Option<u64>;
     /// The trailer fields that followed the body of request `seq`, once it was read to its
@@ -101,6 +104,14 @@ impl Body {
     pub fn peer_addr(&self) -> Option<SocketAddr> {
         match &self.inner {
             Inner::Conn { src, .. } => src.borrow().peer_addr(),
+            _ => None,
+        }
+    }
+    /// The TLS server name (SNI) of the connection (`None` without TLS, without SNI, or for
+    /// bodies not read from a connection).
+    pub(crate) fn server_name(&self) -> Option<Arc<str>> {
+        match &self.inner {
+            Inner::Conn { src, .. } => src.borrow().server_name(),
             _ => None,
         }
     }

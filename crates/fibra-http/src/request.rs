@@ -32,6 +32,7 @@
 use std::fmt;
 use std::net::SocketAddr;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use http::{Extensions, HeaderMap, Method, Uri, Version};
 
@@ -176,6 +177,13 @@ impl Request {
     /// The client's address (`None` for a request not made by the server).
     pub fn peer_addr(&self) -> Option<SocketAddr> {
         self.body.peer_addr()
+    }
+    /// The host name the client sent in TLS's SNI extension (what a virtual host or an ACME
+    /// `tls-alpn-01` answer is chosen by); `None` without TLS, without SNI, or for a request
+    /// not read from a connection. Compare it with the `Host` a request names: they may
+    /// differ (nginx answers such a mismatch with 421 only when asked to).
+    pub fn server_name(&self) -> Option<Arc<str>> {
+        self.body.server_name()
     }
     /// The head as `http`'s parts, and the body.
     pub fn into_parts(mut self) -> (http::request::Parts, Body) {

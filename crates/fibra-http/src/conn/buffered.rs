@@ -7,6 +7,7 @@ use std::cell::RefCell;
 use std::io;
 use std::net::SocketAddr;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::decode::{BodyError, BodyState};
@@ -47,6 +48,8 @@ pub(super) struct Shared<T> {
     pub(super) max_body: u64,
     pub(super) max_trailer: usize,
     pub(super) peer: Option<SocketAddr>,
+    /// The TLS server name (SNI), taken from the transport with `peer`.
+    pub(super) server_name: Option<Arc<str>>,
     /// The body bytes of the last response, when not its body's length (a streamed body, a
     /// file shorter than its range): for the access log.
     pub(super) body_sent: Option<u64>,
@@ -165,6 +168,7 @@ pub(super) fn open<T: Transport>(io: T, settings: &Settings) -> Rc<RefCell<Share
         max_trailer: settings.max_head_bytes,
         read_timeout: None,
         peer,
+        server_name: None,
         body_sent: None,
         trailers: None,
     }));

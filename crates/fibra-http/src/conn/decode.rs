@@ -5,6 +5,7 @@
 
 use std::io;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use super::buffered::{not_connected, Shared};
 use crate::body::BodySource;
@@ -177,6 +178,9 @@ impl<T: Transport> BodySource for Shared<T> {
     }
     fn peer_addr(&self) -> Option<SocketAddr> {
         self.peer
+    }
+    fn server_name(&self) -> Option<Arc<str>> {
+        self.server_name.clone()
     }
     fn trailers(&mut self, seq: u64) -> Option<http::HeaderMap> {
         self.trailers

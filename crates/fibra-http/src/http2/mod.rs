@@ -123,6 +123,7 @@ where
     O: Owner + 'static,
 {
     let peer = io.peer_addr();
+    let server_name = io.server_name().map(Arc::from);
     let link = Link::new(io, early);
     // Graceful shutdown wakes the owner through the same `Notify` as the streams do, so a
     // busy connection learns of it at once and sends GOAWAY.
@@ -160,6 +161,7 @@ where
         handler,
         owner,
         peer,
+        server_name,
         worker: fibra::current_worker(),
         going_away: false,
         stackless: false,
@@ -177,6 +179,8 @@ struct Connection<T, H: ?Sized, O> {
     handler: Arc<H>,
     owner: O,
     peer: Option<SocketAddr>,
+    /// The TLS server name (SNI), for each stream's request.
+    server_name: Option<Arc<str>>,
     worker: Option<usize>,
     /// GOAWAY has been sent (shutdown, idle timeout).
     going_away: bool,
@@ -245,13 +249,14 @@ where
             owner: self.parker.waker().clone(),
         };
         let (settings, handler, peer) = (self.settings.clone(), self.handler.clone(), self.peer);
+        let server_name = self.server_name.clone();
         let mut fiber = fibra::fiber::Builder::new();
         if let Some(w) = self.worker {
             fiber = fiber.worker(w);
         }
         let spawned = fiber.spawn(move || {
             let _done = done;
-            stream::run(req, respond, &settings, &*handler, peer);
+            stream::run(req, respond, &settings, &*handler, (peer, server_name));
         });
         if let Err(e) = spawned {
             log::warn!("cannot spawn an HTTP/2 stream fiber: {e}");

@@ -12,6 +12,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
+use std::sync::Arc;
 
 use bytes::{Buf, Bytes, BytesMut};
 use h2::server::SendResponse;
@@ -47,7 +48,7 @@ pub(crate) fn run<H>(
     respond: SendResponse<Bytes>,
     settings: &Settings,
     handler: &H,
-    peer: Option<SocketAddr>,
+    (peer, server_name): (Option<SocketAddr>, Option<Arc<str>>),
 ) where
     H: Service + ?Sized,
 {
@@ -77,6 +78,7 @@ pub(crate) fn run<H>(
         timeout: settings.body_read_timeout,
         left: settings.max_body_bytes,
         peer,
+        server_name,
         trailers: None,
         rejected: None,
     }));
@@ -555,6 +557,8 @@ struct StreamBody {
     /// Body bytes still allowed (`Settings::max_body_bytes`).
     left: u64,
     peer: Option<SocketAddr>,
+    /// The connection's TLS server name (SNI).
+    server_name: Option<Arc<str>>,
     /// The request's trailer fields, once the body has ended, until the handler takes them.
     trailers: Option<HeaderMap>,
     /// Set when the body went past the limit: the server answers with this instead of the
@@ -647,6 +651,10 @@ impl BodySource for StreamBody {
 
     fn peer_addr(&self) -> Option<SocketAddr> {
         self.peer
+    }
+
+    fn server_name(&self) -> Option<Arc<str>> {
+        self.server_name.clone()
     }
 
     fn remaining_hint(&self, _seq: u64) -> Option<u64> {

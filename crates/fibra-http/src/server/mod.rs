@@ -109,6 +109,16 @@ fn tcp_listen(addr: impl ToSocketAddrs, reuse_port: bool) -> io::Result<Listen<T
     }))
 }
 
+impl<A: Acceptor> Server<TlsAcceptor<A>> {
+    /// Closes connections whose TLS handshake agrees on `hook`'s ALPN protocol instead of
+    /// serving them as HTTP, telling the hook (ACME's `tls-alpn-01`: see
+    /// [`AlpnHook`](crate::tls::AlpnHook) and [`TlsAcceptor::alpn_hook`]).
+    pub fn alpn_hook(self, hook: crate::tls::AlpnHook) -> Server<TlsAcceptor<A>> {
+        let hook = Arc::new(hook);
+        self.wrap_acceptor(move |a: TlsAcceptor<A>| a.alpn_hook(hook.clone()))
+    }
+}
+
 impl<A: Acceptor> Server<A> {
     /// A server that takes its connections from the acceptors `listen` makes: it is called
     /// once per worker, with the worker's index, on the server's runtime when

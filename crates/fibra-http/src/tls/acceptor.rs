@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use rustls::{ServerConfig, ServerConnection};
 
-use super::{ChooseConfig, Tls};
+use super::{AlpnHook, ChooseConfig, Tls};
 use crate::acceptor::{Acceptor, TcpAcceptor};
 
 /// Accepts connections from `A` (TCP by default) and serves them over TLS with one
@@ -36,6 +36,7 @@ use crate::acceptor::{Acceptor, TcpAcceptor};
 pub struct TlsAcceptor<A = TcpAcceptor> {
     inner: A,
     config: Config,
+    hook: Option<Arc<AlpnHook>>,
 }
 
 /// One configuration for every connection, or one chosen by each ClientHello.
@@ -67,6 +68,7 @@ impl<A: Acceptor> TlsAcceptor<A> {
         TlsAcceptor {
             inner,
             config: Config::Fixed(config),
+            hook: None,
         }
     }
 
@@ -77,6 +79,7 @@ impl<A: Acceptor> TlsAcceptor<A> {
         TlsAcceptor {
             inner,
             config: Config::Choose(choose),
+            hook: None,
         }
     }
 
@@ -92,6 +95,26 @@ impl<A: Acceptor> TlsAcceptor<A> {
     pub fn inner(&self) -> &A {
         &self.inner
     }
+
+    /// Connections whose handshake agrees on `hook`'s protocol are closed after it, not
+    /// served as HTTP (ACME's `tls-alpn-01`: see [`AlpnHook`]). A fixed configuration gets
+    /// the protocol added to the ALPN protocols it offers (last); configurations chosen per
+    /// ClientHello must offer it themselves.
+    pub fn alpn_hook(mut self, hook: Arc<AlpnHook>) -> TlsAcceptor<A> {
+        if let Config::Fixed(config) = &mut self.config {
+            if !config
+                .alpn_protocols
+                .iter()
+                .any(|p| p[..] == *hook.protocol())
+            {
+                Arc::make_mut(config)
+                    .alpn_protocols
+                    .push(hook.protocol().to_vec());
+            }
+        }
+        self.hook = Some(hook);
+        self
+    }
 }
 
 impl<A: Acceptor> Acceptor for TlsAcceptor<A> {
@@ -103,9 +126,11 @@ impl<A: Acceptor> Acceptor for TlsAcceptor<A> {
             Config::Fixed(config) => {
                 // Allocates the session; no I/O until the connection's fiber reads.
                 let conn = ServerConnection::new(config.clone()).map_err(io::Error::other)?;
-                Ok(Tls::new(io, conn))
+                Ok(Tls::new(io, conn).with_hook(self.hook.clone()))
             }
-            Config::Choose(choose) => Ok(Tls::choosing(io, choose.clone())),
+            Config::Choose(choose) => {
+                Ok(Tls::choosing(io, choose.clone()).with_hook(self.hook.clone()))
+            }
         }
     }
 

@@ -28,12 +28,14 @@
 //! through the TCP socket's handle, and files are read and encrypted (no `sendfile`).
 
 mod acceptor;
+mod alpn_hook;
 mod config;
 mod resolver;
 mod stream;
 mod validity;
 
 pub use acceptor::TlsAcceptor;
+pub use alpn_hook::{AlpnHook, ALPN_ACME_TLS};
 pub use config::{
     certified_key_from_pem, choose_config_with_resolver, server_config_from_pem,
     server_config_with_resolver, ALPN_H2, ALPN_HTTP1, SESSION_CACHE_SIZE,

@@ -12,6 +12,7 @@ use fibra::sync::Notify;
 use rustls::server::{Acceptor, ClientHello};
 use rustls::{ProtocolVersion, ServerConfig, ServerConnection};
 
+use super::AlpnHook;
 use crate::transport::{self, Capabilities, ShutdownHandle, Transport};
 
 /// A server-side TLS connection over the transport `T` (usually [`crate::Tcp`]), made by
@@ -36,6 +37,10 @@ pub struct Tls<T> {
     /// [`Transport::alpn`] and [`Transport::server_name`] lend, which a borrow of `state`
     /// could not.
     agreed: OnceCell<Agreed>,
+    /// Connections agreeing on its protocol are closed after the handshake (see
+    /// [`AlpnHook`]); set when it took this one.
+    hook: Option<Arc<AlpnHook>>,
+    hooked: bool,
 }
 
 /// What a finished handshake settled, for the connection loop and the handler.
@@ -157,7 +162,42 @@ impl<T: Transport> Tls<T> {
                 first_len: 0,
             }),
             agreed: OnceCell::new(),
+            hook: None,
+            hooked: false,
         }
+    }
+
+    /// Closes the connection after its handshake if it agrees on `hook`'s protocol.
+    pub(super) fn with_hook(mut self, hook: Option<Arc<AlpnHook>>) -> Tls<T> {
+        self.hook = hook;
+        self
+    }
+
+    /// After a read: whether an [`AlpnHook`] takes the connection. The first time, its
+    /// `close_notify` goes out; the read then reports the end of the stream, and the
+    /// connection loop closes.
+    #[cold]
+    fn hooked(&mut self) -> bool {
+        if !self.hooked {
+            let Some(agreed) = self.agreed() else {
+                return false;
+            };
+            let (alpn, name) = (agreed.alpn.as_deref(), agreed.server_name.as_deref());
+            let hooked = self.hook.as_ref().is_some_and(|h| h.take(alpn, name));
+            if !hooked {
+                // Not this hook's: never asked again.
+                self.hook = None;
+                return false;
+            }
+            self.hooked = true;
+            // Closed from this side, properly: the client reads the end of the session.
+            let st = self.state.get_mut();
+            if let Some(conn) = st.conn.as_mut() {
+                conn.send_close_notify();
+            }
+            let _ = st.send_pending();
+        }
+        true
     }
 
     /// What the handshake settled; `None` until it is done.
@@ -375,7 +415,11 @@ impl<T: Transport> State<T> {
 
 impl<T: Transport> Read for Tls<T> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.state.get_mut().read_with(buf, false)
+        let r = self.state.get_mut().read_with(buf, false);
+        if self.hook.is_some() && self.hooked() {
+            return Ok(0);
+        }
+        r
     }
 }
 
@@ -454,7 +498,11 @@ impl<T: Transport> Transport for Tls<T> {
     /// transport, processed: plaintext, or `WouldBlock` (a partial record, or the handshake
     /// still under way).
     fn try_read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.state.get_mut().read_with(buf, true)
+        let r = self.state.get_mut().read_with(buf, true);
+        if self.hook.is_some() && self.hooked() {
+            return Ok(0);
+        }
+        r
     }
 
     fn wait_readable(&self) -> io::Result<()> {
