@@ -30,8 +30,11 @@ pub const ALPN_ACME_TLS: &[u8] = b"acme-tls/1";
 /// `on_handshake` their SNI name. See the module docs.
 pub struct AlpnHook {
     protocol: Vec<u8>,
-    on_handshake: Box<dyn Fn(Option<&str>) + Send + Sync>,
+    on_handshake: Box<OnHandshake>,
 }
+
+/// What an [`AlpnHook`] calls with a taken connection's SNI name.
+type OnHandshake = dyn Fn(Option<&str>) + Send + Sync;
 
 impl AlpnHook {
     /// A hook for connections that agree on `protocol`.
