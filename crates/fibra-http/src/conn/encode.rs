@@ -87,12 +87,11 @@ impl<T: Transport> Shared<T> {
         while res.is_ok() && sent < len {
             let piece = (len - sent).min(SEND_FILE_PIECE);
             match crate::transport::send_file(io, file, offset + sent, piece) {
-                Ok(n) => {
-                    sent += n;
-                    if n < piece {
-                        break;
-                    }
-                }
+                // The file ended.
+                Ok(0) => break,
+                // Fewer than asked: the file's end, or an error after some bytes; the next
+                // call tells which (0, or the error), and the bytes that left are counted.
+                Ok(n) => sent += n,
                 Err(e) => res = Err(e),
             }
         }

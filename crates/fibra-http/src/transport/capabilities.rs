@@ -29,8 +29,9 @@ pub trait Capabilities {
     /// after the body. Without: `write_all` (the head may leave in a packet of its own).
     fn write_before_file(&mut self, head: &[u8]) -> io::Result<bool>;
 
-    /// Sends `len` bytes of `file` from `offset`; returns the bytes sent (fewer only if the
-    /// file is shorter). Without: no `sendfile`; positional reads of 64 KiB into a buffer,
+    /// Sends `len` bytes of `file` from `offset`; returns the bytes sent: fewer when the file
+    /// is shorter, or when an error came after some bytes had left (reported, as `write`
+    /// does, by the next call), so that the access log counts what left. Without: no `sendfile`; positional reads of 64 KiB into a buffer,
     /// each written with `write_all`.
     fn send_file(&mut self, file: &File, offset: u64, len: u64) -> io::Result<u64>;
 

@@ -368,7 +368,9 @@ impl TcpStream {
     }
 
     /// Sends `len` bytes of `file` from `offset` with `sendfile(2)`, waiting as needed, and
-    /// returns the bytes sent (less than `len` only if the file is shorter).
+    /// returns the bytes sent: less than `len` when the file is shorter, or when an error
+    /// (a reset, a timeout) came after some bytes had left — as with `write`, the bytes that
+    /// left are reported and the next call returns the error (or `0` at the file's end).
     pub fn sendfile(&self, file: &File, offset: u64, len: u64) -> io::Result<u64> {
         let out = self.inner.io.as_raw_fd();
         let inp = file.as_raw_fd();
@@ -391,7 +393,14 @@ impl TcpStream {
                     }
                 },
                 short(chunk),
-            )?;
+            );
+            let n = match n {
+                Ok(n) => n,
+                // What left before the error is reported (as `write` does); the next call
+                // meets the error again.
+                Err(_) if sent > 0 => break,
+                Err(e) => return Err(e),
+            };
             if n == 0 {
                 break;
             }
