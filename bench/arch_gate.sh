@@ -5,6 +5,7 @@
 #
 #   bench/arch_gate.sh OLD_FIBRA NEW_FIBRA [ROUNDS]
 #   bench/arch_gate.sh /tmp/fibra-old target/release/fibra 2
+#   GATE_SCENARIOS="pipelining h2c" bench/arch_gate.sh OLD NEW 3     # some of them
 #
 # Each server (`fibra hello` or `fibra serve`, one worker, pinned to CPU 0) runs under
 # `valgrind --tool=cachegrind` (user-space instructions; the kernel is not counted), the
@@ -75,7 +76,7 @@ run() {
 
 printf '%-11s %5s %12s %12s %8s\n' scenario round old new new/old
 for round in $(seq "$rounds"); do
-    for scenario in keepalive pipelining file h2c tls; do
+    for scenario in ${GATE_SCENARIOS:-keepalive pipelining file h2c tls}; do
         o=$(run "$old" "$scenario")
         n=$(run "$new" "$scenario")
         printf '%-11s %5s %12s %12s %8s\n' "$scenario" "$round" "$o" "$n" \

@@ -22,7 +22,8 @@
 
 use crate::meta::Encoding;
 use crate::open::{FileData, FileEntry};
-use crate::server::{Answer, FileBody, FileReply, FileServer};
+use crate::reply::{Answer, FileBody, FileReply};
+use crate::server::FileServer;
 use fibra_http::prepared::{Prepared, PreparedBody, PreparedHead, PreparedRef};
 use fibra_http::{FileRange, Request, Response, ResponseBody};
 

@@ -60,6 +60,7 @@ pub mod meta;
 pub mod open;
 pub mod path;
 pub mod range;
+pub mod reply;
 pub mod server;
 pub mod watch;
 

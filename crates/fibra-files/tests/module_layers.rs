@@ -16,7 +16,7 @@ const LAYERS: module_graph::Layers = &[
         "what a file is",
         &["conditional", "listing", "meta", "watch"],
     ),
-    ("open files", &["open"]),
+    ("open files", &["open", "reply"]),
     ("caches", &["cache", "catalog", "compress"]),
     ("the file server", &["handler", "server"]),
 ];

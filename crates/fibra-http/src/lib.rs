@@ -1,10 +1,16 @@
-//! HTTP/1.1 server on fibra fibers: one fiber per connection, handlers in plain blocking Rust.
+//! The protocol engine of fibra: HTTP/1.1, HTTP/2, TLS, WebSocket and the PROXY protocol on
+//! fibra fibers — one fiber per connection (and per HTTP/2 stream), services in plain blocking
+//! Rust.
 //!
-//! A handler is `Fn(Request) -> Response`, where [`Request`] is a thin wrapper with the
+//! A server serves a [`Service`]: every `Fn(Request) -> Response` is one, and so are the
+//! `fibra-files` file server and an application framework's router. [`Request`] is a thin
+//! wrapper with the
 //! accessors of `http::Request<Body>` (the body is a streaming `std::io::Read`; the head is
 //! shared with the parser, see [`request`]) and [`Response`] one with the accessors and
 //! builder of `http::Response<ResponseBody>` (see [`response`]). A body is bytes, a file
-//! range sent with `sendfile`, a streaming writer, or an upgrade.
+//! range sent with `sendfile`, a prepared response ([`prepared`]), a streaming writer, or an
+//! upgrade; [`ResponseBody::collect`] reads any of them into memory (an in-process test
+//! client).
 //!
 //! ```
 //! use std::io::{Read, Write};
@@ -51,7 +57,9 @@
 //! - [`Server::tls`]: the same server over HTTPS (rustls; see [`tls`]);
 //! - [`Server::with_acceptor`]: the same server over any [`Acceptor`] — e.g. a Unix-domain
 //!   socket, [`UnixAcceptor`] — with the same limits, timeouts, stackless idle connections and
-//!   graceful shutdown for every transport;
+//!   graceful shutdown for every transport; [`Server::also_bind`], [`Server::also_tls`] and
+//!   [`Server::also_acceptor`] add more acceptors (plain and TLS, several addresses) to one
+//!   server and runtime;
 //! - [`serve_connection`]: the connection loop on one [`Transport`] of yours (e.g. TLS), from a
 //!   fiber or a plain thread; [`serve_connection_steps`]: the same as a fiber made of steps,
 //!   idle without a stack, for an accept loop of your own.
@@ -63,16 +71,20 @@
 //! connection loop: one keep-alive loop whose idle stage waits without a stack when the
 //! transport can — buffered I/O, decoding, encoding, dispatch, idle stage and lingering close
 //! in one file each), [`access_log`] (the entries the loop makes for an [`AccessLogSink`]),
-//! [`request`] (the handler's request), [`body`] (request bodies), [`response`] (response
-//! bodies), [`files`] (static files), [`client`] (the client side: an incremental response
-//! parser, for load generators and proxies), [`proxy`] (a reverse proxy handler), [`outbox`] (how other fibers send on a
+//! [`request`] (the handler's request; [`Request::server_name`] is the TLS SNI name),
+//! [`body`] (request bodies), [`response`] (responses, their bodies, the one match over body
+//! kinds every protocol writes through), [`prepared`] (responses prepared ahead of time, with
+//! a head for each protocol), [`service`] (what a server serves), [`client`] (the client
+//! side: an incremental response parser, for load generators and proxies), [`outbox`] (how
+//! other fibers send on a
 //! connection its owner fiber reads and writes), [`ws`] (WebSocket after an upgrade),
 //! [`proxy_protocol`] (the PROXY protocol v1/v2 transport, behind a balancer), [`listen_fds`]
 //! (listening sockets inherited through `LISTEN_FDS`: socket activation, binary upgrades),
-//! `server` (accept loops, the connection limit,
-//! graceful shutdown). Internal: `parse` (request heads) and `chunked` (chunked bodies), public
-//! only with the `fuzzing` feature, `date` (the cached `Date` header) and `backoff` (when the
-//! one-entry caches of the last head stop looking).
+//! `server` (the builder, accept loops, the connection limit, graceful shutdown), [`date`]
+//! (the cached `Date` header, UTC calendar fields). Internal: `parse` (request heads) and `chunked` (chunked bodies), public
+//! only with the `fuzzing` feature and `backoff` (when the one-entry caches of the last head
+//! stop looking). Static files and the reverse proxy are the `fibra-files` and `fibra-proxy`
+//! crates.
 
 pub mod acceptor;
 pub mod access_log;

@@ -65,7 +65,7 @@ pub struct Settings {
     pub access_log: bool,
     /// Where the connection loop sends one entry per answered request, with the body bytes
     /// it actually sent (see [`crate::access_log`]); e.g. the combined-format
-    /// [`AccessLog`](crate::files::AccessLog). Independent of `access_log`. `None` costs the
+    /// [`AccessLog`](crate::access_log::AccessLog). Independent of `access_log`. `None` costs the
     /// loop nothing. Default: `None`.
     pub access_log_sink: Option<Arc<dyn AccessLogSink>>,
     /// Called for every handler panic, rejected request and failed `accept` (see

@@ -70,7 +70,8 @@ where
     /// true when it has to wait for input (with the read timeout set for that wait).
     // Forced inline into the keep-alive loop (`Connection::serve`), as LLVM chose to before
     // the body sinks: out of line, a pipelined request costs ~15 more instructions (2 %) in
-    // saves, restores and reloads across the call (bench/arch_gate.sh).
+    // saves, restores and reloads across the call (bench/arch_gate.sh). See also
+    // `Connection::burst_on_shared_stack`.
     #[inline(always)]
     pub(super) fn serve_ready(&self) -> bool {
         let shared = self.shared;

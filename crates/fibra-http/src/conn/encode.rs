@@ -3,7 +3,7 @@
 //! (`write_stream`, the [`StreamSink`] a `BodyWriter` writes to) — and the server's own error
 //! responses (`put_error`).
 
-use std::cell::{RefCell, RefMut};
+use std::cell::RefCell;
 use std::fs::File;
 use std::io::{self, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -203,40 +203,26 @@ fn write_stream<T: Transport>(
 
 /// HTTP/1.1's [`BodySink`]: the connection's write buffer (small bodies go out with the
 /// head), the socket for large ones, `sendfile` for files, chunks for a stream of unknown
-/// length.
+/// length. It holds the connection as `write_response` borrowed it; a stream's writer, which
+/// borrows the connection per call, is kept for `write_response` to run once that borrow has
+/// ended.
 struct Http1Body<'a, T> {
-    cell: &'a RefCell<Shared<T>>,
-    /// The connection, borrowed but while a stream's writer runs (which borrows it per call).
-    sh: Option<RefMut<'a, Shared<T>>>,
-    settings: &'a Settings,
-    chunked: bool,
-}
-
-impl<T: Transport> Http1Body<'_, T> {
-    #[inline(always)]
-    fn sh(&mut self) -> &mut Shared<T> {
-        match &mut self.sh {
-            Some(sh) => sh,
-            None => unreachable!("borrowed again after each stream"),
-        }
-    }
+    sh: &'a mut Shared<T>,
+    stream: Option<(Option<u64>, StreamFn)>,
 }
 
 impl<T: Transport> BodySink for Http1Body<'_, T> {
     #[inline(always)]
     fn bytes(&mut self, data: BodyBytes<'_>) -> io::Result<()> {
-        self.sh().put_bytes(data.as_slice())
+        self.sh.put_bytes(data.as_slice())
     }
     #[inline(always)]
     fn file(&mut self, source: FileSource<'_>, offset: u64, len: u64) -> io::Result<bool> {
-        self.sh().put_file(source.file, offset, len)
+        self.sh.put_file(source.file, offset, len)
     }
     fn stream(&mut self, len: Option<u64>, f: StreamFn) -> io::Result<bool> {
-        drop(self.sh.take());
-        let mut close = false;
-        write_stream(self.cell, len, f, self.chunked, self.settings, &mut close);
-        self.sh = Some(self.cell.borrow_mut());
-        Ok(!close)
+        self.stream = Some((len, f));
+        Ok(true)
     }
 }
 
@@ -319,17 +305,17 @@ pub(super) fn write_response<T: Transport>(
         return Ok(None);
     }
     let mut sink = Http1Body {
-        cell,
-        sh: Some(sh),
-        settings,
-        chunked: framing == Framing::Chunked,
+        sh: &mut sh,
+        stream: None,
     };
     if !send_body(&mut resp.body.kind, &mut sink)? {
         *close = true;
     }
-    let Some(mut sh) = sink.sh else {
-        unreachable!("the body sink gives the connection back")
-    };
+    if let Some((len, f)) = sink.stream {
+        drop(sh);
+        write_stream(cell, len, f, framing == Framing::Chunked, settings, close);
+        sh = cell.borrow_mut();
+    }
     if sh.wbuf.len() > FLUSH_BYTES {
         sh.flush()?;
     }

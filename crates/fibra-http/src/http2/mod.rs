@@ -47,6 +47,8 @@ use crate::settings::Settings;
 use crate::transport::{is_timeout, Transport};
 
 pub mod park;
+mod request_body;
+mod send;
 mod stream;
 pub mod wire;
 

@@ -102,7 +102,7 @@ pub(crate) enum Kind {
     Upgrade(UpgradeFn),
 }
 
-/// The body of a [`Response`].
+/// The body of a [`Response`](super::Response).
 ///
 /// Build it with `From` (`&'static str`, `&'static [u8]`, `String`, `Vec<u8>`, `Bytes`, `()`)
 /// or the constructors below.

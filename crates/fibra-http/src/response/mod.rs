@@ -1,8 +1,8 @@
 //! The response a handler returns: [`Response`] (the head and a [`ResponseBody`]) and its
 //! [`Builder`]. A body is empty, in-memory bytes, a byte range of a file (sent with
 //! `sendfile`), a prepared body, a streaming writer, or an upgrade that takes over the raw
-//! connection ([`body`]); one match over the body kinds hands each to the protocol's sink
-//! ([`send`]); a streaming body writes through a [`BodyWriter`] ([`writer`]).
+//! connection (`body.rs`); one match over the body kinds hands each to the protocol's sink
+//! (`send.rs`); a streaming body writes through a [`BodyWriter`] (`writer.rs`).
 //!
 //! A [`Response`] is a thin wrapper with the accessors of `http::Response<ResponseBody>`
 //! (`new`, `builder`, `status_mut`, `headers_mut`, …) and conversions to and from it. What it

@@ -1,0 +1,134 @@
+//! A stream's request body as the application reads it: [`StreamBody`], the [`BodySource`]
+//! behind the request's [`crate::Body`], reading DATA frames (and giving flow-control window
+//! back as it goes), answering `100 Continue` on the first read, and holding the limit.
+
+use std::cell::RefCell;
+use std::io;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use h2::server::SendResponse;
+use h2::RecvStream;
+use http::{HeaderMap, StatusCode};
+
+use super::park::Parker;
+use super::stream::{h2_error, TOO_LARGE};
+use crate::body::BodySource;
+use crate::error::ProtocolError;
+
+/// The stream's request body, as the [`Body`] source.
+pub(super) struct StreamBody {
+    pub(super) recv: RecvStream,
+    /// The DATA not yet read by the application.
+    pub(super) chunk: Bytes,
+    pub(super) parker: Rc<Parker>,
+    /// Set while a `100 Continue` is owed (sent before the first read).
+    pub(super) respond: Option<Rc<RefCell<SendResponse<Bytes>>>>,
+    pub(super) timeout: std::time::Duration,
+    /// Body bytes still allowed (`Settings::max_body_bytes`).
+    pub(super) left: u64,
+    pub(super) peer: Option<SocketAddr>,
+    /// The connection's TLS server name (SNI).
+    pub(super) server_name: Option<Arc<str>>,
+    /// The request's trailer fields, once the body has ended, until the handler takes them.
+    pub(super) trailers: Option<HeaderMap>,
+    /// Set when the body went past the limit: the server answers with this instead of the
+    /// handler's response.
+    pub(super) rejected: Option<ProtocolError>,
+}
+
+impl StreamBody {
+    /// Waits (up to the body read timeout) for the next DATA and gives its window back to
+    /// the client; `None` at the end of the body.
+    fn next_data(&mut self) -> io::Result<Option<Bytes>> {
+        let recv = &mut self.recv;
+        match self
+            .parker
+            .poll_until(self.timeout, |cx| recv.poll_data(cx))?
+        {
+            Some(Ok(data)) => {
+                let _ = recv.flow_control().release_capacity(data.len());
+                Ok(Some(data))
+            }
+            Some(Err(e)) => Err(h2_error(e)),
+            None => {
+                // After the last DATA: a trailing HEADERS frame, if the client sent one
+                // (already received, so this does not wait).
+                let trailers = self
+                    .parker
+                    .poll_until(self.timeout, |cx| recv.poll_trailers(cx))?;
+                self.trailers = trailers.map_err(h2_error)?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Reads and discards the rest of the body, at most `limit` bytes.
+    pub(super) fn drain(&mut self, limit: u64) {
+        let mut left = limit.saturating_sub(self.chunk.len() as u64);
+        self.chunk.clear();
+        self.respond = None;
+        while !self.recv.is_end_stream() {
+            match self.next_data() {
+                Ok(Some(data)) => match left.checked_sub(data.len() as u64) {
+                    Some(l) => left = l,
+                    None => return,
+                },
+                _ => return,
+            }
+        }
+    }
+}
+
+impl BodySource for StreamBody {
+    fn read_body(&mut self, _seq: u64, out: &mut [u8]) -> io::Result<usize> {
+        if self.chunk.is_empty() {
+            if let Some(respond) = self.respond.take() {
+                let head = http::Response::builder()
+                    .status(StatusCode::CONTINUE)
+                    .body(())
+                    .expect("a valid 100 Continue head");
+                respond
+                    .borrow_mut()
+                    .send_informational(head)
+                    .map_err(h2_error)?;
+            }
+            match self.next_data()? {
+                Some(data) => {
+                    if data.len() as u64 > self.left {
+                        self.left = 0;
+                        self.rejected = Some(TOO_LARGE);
+                        return Err(io::Error::new(
+                            io::ErrorKind::InvalidData,
+                            "request body larger than the limit",
+                        ));
+                    }
+                    self.left -= data.len() as u64;
+                    self.chunk = data;
+                }
+                None => return Ok(0),
+            }
+        }
+        let n = out.len().min(self.chunk.len());
+        out[..n].copy_from_slice(&self.chunk.split_to(n));
+        Ok(n)
+    }
+
+    fn peer_addr(&self) -> Option<SocketAddr> {
+        self.peer
+    }
+
+    fn server_name(&self) -> Option<Arc<str>> {
+        self.server_name.clone()
+    }
+
+    fn remaining_hint(&self, _seq: u64) -> Option<u64> {
+        None
+    }
+
+    fn trailers(&mut self, _seq: u64) -> Option<HeaderMap> {
+        self.trailers.take()
+    }
+}
