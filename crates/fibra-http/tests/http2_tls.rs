@@ -85,3 +85,27 @@ fn http1_client_still_gets_http1() {
     assert_eq!(s.conn.alpn_protocol(), Some(ALPN_HTTP1));
     h.shutdown(std::time::Duration::from_secs(1));
 }
+
+/// After ALPN chose `h2` the server starts HTTP/2 at once: its SETTINGS frame comes before
+/// the client has sent a byte of its preface.
+#[test]
+fn alpn_h2_starts_http2_before_the_client_speaks() {
+    let certs = Certs::new("h2-alpn-first");
+    let h = server(&certs);
+    let mut s = client(&certs, &h, &[ALPN_H2]);
+    // The handshake alone, no application data.
+    while s.conn.is_handshaking() {
+        s.conn.complete_io(&mut s.sock).unwrap();
+    }
+    assert_eq!(s.conn.alpn_protocol(), Some(ALPN_H2));
+    let first = read_frame(&mut s).expect("the server's first frame");
+    assert_eq!((first.ty, first.stream), (SETTINGS, 0), "{first:?}");
+    // And the connection then goes on as usual.
+    let mut out = PREFACE.to_vec();
+    out.extend(frame(SETTINGS, 0, 0, &[]));
+    out.extend(get(1, "/"));
+    s.write_all(&out).unwrap();
+    let data = read_until(&mut s, |f| f.ty == DATA && f.stream == 1).expect("a response");
+    assert_eq!(data.payload, b"HTTP/2.0");
+    h.shutdown(std::time::Duration::from_secs(1));
+}

@@ -71,6 +71,30 @@ impl<T: Transport> Shared<T> {
         self.io.as_mut().ok_or_else(not_connected)
     }
 
+    /// The received bytes not yet consumed (the start of the next head, or of a body).
+    #[inline(always)]
+    pub(super) fn pending(&self) -> &[u8] {
+        &self.rbuf[self.rpos..self.rend]
+    }
+
+    /// Whether received bytes wait to be consumed.
+    #[inline(always)]
+    pub(super) fn has_pending(&self) -> bool {
+        self.rpos < self.rend
+    }
+
+    /// Marks the first `n` pending bytes consumed.
+    #[inline(always)]
+    pub(super) fn consume(&mut self, n: usize) {
+        self.rpos += n;
+    }
+
+    /// Free space at the end of the read buffer.
+    #[inline(always)]
+    pub(super) fn room(&self) -> usize {
+        self.rbuf.len() - self.rend
+    }
+
     // Forced inline: runs on every wake-up (see the comment on this impl block).
     #[inline(always)]
     pub(super) fn flush(&mut self) -> io::Result<()> {

@@ -1,7 +1,9 @@
-//! The dispatch loop: answer every complete request that has arrived (`serve_ready`,
-//! `serve_buffered`), run the handler and send its response (`respond`, `send`), and set the
-//! read timeout for what comes next (`arm_read`). One burst of it runs between two waits of
-//! the idle stage.
+//! The dispatch loop, HTTP/1.1's protocol loop: answer every complete request that has
+//! arrived (`serve_ready`, `serve_buffered`), run the handler and send its response
+//! (`respond`, `send`), and set the read timeout for what comes next (`arm_read`). One burst
+//! of it runs between two waits of the idle stage. The server's own answers are in
+//! `refuse.rs`, the access-log entries in `log.rs`, the hand-offs to an upgrade or HTTP/2 in
+//! `switch.rs`.
 
 use std::cell::RefCell;
 use std::io;
@@ -15,20 +17,18 @@ use std::time::Instant;
 use http::{Method, StatusCode, Version};
 
 use super::buffered::{read_sizes, HotBuffers, Shared};
-use super::decode::{BodyError, BodyState};
+use super::decode::BodyState;
 use super::encode::{bad_101, put_error, write_response};
-use super::reject_log::{log_rejected, log_rejected_request};
+use super::log::log_rejected;
+use super::switch::{names_http, preface, Preface};
 use super::ConnCtl;
-use crate::access_log::{version_text, HeadFields, LogEntry};
 use crate::body::{Body, BodySource};
 use crate::chunked::ChunkedDecoder;
-use crate::error::ProtocolError;
 use crate::parse::{parse_head_cached, BodyKind, Head, HeadCache, RequestHead};
 use crate::request::Request;
-use crate::response::{error_response, is_bodiless, Kind, Response, UpgradeFn, Upgraded};
+use crate::response::{Kind, Response, UpgradeFn};
 use crate::service::Service;
 use crate::settings::Settings;
-use crate::tls::ALPN_H2;
 use crate::transport::{is_timeout, Transport};
 
 thread_local! {
@@ -57,11 +57,11 @@ where
     T: Transport,
     H: Service + ?Sized,
 {
-    fn peer(&self) -> Option<SocketAddr> {
+    pub(super) fn peer(&self) -> Option<SocketAddr> {
         self.shared.borrow().peer
     }
 
-    fn server(&self) -> Option<&str> {
+    pub(super) fn server(&self) -> Option<&str> {
         self.settings.server_header.as_deref()
     }
 
@@ -80,30 +80,21 @@ where
             let drained = {
                 let mut sh = shared.borrow_mut();
                 if !sh.make_room(read_sizes(self.settings).1) {
-                    let e = ProtocolError::new(
-                        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-                        "request head too large",
-                    );
-                    self.settings.report_rejected(sh.peer, e);
-                    log_rejected(
-                        self.settings,
-                        sh.peer,
-                        &sh.rbuf[sh.rpos..sh.rend],
-                        &e,
-                        false,
-                    );
-                    put_error(&mut sh.wbuf, &e, self.server(), false);
-                    sh.linger();
+                    self.head_too_large(&mut sh);
                     return false;
                 }
-                let room = sh.rbuf.len() - sh.rend;
+                let room = sh.room();
                 match sh.try_read_in() {
                     Ok(0) => return false,
                     Ok(n) => {
                         self.ctl.idle.store(false, Ordering::Relaxed);
                         n < room
                     }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
+                    // Nothing yet: wait, unless TLS just agreed on `h2` (then HTTP/2 starts
+                    // now, its SETTINGS first, rather than when the preface arrives).
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        return !(sh.first && self.alpn_chose_h2(&mut sh));
+                    }
                     // A transport whose `try_read` waits (see `Transport::try_read`).
                     Err(e) if is_timeout(&e) => {
                         self.read_timed_out(&mut sh);
@@ -122,26 +113,6 @@ where
         }
     }
 
-    /// Waiting for input timed out: answers 408 if part of a head has arrived; an idle (or
-    /// silent new) connection just ends.
-    // Cold: a timeout ends a connection, at most once.
-    #[cold]
-    pub(super) fn read_timed_out(&self, sh: &mut Shared<T>) {
-        if sh.rpos < sh.rend {
-            let e = ProtocolError::new(StatusCode::REQUEST_TIMEOUT, "request head timeout");
-            self.settings.report_rejected(sh.peer, e);
-            log_rejected(
-                self.settings,
-                sh.peer,
-                &sh.rbuf[sh.rpos..sh.rend],
-                &e,
-                false,
-            );
-            put_error(&mut sh.wbuf, &e, self.server(), false);
-            sh.linger();
-        }
-    }
-
     /// After answering what was complete: sends the responses and sets the read timeout for
     /// what comes next (idle between requests, else what is left of the head deadline).
     /// False when the connection must end instead (shutdown while idle, head deadline
@@ -152,7 +123,7 @@ where
         if sh.flush().is_err() {
             return false;
         }
-        let partial = sh.rpos < sh.rend;
+        let partial = sh.has_pending();
         if !partial && !sh.first {
             ctl.idle.store(true, Ordering::Relaxed);
             if ctl.shutting_down.load(Ordering::Relaxed) {
@@ -182,16 +153,14 @@ where
         loop {
             let head = {
                 let mut sh = shared.borrow_mut();
-                if sh.rpos >= sh.rend {
+                if !sh.has_pending() {
                     return true;
                 }
                 if sh.first && self.ctl.h2 {
-                    let negotiated = sh.io.as_ref().is_some_and(|io| io.alpn() == Some(ALPN_H2));
-                    match preface(&sh.rbuf[sh.rpos..sh.rend]) {
-                        _ if negotiated => {
-                            sh.h2 = true;
-                            return false;
-                        }
+                    if self.alpn_chose_h2(&mut sh) {
+                        return false;
+                    }
+                    match preface(sh.pending()) {
                         Preface::No => {}
                         Preface::Partial => return true,
                         Preface::Whole => {
@@ -206,14 +175,10 @@ where
                 // this thread, and the reference is only used for the parse below. (Parsed
                 // outside `with`, the head is not copied out of the closure's result.)
                 let cache = unsafe { &*cache };
-                let parsed = parse_head_cached(
-                    &sh.rbuf[sh.rpos..sh.rend],
-                    settings,
-                    &mut cache.borrow_mut(),
-                );
+                let parsed = parse_head_cached(sh.pending(), settings, &mut cache.borrow_mut());
                 match parsed {
                     Ok(Some((head, n))) => {
-                        sh.rpos += n;
+                        sh.consume(n);
                         sh.head_deadline = None;
                         if sh.first {
                             sh.first = false;
@@ -230,13 +195,13 @@ where
                     Ok(None) => return true,
                     Err(e) => {
                         settings.report_rejected(sh.peer, e);
-                        if sh.first && self.ctl.h2 && !names_http(&sh.rbuf[sh.rpos..sh.rend]) {
+                        if sh.first && self.ctl.h2 && !names_http(sh.pending()) {
                             // Not HTTP/1.x at all, where HTTP/2 is on: most likely a broken
                             // HTTP/2 preface, which RFC 9113 §3.4 makes a connection error. An
                             // HTTP/1.1 answer would mean nothing to such a client: close.
                             return false;
                         }
-                        log_rejected(settings, sh.peer, &sh.rbuf[sh.rpos..sh.rend], &e, false);
+                        log_rejected(settings, sh.peer, sh.pending(), &e, false);
                         put_error(&mut sh.wbuf, &e, self.server(), false);
                         sh.linger();
                         return false;
@@ -246,107 +211,6 @@ where
             if !self.respond(head) {
                 return false;
             }
-        }
-    }
-
-    /// The handler panicked: reports it and answers 500 (rare paths of [`Conn::respond`] are out
-    /// of line so the code a request runs stays together).
-    #[cold]
-    #[inline(never)]
-    fn handler_panicked(&self, p: Box<dyn std::any::Any + Send>) -> Response {
-        self.settings.report_caught(self.peer(), p);
-        error_response(StatusCode::INTERNAL_SERVER_ERROR, "internal server error")
-    }
-
-    /// Reading the request body failed while the handler ran: answers the error (the handler's
-    /// response is dropped) and ends the connection.
-    // Cold and out of line: a rare path of `respond` (see `handler_panicked`).
-    #[cold]
-    #[inline(never)]
-    fn body_failed(
-        &self,
-        sh: &mut Shared<T>,
-        e: BodyError,
-        is_head: bool,
-        logged: Option<&Rc<RequestHead>>,
-    ) {
-        let e = match e {
-            BodyError::Protocol(e) => e,
-            BodyError::Timeout => {
-                ProtocolError::new(StatusCode::REQUEST_TIMEOUT, "request body timeout")
-            }
-            BodyError::Io => {
-                let _ = sh.flush();
-                return;
-            }
-        };
-        self.settings.report_rejected(sh.peer, e);
-        if let Some(req) = logged {
-            log_rejected_request(self.settings, sh.peer, req, &e, is_head);
-        }
-        put_error(&mut sh.wbuf, &e, self.server(), is_head);
-        sh.linger();
-    }
-
-    /// Makes the access-log entry of a request whose response was just written (or
-    /// buffered), with the body bytes sent, and hands it to the sinks
-    /// (`Settings::access_log_sink`, `Settings::access_log`).
-    // Cold and out of line: logging is off by default; the request path stays compact.
-    #[cold]
-    #[inline(never)]
-    fn log_access(&self, req: &RequestHead, resp: &Response, is_head: bool, failed: bool) {
-        let status = resp.status();
-        let (peer, body_sent) = {
-            let mut sh = self.shared.borrow_mut();
-            (sh.peer, sh.body_sent.take())
-        };
-        let bodiless = is_head || is_bodiless(status);
-        // After a failed write, only what is known to have left counts.
-        let bytes = match body_sent {
-            _ if bodiless => 0,
-            Some(n) => n,
-            None if failed => 0,
-            None => resp.body().len().unwrap_or(0),
-        };
-        let uri = &req.uri;
-        let absolute;
-        let target = if uri.scheme().is_some() || uri.authority().is_some() {
-            absolute = uri.to_string();
-            absolute.as_str()
-        } else {
-            uri.path_and_query().map_or(uri.path(), |pq| pq.as_str())
-        };
-        let line = (req.method.as_str(), target, version_text(req.version));
-        let fields = HeadFields::of(&req.headers, &req.uri);
-        let entry = LogEntry::of(peer, line, fields, status.as_u16(), bytes);
-        self.settings.log_access(&entry);
-    }
-
-    /// After a 101: hands the raw connection (and what was read past the request) to `f`.
-    // Cold and out of line: an upgrade ends the loop, at most once per connection.
-    #[cold]
-    #[inline(never)]
-    fn run_upgrade(&self, f: UpgradeFn) {
-        let mut sh = self.shared.borrow_mut();
-        if sh.flush().is_err() {
-            return;
-        }
-        let Some(io) = sh.io.take() else { return };
-        let buffered = sh.rbuf[sh.rpos..sh.rend].to_vec();
-        let _ = io.set_read_timeout(None);
-        drop(sh);
-        // Graceful shutdown reaches the upgraded connection through this (one that began
-        // after shutdown did finds it set already).
-        let going_away = self.ctl.going_away.map(|cell| {
-            let g = cell.get_or_init(Default::default).clone();
-            if self.ctl.shutting_down.load(Ordering::SeqCst) {
-                g.set();
-            }
-            g
-        });
-        let up = Upgraded::new(Box::new(io), buffered, going_away);
-        if let Err(p) = catch_unwind(AssertUnwindSafe(|| f(up))) {
-            self.settings.report_caught(self.peer(), p);
         }
     }
 
@@ -435,7 +299,7 @@ where
             close = true;
         }
         if close {
-            if client_closes && sh.rpos == sh.rend && matches!(sh.body, BodyState::Done) {
+            if client_closes && !sh.has_pending() && matches!(sh.body, BodyState::Done) {
                 sh.close_now();
             } else {
                 sh.linger();
@@ -471,7 +335,7 @@ where
                 return None;
             }
             if !*close && !matches!(sh.body, BodyState::Done) {
-                let buffered = (sh.rend - sh.rpos) as u64;
+                let buffered = sh.pending().len() as u64;
                 *close = sh.continue_pending
                     || matches!(sh.body, BodyState::Length(n) if n.saturating_sub(buffered) > settings.max_drain_bytes);
             }
@@ -517,42 +381,4 @@ where
     ) -> Option<Option<UpgradeFn>> {
         self.send(resp, is_head, http11, close, logged)
     }
-}
-
-/// How far the start of a connection's input matches the HTTP/2 preface.
-enum Preface {
-    No,
-    /// Every byte so far matches, but the preface is not complete.
-    Partial,
-    Whole,
-}
-
-/// Compares the first bytes of a connection with the HTTP/2 client preface (no HTTP/1.1
-/// request starts with `PRI * HTTP/2.0`).
-fn preface(input: &[u8]) -> Preface {
-    let p = crate::http2::PREFACE;
-    let n = input.len().min(p.len());
-    if input[..n] != p[..n] {
-        Preface::No
-    } else if n < p.len() {
-        Preface::Partial
-    } else {
-        Preface::Whole
-    }
-}
-
-/// Whether the first line of `input` could be an HTTP/1.x request line, malformed or not:
-/// it names an HTTP version (`HTTP/` after a space), or its target is a path, or it is not
-/// a line of printable words at all (binary input such as a TLS ClientHello, which gets the
-/// usual `400`). What is left is a line of words in another protocol, such as a broken
-/// HTTP/2 preface.
-fn names_http(input: &[u8]) -> bool {
-    let line = input.split(|&b| b == b'\n').next().unwrap_or(input);
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    memchr::memmem::find(line, b" HTTP/").is_some()
-        || line
-            .split(|&b| b == b' ')
-            .nth(1)
-            .is_some_and(|target| target.starts_with(b"/"))
-        || !line.iter().all(|&b| (b' '..=b'~').contains(&b))
 }

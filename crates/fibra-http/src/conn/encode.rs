@@ -304,17 +304,24 @@ pub(super) fn write_response<T: Transport>(
     if is_head || no_framing {
         return Ok(None);
     }
-    let mut sink = Http1Body {
-        sh: &mut sh,
-        stream: None,
-    };
-    if !send_body(&mut resp.body.kind, &mut sink)? {
-        *close = true;
-    }
-    if let Some((len, f)) = sink.stream {
-        drop(sh);
-        write_stream(cell, len, f, framing == Framing::Chunked, settings, close);
-        sh = cell.borrow_mut();
+    // Bytes in memory (most responses) straight into the buffer; any other body through the
+    // one match over the body kinds. (All through `send_body`, a pipelined request cost ~10
+    // more instructions, 1.4 %: bench/arch_gate.sh.)
+    if let Some(bytes) = resp.body.as_bytes() {
+        sh.put_bytes(bytes)?;
+    } else {
+        let mut sink = Http1Body {
+            sh: &mut sh,
+            stream: None,
+        };
+        if !send_body(&mut resp.body.kind, &mut sink)? {
+            *close = true;
+        }
+        if let Some((len, f)) = sink.stream {
+            drop(sh);
+            write_stream(cell, len, f, framing == Framing::Chunked, settings, close);
+            sh = cell.borrow_mut();
+        }
     }
     if sh.wbuf.len() > FLUSH_BYTES {
         sh.flush()?;

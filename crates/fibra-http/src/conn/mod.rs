@@ -46,7 +46,9 @@ mod dispatch;
 mod encode;
 mod idle;
 mod linger;
-mod reject_log;
+mod log;
+mod refuse;
+mod switch;
 #[cfg(test)]
 mod tests;
 
@@ -269,7 +271,7 @@ where
         Served::Http2 => {
             let (io, early) = {
                 let mut sh = c.shared.borrow_mut();
-                let early = sh.rbuf[sh.rpos..sh.rend].to_vec();
+                let early = sh.pending().to_vec();
                 (sh.io.take(), early)
             };
             match io {

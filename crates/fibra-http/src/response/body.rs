@@ -195,7 +195,10 @@ impl ResponseBody {
     pub fn is_empty(&self) -> bool {
         self.len() == Some(0)
     }
-    /// The bytes of an in-memory body (`None` for files, streams and upgrades).
+    /// The bytes of an in-memory body (`None` for files, streams and upgrades). The
+    /// protocols send such a body straight from here: a new kind of in-memory body answers
+    /// it (and `send.rs`'s match), nothing in a protocol's code.
+    #[inline]
     pub fn as_bytes(&self) -> Option<&[u8]> {
         match &self.kind {
             Kind::Empty => Some(&[]),

@@ -1,4 +1,6 @@
-//! Access-log entries for requests the server answered itself before (or instead of) the
+//! The access-log entries the HTTP/1.1 loop makes (through `LogEntry::of`, the one builder
+//! every protocol uses): for each answered request with the body bytes that left
+//! (`log_access`), and for requests the server answered itself before (or instead of) the
 //! application: 400, 408, 413, 414, 431 and the like. nginx logs these too; an operator
 //! looking for a misbehaving client needs them more than the ordinary ones.
 //!
@@ -9,10 +11,60 @@
 
 use std::net::SocketAddr;
 
+use super::dispatch::Conn;
 use crate::access_log::{version_text, HeadFields, LogEntry};
 use crate::error::ProtocolError;
 use crate::parse::RequestHead;
+use crate::response::{is_bodiless, Response};
+use crate::service::Service;
 use crate::settings::Settings;
+use crate::transport::Transport;
+
+impl<T, H> Conn<'_, T, H>
+where
+    T: Transport,
+    H: Service + ?Sized,
+{
+    /// Makes the access-log entry of a request whose response was just written (or
+    /// buffered), with the body bytes sent, and hands it to the sinks
+    /// (`Settings::access_log_sink`, `Settings::access_log`).
+    // Cold and out of line: logging is off by default; the request path stays compact.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn log_access(
+        &self,
+        req: &RequestHead,
+        resp: &Response,
+        is_head: bool,
+        failed: bool,
+    ) {
+        let status = resp.status();
+        let (peer, body_sent) = {
+            let mut sh = self.shared.borrow_mut();
+            (sh.peer, sh.body_sent.take())
+        };
+        let bodiless = is_head || is_bodiless(status);
+        // After a failed write, only what is known to have left counts.
+        let bytes = match body_sent {
+            _ if bodiless => 0,
+            Some(n) => n,
+            None if failed => 0,
+            None => resp.body().len().unwrap_or(0),
+        };
+        let uri = &req.uri;
+        let absolute;
+        let target = if uri.scheme().is_some() || uri.authority().is_some() {
+            absolute = uri.to_string();
+            absolute.as_str()
+        } else {
+            uri.path_and_query().map_or(uri.path(), |pq| pq.as_str())
+        };
+        let line = (req.method.as_str(), target, version_text(req.version));
+        let fields = HeadFields::of(&req.headers, &req.uri);
+        let entry = LogEntry::of(peer, line, fields, status.as_u16(), bytes);
+        self.settings.log_access(&entry);
+    }
+}
 
 /// Longest request line taken from the received bytes (the default head limit).
 const MAX_LINE: usize = 16 * 1024;
