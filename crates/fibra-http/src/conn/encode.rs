@@ -46,7 +46,24 @@ impl<T: Transport> Shared<T> {
     #[inline(never)]
     pub(super) fn put_large(&mut self, b: &[u8]) -> io::Result<()> {
         self.flush()?;
-        self.io()?.write_all(b)
+        let io = self.io()?;
+        let mut written = 0;
+        let res = loop {
+            if written == b.len() {
+                break Ok(());
+            }
+            match io.write(&b[written..]) {
+                Ok(0) => break Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => written += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => break Err(e),
+            }
+        };
+        if res.is_err() {
+            // What the transport took counts in the access log (as for a file).
+            self.body_sent = Some(written as u64);
+        }
+        res
     }
 
     /// Sends a file range; returns false if the file was shorter than promised. On failure
