@@ -104,11 +104,17 @@ impl<T: Transport> Shared<T> {
         while res.is_ok() && sent < len {
             let piece = (len - sent).min(SEND_FILE_PIECE);
             match crate::transport::send_file(io, file, offset + sent, piece) {
-                // The file ended.
-                Ok(0) => break,
-                // Fewer than asked: the file's end, or an error after some bytes; the next
-                // call tells which (0, or the error), and the bytes that left are counted.
-                Ok(n) => sent += n,
+                Ok(n) => {
+                    sent += n;
+                    // Fewer than asked: the file ended, or the connection failed after some
+                    // bytes (`sendfile` then reports what left); either way the promised
+                    // length cannot be met and the connection closes. (Calling again to tell
+                    // the two apart would wait for a writable edge that a short file never
+                    // brings.)
+                    if n < piece {
+                        break;
+                    }
+                }
                 Err(e) => res = Err(e),
             }
         }
