@@ -1,4 +1,4 @@
-//! Making a TCP server's listening sockets: [`listen_tcp`] creates one, and [`TcpListeners`]
+//! Making a TCP server's listening sockets: [`listen_tcp`] creates one, and `TcpListeners`
 //! hands a listener to each worker — descriptors of one shared socket, or, with
 //! `SO_REUSEPORT` asked for explicitly, a socket per worker.
 //!

@@ -18,11 +18,15 @@
 //!   flushing, reading what has arrived, lending the worker's hot buffers;
 //! - `decode`: request body framing and reading (`BodyState`, the `BodySource` of a `Body`),
 //!   draining unread bodies;
-//! - `encode`: response heads and bodies (bytes, files, streams) and the server's own errors;
-//! - `dispatch`: one burst — parse, run the handler, send, re-arm the read timeout;
+//! - `compose`: response heads as HTTP/1.1 bytes (the only place they are written);
+//! - `encode`: the head, then the body through HTTP/1.1's body sink (`Http1Body`, for
+//!   `crate::response`'s one match over body kinds), and the server's own error pages;
+//! - `dispatch`: one burst — parse, run the service, send, re-arm the read timeout;
+//! - `refuse`: the server's own answers (408, 431, body errors, 500);
+//! - `switch`: the hand-offs to an upgrade or to HTTP/2 (preface or ALPN);
 //! - `idle`: the idle stage, stackless or on the stack;
 //! - `linger`: lingering close;
-//! - `reject_log`: access-log entries for the requests the server refused itself.
+//! - `log`: the access-log entries of answered and refused requests.
 
 use std::cell::RefCell;
 use std::io;

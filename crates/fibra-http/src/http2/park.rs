@@ -45,7 +45,7 @@ impl Parker {
     }
 
     /// A parker whose waker notifies `notify`, which others may notify too (graceful
-    /// shutdown's [`crate::going_away::GoingAway`]).
+    /// shutdown's `GoingAway`).
     pub fn with_notify(notify: Arc<Notify>) -> Parker {
         let woken = Arc::new(Woken(notify));
         let waker = Waker::from(woken.clone());
