@@ -1,5 +1,5 @@
 //! What the file server answers: [`FileReply`] (status, header fields, a [`FileBody`]), and
-//! the common case apart ([`Answer::Whole`]: a whole cached file with its prepared head).
+//! the common case apart (`Answer::Whole`: a whole cached file with its prepared head).
 
 use std::fs::File;
 use std::sync::Arc;
