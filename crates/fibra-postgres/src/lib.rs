@@ -1,6 +1,6 @@
 //! # fibra-postgres — PostgreSQL from fibers, with a blocking API
 //!
-//! A PostgreSQL client for [fibra](fibra) fibers on the runtime-agnostic halves of
+//! A PostgreSQL client for [fibra] fibers on the runtime-agnostic halves of
 //! rust-postgres (`postgres-protocol` for the wire format and authentication,
 //! `postgres-types` for values). Calls block the calling fiber; its worker thread runs other
 //! fibers meanwhile, and no worker thread ever blocks on the database.
