@@ -149,9 +149,10 @@ impl Endpoints {
         self.health.is_some() || self.metrics.is_some()
     }
 
-    /// From now on health answers 503.
+    /// From now on health answers 503. (Release, with the health check's Acquire: a client
+    /// told 503 is answered by a server whose own drain, started before, is seen.)
     pub fn set_draining(&self) {
-        self.draining.store(true, Ordering::Relaxed);
+        self.draining.store(true, Ordering::Release);
     }
 
     /// Where the open connections are counted (known once the server runs).
@@ -194,7 +195,7 @@ impl Endpoints {
                 .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
             return r;
         }
-        if self.draining.load(Ordering::Relaxed) {
+        if self.draining.load(Ordering::Acquire) {
             text(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "draining\n".into(),

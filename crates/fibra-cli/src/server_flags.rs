@@ -308,6 +308,9 @@ impl ServerFlags {
                     }
                     match crate::upgrade::start_new_binary(&handed, &names) {
                         Ok(pid) => {
+                            // Draining before the health check says so: a client that sees
+                            // 503 knows this process closes after each answer.
+                            handle.begin_drain();
                             endpoints.set_draining();
                             eprintln!(
                                 "{name}: SIGUSR2, the new binary (pid {pid}) serves; draining"

@@ -3,7 +3,8 @@
 //! is ready, and the old one drains: a request in flight is answered (with
 //! `Connection: close`), a keep-alive connection's next request likewise, an idle
 //! connection is closed after the grace, new connections are served (by the new process),
-//! and the old process exits with success. Twice in a row.
+//! and the old process exits with success. Twice in a row. The old process's health check
+//! fails once it drains, which tells the test when to go on.
 
 mod ops_util;
 
@@ -60,12 +61,26 @@ fn upgrade_once(addr: &str, pid_file: &Path, old: u32) -> u32 {
     body_half
         .write_all(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n01234")
         .unwrap();
+    // A connection to the old process that asks for its health until it says it drains.
+    let mut probe = connect(addr);
     // Both reached the server before the signal: it answers them, not the new process.
     std::thread::sleep(Duration::from_millis(200));
 
     // SAFETY: sends a signal to a process this test started.
     assert_eq!(unsafe { libc::kill(old as libc::pid_t, libc::SIGUSR2) }, 0);
     let new = wait_for(|| read_pid(pid_file).filter(|&p| p != old)).expect("a new pid file");
+    // The new process writes its pid file before the old one hears it is ready: wait until
+    // the old one drains (its health check fails once it does), so that what follows is
+    // answered by a draining server.
+    let draining = wait_for(|| {
+        probe
+            .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            .unwrap();
+        let (head, _) = response(&mut probe);
+        head.starts_with("http/1.1 503").then_some(head)
+    })
+    .expect("the old process drains");
+    assert!(draining.contains("connection: close"), "{draining}");
 
     head_half.write_all(b"\r\n").unwrap();
     let (head, body) = response(&mut head_half);
@@ -110,6 +125,8 @@ fn sigusr2_hands_the_socket_to_a_new_process_twice() {
         "60",
         "--pid-file",
         &pid_arg,
+        "--health",
+        "/healthz",
     ]));
     let addr = first.addr();
     let p1 = wait_for(|| read_pid(&pid_file)).expect("pid file");

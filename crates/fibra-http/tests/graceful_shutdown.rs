@@ -69,3 +69,48 @@ fn grace_deadline_force_closes() {
     srv.shutdown(Duration::from_millis(100));
     assert!(!read_to_close(&mut s).contains("too late"));
 }
+
+/// `ServerHandle::begin_drain`: from the moment it returns, a keep-alive connection's next
+/// request is answered with `Connection: close` (and the connection then closes), an idle
+/// connection stays open, and no new connection is accepted; `drain` then finishes.
+#[test]
+fn begin_drain_takes_effect_before_it_returns() {
+    let handle = fibra_http::Server::bind("127.0.0.1:0")
+        .workers(1)
+        .serve(hello)
+        .unwrap();
+    let addr = handle.local_addr();
+    let mut kept = connect(addr);
+    let (head, _) = get(&mut kept, "/");
+    assert!(
+        !head.to_ascii_lowercase().contains("connection: close"),
+        "{head}"
+    );
+    let idle = connect(addr);
+    assert!(wait_until(|| handle.connections() == 2));
+
+    handle.begin_drain();
+    let (head, body) = get(&mut kept, "/");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(
+        head.to_ascii_lowercase().contains("connection: close"),
+        "{head}"
+    );
+    assert_eq!(body, b"hello");
+    assert_eq!(read_to_close(&mut kept), "");
+    // The idle one is still open. A new connection is not served as a kept one: an accept
+    // already under way when the drain began may still take it, and then it is answered
+    // with `Connection: close`; otherwise it gets nothing.
+    assert!(wait_until(|| handle.connections() == 1));
+    if let Ok(mut late) = std::net::TcpStream::connect(addr) {
+        late.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let _ = late.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+        let mut got = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut late, &mut got);
+        let got = String::from_utf8_lossy(&got).to_ascii_lowercase();
+        assert!(got.is_empty() || got.contains("connection: close"), "{got}");
+    }
+    handle.drain(Duration::ZERO, Duration::from_secs(5));
+    assert_eq!(handle.connections(), 0);
+    drop(idle);
+}

@@ -100,6 +100,16 @@ impl ServerHandle {
         self.stop(Stop { idle_grace, grace })
     }
 
+    /// Starts a drain without waiting for it: from now on the server accepts no connection
+    /// and answers each request with `Connection: close` (closing the connection after it),
+    /// while idle connections stay open; [`drain`](Self::drain) (or
+    /// [`shutdown`](Self::shutdown)) then finishes it. For a handover that must be under way
+    /// before anything else says so (a health check turning 503, say).
+    pub fn begin_drain(&self) {
+        self.state.shutting_down.store(true, Ordering::SeqCst);
+        self.state.slot_freed.notify_all();
+    }
+
     fn stop(&self, stop: Stop) {
         let _ = self.cmd.send(stop);
         let mut done = self.state.done.lock().unwrap_or_else(|e| e.into_inner());
