@@ -82,7 +82,6 @@ impl Prepared for FileEntry {
             FileData::Memory(bytes) => PreparedBody::Memory(bytes),
             FileData::Open(f) => PreparedBody::File {
                 file: f.get(),
-                shared: f.shared(),
                 len: file.size,
             },
         }

@@ -136,8 +136,6 @@ pub enum PreparedBody<'a> {
     File {
         /// The file, to read or send from.
         file: &'a File,
-        /// The same file, to share with a body that outlives this borrow.
-        shared: &'a Arc<File>,
         /// Bytes to send.
         len: u64,
     },

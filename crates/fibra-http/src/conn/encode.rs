@@ -15,7 +15,7 @@ use super::compose::{compose, put_head, put_raw_head, ConnHeader, Framing, HeadO
 use crate::error::ProtocolError;
 use crate::lazy::NO_HEADERS;
 use crate::response::{
-    is_bodiless, send_body, BodyBytes, BodySink, BodyWriter, FileSource, Kind, Response, StreamFn,
+    append_file, is_bodiless, send_body, BodyBytes, BodySink, BodyWriter, Kind, Response, StreamFn,
     StreamSink, UpgradeFn, FLUSH_BYTES, INLINE_FILE_BYTES,
 };
 use crate::settings::Settings;
@@ -71,24 +71,9 @@ impl<T: Transport> Shared<T> {
     // Out of line: keeps the file path (and its head-before-body write) out of `write_response`.
     #[inline(never)]
     pub(super) fn put_file(&mut self, file: &File, offset: u64, len: u64) -> io::Result<bool> {
-        use std::os::unix::fs::FileExt;
         if len <= INLINE_FILE_BYTES {
-            let start = self.wbuf.len();
             let len = len as usize;
-            self.wbuf.resize(start + len, 0);
-            let mut got = 0;
-            while got < len {
-                match file.read_at(&mut self.wbuf[start + got..], offset + got as u64) {
-                    Ok(0) => break,
-                    Ok(n) => got += n,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => {
-                        self.wbuf.truncate(start);
-                        return Err(e);
-                    }
-                }
-            }
-            self.wbuf.truncate(start + got);
+            let got = append_file(&mut self.wbuf, file, offset, len)?;
             if got != len {
                 self.body_sent = Some(got as u64);
             }
@@ -240,8 +225,8 @@ impl<T: Transport> BodySink for Http1Body<'_, T> {
         self.sh.put_bytes(data.as_slice())
     }
     #[inline(always)]
-    fn file(&mut self, source: FileSource<'_>, offset: u64, len: u64) -> io::Result<bool> {
-        self.sh.put_file(source.file, offset, len)
+    fn file(&mut self, file: &File, offset: u64, len: u64) -> io::Result<bool> {
+        self.sh.put_file(file, offset, len)
     }
     fn stream(&mut self, len: Option<u64>, f: StreamFn) -> io::Result<bool> {
         self.stream = Some((len, f));

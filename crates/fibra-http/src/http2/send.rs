@@ -17,8 +17,8 @@ use super::park::Parker;
 use super::stream::h2_error;
 use crate::date::with_date;
 use crate::response::{
-    error_response, is_bodiless, send_body, BodyBytes, BodySink, BodyWriter, FileSource, Kind,
-    Response, StreamFn, StreamSink,
+    error_response, is_bodiless, send_body, BodyBytes, BodySink, BodyWriter, Kind, Response,
+    StreamFn, StreamSink,
 };
 use crate::settings::Settings;
 use crate::transport::skip_to_line_offset;
@@ -166,16 +166,12 @@ impl BodySink for Http2Body<'_> {
         Ok(())
     }
 
-    fn file(&mut self, source: FileSource<'_>, offset: u64, len: u64) -> io::Result<bool> {
+    fn file(&mut self, file: &File, offset: u64, len: u64) -> io::Result<bool> {
         let (last, parker, timeout) = (self.last, self.parker, self.timeout);
         let mut sent = 0;
-        let out = match &mut self.out {
-            Some(out) => out,
-            None => unreachable!("given back after each stream"),
-        };
         let result = send_file(
-            out,
-            source.file,
+            self.out(),
+            file,
             offset,
             len,
             last,

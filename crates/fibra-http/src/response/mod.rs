@@ -49,7 +49,7 @@ mod writer;
 pub(crate) use body::Kind;
 pub use body::{FileRange, ResponseBody, StreamFn, UpgradeFn, INLINE_FILE_BYTES};
 pub use send::Collected;
-pub(crate) use send::{send_body, BodyBytes, BodySink, FileSource};
+pub(crate) use send::{append_file, send_body, BodyBytes, BodySink};
 pub use writer::BodyWriter;
 pub(crate) use writer::{StreamSink, FLUSH_BYTES};
 

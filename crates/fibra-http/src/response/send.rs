@@ -6,7 +6,6 @@
 
 use std::fs::File;
 use std::io;
-use std::sync::Arc;
 
 use bytes::Bytes;
 use http::HeaderMap;
@@ -48,15 +47,6 @@ impl BodyBytes<'_> {
     }
 }
 
-/// The file a file body is sent from.
-pub(crate) struct FileSource<'a> {
-    /// To read or send from.
-    pub(crate) file: &'a File,
-    /// The same file, for a sink that keeps it past this call.
-    #[allow(dead_code)] // no sink keeps it yet; HTTP/3's may
-    pub(crate) shared: &'a Arc<File>,
-}
-
 /// Where a protocol puts a response body. The head has been sent (or buffered) before;
 /// the connection frames the body (a length, chunks, DATA frames) and ends it after.
 pub(crate) trait BodySink {
@@ -64,7 +54,7 @@ pub(crate) trait BodySink {
     fn bytes(&mut self, data: BodyBytes<'_>) -> io::Result<()>;
     /// Sends `len` bytes of `file` from `offset`. `Ok(false)` when the file held fewer (what
     /// it held was sent): the promised length cannot be met.
-    fn file(&mut self, file: FileSource<'_>, offset: u64, len: u64) -> io::Result<bool>;
+    fn file(&mut self, file: &File, offset: u64, len: u64) -> io::Result<bool>;
     /// Runs a streamed body's writer `f` (of declared length `len`, if any) over this sink.
     /// `Ok(false)` when the body ended early or failed in a way that spoils the message.
     fn stream(&mut self, len: Option<u64>, f: StreamFn) -> io::Result<bool>;
@@ -82,19 +72,10 @@ pub(crate) fn send_body<S: BodySink + ?Sized>(kind: &mut Kind, sink: &mut S) -> 
         Kind::Static(b) => sink.bytes(BodyBytes::Static(b)).map(|()| true),
         Kind::Vec(v) => sink.bytes(BodyBytes::Owned(v)).map(|()| true),
         Kind::Bytes(b) => sink.bytes(BodyBytes::Shared(b)).map(|()| true),
-        Kind::File(r) => {
-            let (offset, len) = (r.offset(), r.len());
-            let source = FileSource {
-                file: r.file(),
-                shared: r.file(),
-            };
-            sink.file(source, offset, len)
-        }
+        Kind::File(r) => sink.file(r.file(), r.offset(), r.len()),
         Kind::Prepared(p) => match p.body() {
             PreparedBody::Memory(b) => sink.bytes(BodyBytes::Shared(b)).map(|()| true),
-            PreparedBody::File { file, shared, len } => {
-                sink.file(FileSource { file, shared }, 0, len)
-            }
+            PreparedBody::File { file, len } => sink.file(file, 0, len),
         },
         Kind::Stream { .. } => {
             let Kind::Stream { len, f } = std::mem::replace(kind, Kind::Empty) else {
@@ -103,6 +84,35 @@ pub(crate) fn send_body<S: BodySink + ?Sized>(kind: &mut Kind, sink: &mut S) -> 
             sink.stream(len, f)
         }
     }
+}
+
+/// Appends `len` bytes of `file` from `offset` to `out` with positional reads (the file's own
+/// offset is left alone: it may be shared); returns how many there were (fewer when the file
+/// is shorter). On an error `out` is as it was.
+#[inline]
+pub(crate) fn append_file(
+    out: &mut Vec<u8>,
+    file: &File,
+    offset: u64,
+    len: usize,
+) -> io::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    let start = out.len();
+    out.resize(start + len, 0);
+    let mut got = 0;
+    while got < len {
+        match file.read_at(&mut out[start + got..], offset + got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                out.truncate(start);
+                return Err(e);
+            }
+        }
+    }
+    out.truncate(start + got);
+    Ok(got)
 }
 
 /// A whole body in memory: what [`ResponseBody::collect`] gives.
@@ -136,29 +146,9 @@ impl BodySink for Memory {
         self.out.extend_from_slice(data.as_slice());
         Ok(())
     }
-    fn file(&mut self, file: FileSource<'_>, offset: u64, len: u64) -> io::Result<bool> {
-        use std::os::unix::fs::FileExt;
-        // Positional reads: the file's own offset is left alone (it may be shared).
-        let before = self.out.len();
+    fn file(&mut self, file: &File, offset: u64, len: u64) -> io::Result<bool> {
         let len = usize::try_from(len).map_err(|_| io::ErrorKind::OutOfMemory)?;
-        self.out.resize(before + len, 0);
-        let mut got = 0;
-        while got < len {
-            match file
-                .file
-                .read_at(&mut self.out[before + got..], offset + got as u64)
-            {
-                Ok(0) => break,
-                Ok(n) => got += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    self.out.truncate(before);
-                    return Err(e);
-                }
-            }
-        }
-        self.out.truncate(before + got);
-        Ok(got == len)
+        Ok(append_file(&mut self.out, file, offset, len)? == len)
     }
     fn stream(&mut self, len: Option<u64>, f: StreamFn) -> io::Result<bool> {
         let cell = std::cell::RefCell::new(std::mem::take(self));
@@ -218,6 +208,8 @@ impl ResponseBody {
 #[cfg(test)]
 mod tests {
     use std::io::Write;
+
+    use std::sync::Arc;
 
     use super::*;
     use crate::response::FileRange;
