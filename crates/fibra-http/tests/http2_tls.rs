@@ -6,15 +6,11 @@ mod h2_util;
 mod tls_util;
 
 use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::sync::Arc;
 
 use fibra_http::tls::{server_config_from_pem, ALPN_H2, ALPN_HTTP1};
 use fibra_http::{Request, Response, Server, ServerHandle};
 use h2_util::*;
-use rustls::pki_types::ServerName;
-use rustls::{ClientConnection, StreamOwned};
-use tls_util::{tcp, Certs};
+use tls_util::Certs;
 
 fn server(certs: &Certs) -> ServerHandle {
     let config = server_config_from_pem(certs.cert(), certs.key()).unwrap();
@@ -25,23 +21,11 @@ fn server(certs: &Certs) -> ServerHandle {
         .unwrap()
 }
 
-fn client(
-    certs: &Certs,
-    h: &ServerHandle,
-    alpn: &[&[u8]],
-) -> StreamOwned<ClientConnection, TcpStream> {
-    let mut config = (*certs.client_config()).clone();
-    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
-    let name = ServerName::try_from("localhost").unwrap();
-    let conn = ClientConnection::new(Arc::new(config), name).unwrap();
-    StreamOwned::new(conn, tcp(h.local_addr()))
-}
-
 #[test]
 fn alpn_h2_is_served_as_http2() {
     let certs = Certs::new("h2-alpn");
     let h = server(&certs);
-    let mut s = client(&certs, &h, &[ALPN_H2, ALPN_HTTP1]);
+    let mut s = certs.client_offering(h.local_addr(), &[ALPN_H2, ALPN_HTTP1]);
     let mut out = PREFACE.to_vec();
     out.extend(frame(SETTINGS, 0, 0, &[]));
     out.extend(get(1, "/"));
@@ -56,7 +40,7 @@ fn alpn_h2_is_served_as_http2() {
 fn a_bad_preface_after_alpn_h2_ends_the_connection() {
     let certs = Certs::new("h2-bad-preface");
     let h = server(&certs);
-    let mut s = client(&certs, &h, &[ALPN_H2]);
+    let mut s = certs.client_offering(h.local_addr(), &[ALPN_H2]);
     // After ALPN chose h2, even a line that looks like HTTP/1.1 is not: the connection ends
     // (a GOAWAY at most), with no HTTP/1.1 answer.
     s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
@@ -74,7 +58,7 @@ fn a_bad_preface_after_alpn_h2_ends_the_connection() {
 fn http1_client_still_gets_http1() {
     let certs = Certs::new("h2-alpn-h1");
     let h = server(&certs);
-    let mut s = client(&certs, &h, &[ALPN_HTTP1]);
+    let mut s = certs.client_offering(h.local_addr(), &[ALPN_HTTP1]);
     s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         .unwrap();
     let mut reply = Vec::new();
@@ -92,7 +76,7 @@ fn http1_client_still_gets_http1() {
 fn alpn_h2_starts_http2_before_the_client_speaks() {
     let certs = Certs::new("h2-alpn-first");
     let h = server(&certs);
-    let mut s = client(&certs, &h, &[ALPN_H2]);
+    let mut s = certs.client_offering(h.local_addr(), &[ALPN_H2]);
     // The handshake alone, no application data.
     while s.conn.is_handshaking() {
         s.conn.complete_io(&mut s.sock).unwrap();

@@ -6,31 +6,15 @@ mod tls_util;
 mod util;
 
 use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::sync::Arc;
 
 use fibra_http::tls::{server_config_from_pem, ALPN_H2, ALPN_HTTP1};
-use fibra_http::{Request, Response, Server, ServerHandle};
+use fibra_http::{Request, Response, Server};
 use h2_util::*;
-use rustls::pki_types::ServerName;
-use rustls::{ClientConnection, StreamOwned};
-use tls_util::{tcp, Certs};
+use tls_util::Certs;
 
 fn answer(req: Request) -> Response {
     let name = req.server_name();
     Response::new(format!("{:?} {:?}", req.version(), name.as_deref()).into())
-}
-
-fn client(
-    certs: &Certs,
-    h: &ServerHandle,
-    alpn: &[u8],
-) -> StreamOwned<ClientConnection, TcpStream> {
-    let mut config = (*certs.client_config()).clone();
-    config.alpn_protocols = vec![alpn.to_vec()];
-    let name = ServerName::try_from("localhost").unwrap();
-    let conn = ClientConnection::new(Arc::new(config), name).unwrap();
-    StreamOwned::new(conn, tcp(h.local_addr()))
 }
 
 #[test]
@@ -44,7 +28,7 @@ fn requests_carry_the_sni_name_of_their_connection() {
         .unwrap();
 
     // HTTP/1.1: two requests on one connection both see it.
-    let mut s = client(&certs, &tls, ALPN_HTTP1);
+    let mut s = certs.client_offering(tls.local_addr(), &[ALPN_HTTP1]);
     s.write_all(
         b"GET / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
     )
@@ -59,7 +43,7 @@ fn requests_carry_the_sni_name_of_their_connection() {
     );
 
     // HTTP/2 after ALPN.
-    let mut s = client(&certs, &tls, ALPN_H2);
+    let mut s = certs.client_offering(tls.local_addr(), &[ALPN_H2]);
     let mut out = PREFACE.to_vec();
     out.extend(frame(SETTINGS, 0, 0, &[]));
     out.extend(get(1, "/"));

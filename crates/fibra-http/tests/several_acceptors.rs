@@ -11,8 +11,6 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use fibra_http::{Request, Response, Server};
-use rustls::pki_types::ServerName;
-use rustls::{ClientConnection, StreamOwned};
 
 fn get_over<S: Read + Write>(s: &mut S) -> String {
     s.write_all(b"GET /where HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
@@ -43,9 +41,7 @@ fn plain_and_tls_acceptors_share_one_service_and_one_shutdown() {
         assert!(reply.starts_with("HTTP/1.1 200 OK\r\n"), "{reply}");
         assert!(reply.ends_with("served /where"), "{reply}");
     }
-    let name = ServerName::try_from("localhost").unwrap();
-    let conn = ClientConnection::new(certs.client_config(), name).unwrap();
-    let mut tls = StreamOwned::new(conn, tls_util::tcp(addrs[2]));
+    let mut tls = certs.client_offering(addrs[2], &[fibra_http::tls::ALPN_HTTP1]);
     let reply = get_over(&mut tls);
     assert!(reply.starts_with("HTTP/1.1 200 OK\r\n"), "{reply}");
     assert!(reply.ends_with("served /where"), "{reply}");

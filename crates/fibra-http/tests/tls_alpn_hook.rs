@@ -3,29 +3,15 @@
 //! with its SNI name, and is closed without any HTTP; other connections are served as usual.
 
 mod tls_util;
+mod util;
 
 use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fibra_http::tls::{server_config_from_pem, AlpnHook, ALPN_ACME_TLS, ALPN_HTTP1};
-use fibra_http::{Request, Response, Server, ServerHandle};
-use rustls::pki_types::ServerName;
-use rustls::{ClientConnection, StreamOwned};
-use tls_util::{tcp, Certs};
-
-fn client(
-    certs: &Certs,
-    h: &ServerHandle,
-    alpn: &[u8],
-) -> StreamOwned<ClientConnection, TcpStream> {
-    let mut config = (*certs.client_config()).clone();
-    config.alpn_protocols = vec![alpn.to_vec()];
-    let name = ServerName::try_from("localhost").unwrap();
-    let conn = ClientConnection::new(Arc::new(config), name).unwrap();
-    StreamOwned::new(conn, tcp(h.local_addr()))
-}
+use fibra_http::{Request, Response, Server};
+use tls_util::Certs;
 
 #[test]
 fn an_acme_tls_connection_is_handed_to_the_hook_and_closed() {
@@ -44,7 +30,7 @@ fn an_acme_tls_connection_is_handed_to_the_hook_and_closed() {
 
     // The validation client: the handshake completes with acme-tls/1; what it then sends is
     // not answered, and the server closes (close_notify, then the end of the stream).
-    let mut acme = client(&certs, &server, ALPN_ACME_TLS);
+    let mut acme = certs.client_offering(server.local_addr(), &[ALPN_ACME_TLS]);
     acme.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
         .unwrap();
     let mut reply = Vec::new();
@@ -52,11 +38,11 @@ fn an_acme_tls_connection_is_handed_to_the_hook_and_closed() {
     assert_eq!(acme.conn.alpn_protocol(), Some(ALPN_ACME_TLS));
     assert!(read.is_ok(), "closed with close_notify: {read:?}");
     assert!(reply.is_empty(), "{}", String::from_utf8_lossy(&reply));
-    assert!(tls_util_wait(|| seen.lock().unwrap().len() == 1));
+    assert!(util::wait_until(|| seen.lock().unwrap().len() == 1));
     assert_eq!(seen.lock().unwrap()[0].as_deref(), Some("localhost"));
 
     // An HTTP client on the same server is served.
-    let mut web = client(&certs, &server, ALPN_HTTP1);
+    let mut web = certs.client_offering(server.local_addr(), &[ALPN_HTTP1]);
     web.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
         .unwrap();
     let mut reply = Vec::new();
@@ -68,16 +54,4 @@ fn an_acme_tls_connection_is_handed_to_the_hook_and_closed() {
     );
     assert_eq!(seen.lock().unwrap().len(), 1);
     server.shutdown(Duration::from_secs(1));
-}
-
-/// Waits (bounded) until `cond` holds.
-fn tls_util_wait(mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = std::time::Instant::now() + tls_util::CLIENT_TIMEOUT;
-    while std::time::Instant::now() < deadline {
-        if cond() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    false
 }

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use fibra_http::tls::ALPN_HTTP1;
 use rustls::crypto::CryptoProvider;
-use rustls::pki_types::CertificateDer;
-use rustls::{ClientConfig, RootCertStore};
+use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
 
 /// Generous client-side bound so a broken server fails a test instead of hanging it.
 pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(20);
@@ -69,6 +69,20 @@ impl Certs {
             rustls::crypto::aws_lc_rs::default_provider(),
             rustls::DEFAULT_VERSIONS,
         )
+    }
+
+    /// A TLS client of `addr` (the default configuration, SNI `localhost`) offering the ALPN
+    /// protocols `alpn`; the handshake happens on first use.
+    pub fn client_offering(
+        &self,
+        addr: SocketAddr,
+        alpn: &[&[u8]],
+    ) -> StreamOwned<ClientConnection, TcpStream> {
+        let mut config = (*self.client_config()).clone();
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+        let name = ServerName::try_from("localhost").unwrap();
+        let conn = ClientConnection::new(Arc::new(config), name).unwrap();
+        StreamOwned::new(conn, tcp(addr))
     }
 }
 
