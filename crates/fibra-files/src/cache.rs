@@ -38,9 +38,9 @@ use std::time::{Duration, Instant};
 
 use hashbrown::HashTable;
 
-use crate::inline_bytes::InlineBytes;
 use crate::open::Lookup;
 use crate::watch::{Deps, Invalidation};
+use fibra_http::inline_bytes::InlineBytes;
 
 const SHARDS: usize = 16;
 

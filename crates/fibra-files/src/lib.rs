@@ -54,7 +54,8 @@ pub mod catalog;
 pub mod compress;
 pub mod conditional;
 mod handler;
-pub mod inline_bytes;
+/// The inline byte strings the cache keeps its keys in (fibra-http's, for the path of before).
+pub use fibra_http::inline_bytes;
 pub mod listing;
 pub mod meta;
 pub mod open;

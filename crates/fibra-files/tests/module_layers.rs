@@ -8,10 +8,7 @@ mod module_graph;
 
 /// The layers, bottom up.
 const LAYERS: module_graph::Layers = &[
-    (
-        "paths and bytes",
-        &["beneath", "inline_bytes", "path", "range"],
-    ),
+    ("paths and bytes", &["beneath", "path", "range"]),
     (
         "what a file is",
         &["conditional", "listing", "meta", "watch"],

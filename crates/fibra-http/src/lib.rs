@@ -103,6 +103,7 @@ pub mod date;
 mod error;
 mod going_away;
 pub mod http2;
+pub mod inline_bytes;
 pub mod ip_net;
 mod lazy;
 mod lifecycle;

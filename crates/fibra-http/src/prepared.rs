@@ -38,6 +38,8 @@ use std::sync::{Arc, OnceLock};
 use bytes::Bytes;
 use http::HeaderMap;
 
+use crate::inline_bytes::InlineBytes;
+
 /// The head of a prepared response: its header fields, kept both as a map (what HTTP/2 encodes
 /// and [`Response::headers`](crate::Response::headers) shows) and, once HTTP/1.1 has sent
 /// it, rendered as the field lines it copies as they are.
@@ -54,37 +56,10 @@ pub struct PreparedHead {
     fields: Box<HeaderMap>,
 }
 
-/// Rendered lines up to this many bytes are kept inside the [`PreparedHead`].
-const INLINE_LINES: usize = 230;
-
-/// HTTP/1.1 field lines: inside the value when they fit, else on the heap.
-// The large variant is the point: the bytes live where the value is.
-#[allow(clippy::large_enum_variant)]
-enum Lines {
-    Inline { len: u8, bytes: [u8; INLINE_LINES] },
-    Heap(Box<[u8]>),
-}
-
-impl Lines {
-    fn new(rendered: &[u8]) -> Lines {
-        match u8::try_from(rendered.len()) {
-            Ok(len) if rendered.len() <= INLINE_LINES => {
-                let mut bytes = [0; INLINE_LINES];
-                bytes[..rendered.len()].copy_from_slice(rendered);
-                Lines::Inline { len, bytes }
-            }
-            _ => Lines::Heap(rendered.into()),
-        }
-    }
-
-    #[inline]
-    fn as_bytes(&self) -> &[u8] {
-        match self {
-            Lines::Inline { len, bytes } => &bytes[..usize::from(*len)],
-            Lines::Heap(b) => b,
-        }
-    }
-}
+/// HTTP/1.1 field lines, kept inside the [`PreparedHead`] up to 230 bytes: a typical file's
+/// fields (`ETag`, `Last-Modified`, `Content-Type`, `Accept-Ranges`, maybe `Vary` and
+/// `Cache-Control`) take 130-220 bytes; longer ones go on the heap.
+type Lines = InlineBytes<230>;
 
 impl PreparedHead {
     /// The head with `fields` (see the type's docs for the fields left out).
@@ -214,7 +189,7 @@ mod tests {
         let h = head_of(&[("etag", "\"1\""), ("vary", "a"), ("content-length", "9")]);
         assert_eq!(h.fields().len(), 2);
         assert_eq!(h.lines(render), b"etag: \"1\"\r\nvary: a\r\n");
-        assert!(matches!(h.lines.get(), Some(Lines::Inline { .. })));
+        assert!(h.lines.get().is_some_and(InlineBytes::is_inline));
         assert_eq!(
             h.lines(|_| unreachable!("made once")),
             b"etag: \"1\"\r\nvary: a\r\n"
@@ -225,7 +200,7 @@ mod tests {
             h.lines(render),
             format!("cache-control: {long}\r\n").as_bytes()
         );
-        assert!(matches!(h.lines.get(), Some(Lines::Heap(_))));
+        assert!(h.lines.get().is_some_and(|l| !l.is_inline()));
         assert_eq!(head_of(&[]).lines(render), b"");
     }
 }

@@ -17,6 +17,7 @@ const LAYERS: module_graph::Layers = &[
             "date",
             "error",
             "going_away",
+            "inline_bytes",
             "ip_net",
             "lazy",
             "listen",

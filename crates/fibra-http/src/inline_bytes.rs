@@ -1,8 +1,9 @@
 //! [`InlineBytes`]: a short byte string kept where its value is (up to `N` bytes), a longer one
-//! on the heap. The file cache keeps its keys this way in its slots: what a cache hit reads is
-//! then on the lines of memory it touches anyway, not behind a pointer to an allocation of its
-//! own (on a site larger than the CPU caches, one more wait for memory per request). Each
-//! cached file keeps its head the same way (`fibra_http::prepared::PreparedHead`).
+//! on the heap. A prepared head keeps its HTTP/1.1 lines this way
+//! ([`PreparedHead`](crate::prepared::PreparedHead)), and the `fibra-files` cache its keys in
+//! its slots: what a cache hit reads is then on the lines of memory it touches anyway, not
+//! behind a pointer to an allocation of its own (on a site larger than the CPU caches, one
+//! more wait for memory per request).
 
 /// Up to `N` bytes (at most 255) in the value itself, more on the heap.
 pub struct InlineBytes<const N: usize>(Repr<N>);
@@ -25,6 +26,12 @@ impl<const N: usize> InlineBytes<N> {
             }
             _ => InlineBytes(Repr::Heap(bytes.into())),
         }
+    }
+
+    /// Whether the bytes are kept inside the value.
+    #[cfg(test)]
+    pub(crate) fn is_inline(&self) -> bool {
+        matches!(self.0, Repr::Inline { .. })
     }
 
     /// The bytes.
