@@ -37,6 +37,14 @@ use crate::response::Response;
 pub trait Service {
     /// The response to `req`.
     fn call(&self, req: Request) -> Response;
+
+    /// The largest request body this service accepts, when it knows: a server raises its
+    /// [`Settings::max_body_bytes`](crate::Settings::max_body_bytes) to it, never lowers it
+    /// (an application framework's router whose routes accept bigger bodies than the
+    /// server's default). `None`, the default: the server's setting stands.
+    fn max_body_bytes(&self) -> Option<u64> {
+        None
+    }
 }
 
 impl<F> Service for F

@@ -297,7 +297,11 @@ impl<A: Acceptor> Server<A> {
         let state = Arc::new(State::new());
         let (cmd_tx, cmd_rx) = fibra::sync::mpsc::channel::<Stop>();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<io::Result<Vec<SocketAddr>>>();
-        let settings = Arc::new(self.settings);
+        let mut settings = self.settings;
+        if let Some(n) = service.max_body_bytes() {
+            settings.max_body_bytes = settings.max_body_bytes.max(n);
+        }
+        let settings = Arc::new(settings);
         let service = Arc::new(service);
         let st = state.clone();
         let thread = std::thread::Builder::new()

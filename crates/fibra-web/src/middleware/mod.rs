@@ -1,0 +1,43 @@
+//! Middleware: code around handlers. [`from_fn`] makes a layer of a plain function
+//! `Fn(Request, Next) -> impl IntoResponse` that calls `next.run(req)` to go on (or answers
+//! itself); [`Router::layer`](crate::Router::layer) puts a layer around every route so far
+//! and the fallback (405s and rejections included), and
+//! [`Router::route_layer`](crate::Router::route_layer) only around matched routes' handlers.
+//! Of several layers, the last one added is the outermost: it sees the request first and the
+//! response last.
+//!
+//! ```
+//! use fibra_web::middleware::{from_fn, Next};
+//! use fibra_web::routing::get;
+//! use fibra_web::{Request, Response, Router};
+//!
+//! fn server_timing(req: Request, next: Next) -> Response {
+//!     let started = std::time::Instant::now();
+//!     let mut res = next.run(req);
+//!     let ms = started.elapsed().as_secs_f64() * 1000.0;
+//!     res.headers_mut().insert("server-timing", format!("app;dur={ms:.3}").parse().unwrap());
+//!     res
+//! }
+//!
+//! let app: Router = Router::new().route("/", get(|| "hi")).layer(from_fn(server_timing));
+//! ```
+
+mod from_fn;
+
+pub use from_fn::{from_fn, from_fn_with_state, FromFn, FromFnWithState, Next};
+
+use crate::routing::Endpoint;
+
+/// What wraps an [`Endpoint`] in another: [`from_fn`]'s layers, the built-in middleware,
+/// [`DefaultBodyLimit`](crate::extract::DefaultBodyLimit),
+/// [`Extension`](crate::Extension). Applied once, when the router is built.
+pub trait Layer {
+    /// `inner` with this layer around it.
+    fn layer<S: 'static>(&self, inner: Endpoint<S>) -> Endpoint<S>;
+
+    /// The body limit this layer sets, if it is a body limit (`Some(None)`: disabled); the
+    /// router raises the server's limit to the largest.
+    fn body_limit(&self) -> Option<Option<usize>> {
+        None
+    }
+}
