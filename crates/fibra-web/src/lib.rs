@@ -27,15 +27,17 @@
 //! [`middleware`] (layers). The router is a [`Service`]: the same router serves HTTP/1.1,
 //! HTTP/2, TLS and Unix sockets through fibra-http's [`Server`].
 
+mod endpoint;
 pub mod extract;
 pub mod handler;
-mod json;
+mod layer;
 pub mod middleware;
 pub mod response;
+mod route_match;
 pub mod routing;
 pub mod test;
 
+pub use extract::Json;
 pub use extract::{Extension, Form};
 pub use fibra_http::{http, Request, Response, ResponseBody, Server, Service};
-pub use json::Json;
 pub use routing::Router;

@@ -8,8 +8,8 @@ use fibra_http::http::StatusCode;
 
 use super::rejection::{BytesRejection, StringRejection};
 use super::{FromRequest, Parts};
-use crate::middleware::Layer;
-use crate::routing::Endpoint;
+use crate::endpoint::Endpoint;
+use crate::layer::Layer;
 
 /// The largest body the body extractors read, as a layer: `Router::layer(DefaultBodyLimit::
 /// max(n))` for every route so far, or on one method router. Without it the limit is 2 MiB

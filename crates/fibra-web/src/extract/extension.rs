@@ -6,9 +6,9 @@ use fibra_http::Response;
 
 use super::rejection::ExtensionRejection;
 use super::{FromRequestParts, Parts};
-use crate::middleware::Layer;
+use crate::endpoint::Endpoint;
+use crate::layer::Layer;
 use crate::response::{IntoResponse, IntoResponseParts};
-use crate::routing::Endpoint;
 
 /// As an extractor, a clone of the request's extension of type `T` (`500` when there is
 /// none). As a layer (`Router::layer(Extension(v))`), puts a clone of `v` into every

@@ -44,6 +44,7 @@ pub(crate) mod body;
 mod connect_info;
 mod extension;
 mod form;
+mod json;
 mod matched_path;
 mod parts;
 pub mod path;
@@ -61,7 +62,7 @@ pub use path::Path;
 pub use query::Query;
 pub use state::{FromRef, State};
 
-pub use crate::json::Json;
+pub use json::Json;
 
 use fibra_http::http::{HeaderMap, Method, Uri, Version};
 use fibra_http::Request;

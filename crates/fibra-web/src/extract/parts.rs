@@ -4,7 +4,7 @@ use std::ops::{Deref, DerefMut};
 
 use fibra_http::Request;
 
-use crate::routing::RouteMatch;
+use crate::route_match::RouteMatch;
 
 /// The request on its way to a handler, with the router's [`RouteMatch`]. Extractors that
 /// read the head ([`FromRequestParts`](super::FromRequestParts)) get it by `&mut`; the last

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use fibra_http::{Request, Response};
 
 use super::Layer;
+use crate::endpoint::Endpoint;
 use crate::extract::State;
 use crate::response::IntoResponse;
-use crate::routing::Endpoint;
 
 /// The rest of the chain: the inner layers and the handler. [`Next::run`] calls it; a
 /// middleware that answers by itself drops it.

@@ -26,18 +26,4 @@ mod from_fn;
 
 pub use from_fn::{from_fn, from_fn_with_state, FromFn, FromFnWithState, Next};
 
-use crate::routing::Endpoint;
-
-/// What wraps an [`Endpoint`] in another: [`from_fn`]'s layers, the built-in middleware,
-/// [`DefaultBodyLimit`](crate::extract::DefaultBodyLimit),
-/// [`Extension`](crate::Extension). Applied once, when the router is built.
-pub trait Layer {
-    /// `inner` with this layer around it.
-    fn layer<S: 'static>(&self, inner: Endpoint<S>) -> Endpoint<S>;
-
-    /// The body limit this layer sets, if it is a body limit (`Some(None)`: disabled); the
-    /// router raises the server's limit to the largest.
-    fn body_limit(&self) -> Option<Option<usize>> {
-        None
-    }
-}
+pub use crate::layer::Layer;

@@ -9,11 +9,12 @@ use fibra_http::http::header::ALLOW;
 use fibra_http::http::{HeaderValue, Method, StatusCode};
 use fibra_http::{Request, Response};
 
-use super::{Endpoint, RouteMatch};
+use crate::endpoint::Endpoint;
 use crate::extract::Parts;
 use crate::handler::Handler;
-use crate::middleware::Layer;
+use crate::layer::Layer;
 use crate::response::IntoResponse;
+use crate::route_match::RouteMatch;
 
 /// The methods a method router routes by name, in the order `Allow` lists them.
 const METHODS: [Method; 9] = [

@@ -26,9 +26,7 @@
 //! `/users`. Parameters match the raw path; their values are percent-decoded when
 //! extracted.
 
-mod endpoint;
 mod method_router;
-mod route_match;
 mod strip_prefix;
 
 use std::collections::HashMap;
@@ -38,14 +36,14 @@ use std::sync::Arc;
 use fibra_http::http::StatusCode;
 use fibra_http::{Request, Response, Service};
 
-pub use endpoint::Endpoint;
+pub use crate::endpoint::Endpoint;
+pub use crate::route_match::{RouteMatch, DEFAULT_BODY_LIMIT};
 pub use method_router::{
     any, connect, delete, get, head, on, options, patch, post, put, trace, MethodRouter,
 };
-pub use route_match::{RouteMatch, DEFAULT_BODY_LIMIT};
 
 use crate::handler::Handler;
-use crate::middleware::Layer;
+use crate::layer::Layer;
 use crate::response::IntoResponse;
 use method_router::handler_endpoint;
 use strip_prefix::StripPrefix;

@@ -5,8 +5,8 @@
 use fibra_http::http::uri::{PathAndQuery, Uri};
 use fibra_http::Request;
 
-use super::Endpoint;
-use crate::middleware::Layer;
+use crate::endpoint::Endpoint;
+use crate::layer::Layer;
 
 /// A layer removing as many leading path segments as `prefix` has (so a prefix with
 /// parameters, `/{tenant}/api`, works too).

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use fibra_http::{Request, Response};
 
-use super::RouteMatch;
+use crate::route_match::RouteMatch;
 
 type Call<S> = dyn Fn(Request, &mut RouteMatch<'_>, &S) -> Response + Send + Sync;
 

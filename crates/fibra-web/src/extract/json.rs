@@ -6,9 +6,9 @@ use fibra_http::{Response, ResponseBody};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::extract::body::read_body;
-use crate::extract::rejection::JsonRejection;
-use crate::extract::{FromRequest, Parts};
+use super::body::read_body;
+use super::rejection::JsonRejection;
+use super::{FromRequest, Parts};
 use crate::response::IntoResponse;
 
 /// JSON: as an extractor (the last argument), the body deserialized into `T`; as a response,
