@@ -160,7 +160,7 @@ fn techempower_rules() {
     let server = fibra_http::Server::bind("127.0.0.1:0")
         .workers(1)
         .server_header(Some(app::SERVER_NAME.into()))
-        .serve(app::handler(Pool::new(config)))
+        .serve(app::router(Pool::new(config)))
         .unwrap();
     let addr = server.local_addr();
     // The test's own connection, on this plain thread (fibra sockets block a thread).

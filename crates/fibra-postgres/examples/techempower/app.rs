@@ -1,4 +1,4 @@
-//! The TechEmpower Framework Benchmarks' six test types as a fibra-http handler, following
+//! The TechEmpower Framework Benchmarks' six test types as a fibra-web router, following
 //! the published requirements:
 //!
 //! - `/plaintext`: `Hello, World!` as `text/plain`;
@@ -13,13 +13,16 @@
 //!
 //! A database that cannot be reached, or does not answer in time, is a `503`; any other
 //! database error a `500`. `Date` comes from fibra-http, and `Server` too once
-//! `Server::server_header(Some(SERVER_NAME.into()))` is set.
+//! `Server::server_header(Some(SERVER_NAME.into()))` is set. The pool is the router's state.
 
-use fibra_http::{Request, Response, ResponseBody};
 use fibra_postgres::{Client, Error, Pending, Pool, Statement, Type};
-use http::header::HeaderValue;
-use http::StatusCode;
-use serde::Serialize;
+use fibra_web::extract::{Query, State};
+use fibra_web::http::HeaderValue;
+use fibra_web::http::StatusCode;
+use fibra_web::response::{Html, IntoResponse, Response};
+use fibra_web::routing::get;
+use fibra_web::{Json, ResponseBody, Router};
+use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::sync::LazyLock;
 
@@ -46,8 +49,6 @@ static UPDATE: LazyLock<Statement> = LazyLock::new(|| {
 });
 
 const TEXT_PLAIN: HeaderValue = HeaderValue::from_static("text/plain");
-const APPLICATION_JSON: HeaderValue = HeaderValue::from_static("application/json");
-const TEXT_HTML: HeaderValue = HeaderValue::from_static("text/html; charset=utf-8");
 
 #[derive(Serialize)]
 struct Message {
@@ -67,43 +68,90 @@ pub struct World {
 /// The `Server` header TFB requires (`fibra_http::Server::server_header`).
 pub const SERVER_NAME: &str = "fibra";
 
-/// The handler, sharing `pool` between the requests of all workers.
-pub fn handler(pool: Pool) -> impl Fn(Request) -> Response + Send + Sync + 'static {
-    move |req: Request| route(&pool, &req)
+/// The app, sharing `pool` between the requests of all workers.
+pub fn router(pool: Pool) -> Router {
+    Router::new()
+        // TFB's `text/plain`, without the `charset` a `&str` response gets.
+        .route(
+            "/plaintext",
+            get(|| ResponseBody::from("Hello, World!").with_content_type(TEXT_PLAIN)),
+        )
+        .route(
+            "/json",
+            get(|| {
+                Json(Message {
+                    message: "Hello, World!",
+                })
+            }),
+        )
+        .route("/db", get(db))
+        .route("/queries", get(queries))
+        .route("/fortunes", get(fortunes))
+        .route("/updates", get(updates))
+        .with_state(pool)
 }
 
-fn route(pool: &Pool, req: &Request) -> Response {
-    let uri = req.uri();
-    let result = match uri.path() {
-        "/plaintext" => return typed(b"Hello, World!".as_slice().into(), TEXT_PLAIN),
-        "/json" => {
-            let body = serde_json::to_vec(&Message {
-                message: "Hello, World!",
-            })
-            .expect("serializable");
-            return typed(body.into(), APPLICATION_JSON);
-        }
-        "/db" => pool.get().and_then(|c| single(&c)).map(json),
-        "/queries" => {
-            let n = queries_param(uri.query());
-            pool.get().and_then(|c| many(&c, n)).map(json)
-        }
-        "/fortunes" => pool.get().and_then(|c| fortunes(&c)),
-        "/updates" => {
-            let n = queries_param(uri.query());
-            pool.get().and_then(|c| updates(&c, n)).map(json)
-        }
-        _ => return status(StatusCode::NOT_FOUND, "not found\n"),
-    };
-    result.unwrap_or_else(|e| db_failure(&e))
+/// A database failure, as its response.
+struct DbError(Error);
+
+impl From<Error> for DbError {
+    fn from(e: Error) -> Self {
+        DbError(e)
+    }
 }
 
-/// `queries` from the query string, clamped to 1..=500; missing or not a number is 1.
+impl IntoResponse for DbError {
+    fn into_response(self) -> Response {
+        if self.0.is_unavailable() {
+            (StatusCode::SERVICE_UNAVAILABLE, "database unavailable\n").into_response()
+        } else {
+            (StatusCode::INTERNAL_SERVER_ERROR, "database error\n").into_response()
+        }
+    }
+}
+
+/// The `queries` parameter, as sent.
+#[derive(Deserialize)]
+struct Queries {
+    queries: Option<String>,
+}
+
+impl Queries {
+    /// The count TFB asks for (see [`queries_param`]).
+    fn count(q: Option<Query<Queries>>) -> usize {
+        clamp_queries(q.and_then(|Query(q)| q.queries).as_deref())
+    }
+}
+
+fn db(State(pool): State<Pool>) -> Result<Json<World>, DbError> {
+    Ok(Json(single(&pool.get()?)?))
+}
+
+fn queries(
+    State(pool): State<Pool>,
+    q: Option<Query<Queries>>,
+) -> Result<Json<Vec<World>>, DbError> {
+    Ok(Json(many(&pool.get()?, Queries::count(q))?))
+}
+
+fn updates(
+    State(pool): State<Pool>,
+    q: Option<Query<Queries>>,
+) -> Result<Json<Vec<World>>, DbError> {
+    Ok(Json(update(&pool.get()?, Queries::count(q))?))
+}
+
+/// `queries` from a query string, clamped to 1..=500; missing or not a number is 1: what the
+/// handlers' extractor gives, for the tests.
+#[cfg(test)]
 pub fn queries_param(query: Option<&str>) -> usize {
-    query
-        .unwrap_or("")
-        .split('&')
-        .find_map(|kv| kv.strip_prefix("queries="))
+    let q = Query::<Queries>::try_from_uri(&format!("/?{}", query.unwrap_or("")).parse().unwrap());
+    Queries::count(q.ok())
+}
+
+/// A `queries` value clamped to 1..=500; missing or not a number is 1.
+fn clamp_queries(value: Option<&str>) -> usize {
+    value
         .and_then(|v| v.parse::<i64>().ok())
         .unwrap_or(1)
         .clamp(1, 500) as usize
@@ -135,7 +183,7 @@ fn many(c: &Client, n: usize) -> Result<Vec<World>, Error> {
     pending.into_iter().map(|p| world(&p.one()?)).collect()
 }
 
-fn updates(c: &Client, n: usize) -> Result<Vec<World>, Error> {
+fn update(c: &Client, n: usize) -> Result<Vec<World>, Error> {
     let mut worlds = many(c, n)?;
     for w in &mut worlds {
         w.random_number = random_id();
@@ -155,7 +203,8 @@ fn updates(c: &Client, n: usize) -> Result<Vec<World>, Error> {
     Ok(worlds)
 }
 
-fn fortunes(c: &Client) -> Result<Response, Error> {
+fn fortunes(State(pool): State<Pool>) -> Result<Html<Vec<u8>>, DbError> {
+    let c = pool.get()?;
     let rows = c.query(&FORTUNES, &[])?;
     let mut list: Vec<(i32, &str)> = Vec::with_capacity(rows.len() + 1);
     for r in &rows {
@@ -176,7 +225,7 @@ fn fortunes(c: &Client) -> Result<Response, Error> {
         html.extend_from_slice(b"</td></tr>");
     }
     html.extend_from_slice(b"</table></body></html>");
-    Ok(typed(html.into(), TEXT_HTML))
+    Ok(Html(html))
 }
 
 /// Appends `s` with `< > & " '` escaped.
@@ -197,29 +246,4 @@ pub fn escape_html(s: &str, out: &mut Vec<u8>) {
         start = i + 1;
     }
     out.extend_from_slice(&bytes[start..]);
-}
-
-fn json<T: Serialize>(v: T) -> Response {
-    typed(
-        serde_json::to_vec(&v).expect("serializable").into(),
-        APPLICATION_JSON,
-    )
-}
-
-fn typed(body: ResponseBody, ctype: HeaderValue) -> Response {
-    Response::new(body.with_content_type(ctype))
-}
-
-fn status(code: StatusCode, text: &'static str) -> Response {
-    let mut r = typed(text.as_bytes().into(), TEXT_PLAIN);
-    *r.status_mut() = code;
-    r
-}
-
-fn db_failure(e: &Error) -> Response {
-    if e.is_unavailable() {
-        status(StatusCode::SERVICE_UNAVAILABLE, "database unavailable\n")
-    } else {
-        status(StatusCode::INTERNAL_SERVER_ERROR, "database error\n")
-    }
 }

@@ -1,4 +1,4 @@
-//! The TechEmpower Framework Benchmarks' six test types on fibra-http and fibra-postgres
+//! The TechEmpower Framework Benchmarks' six test types on fibra-web and fibra-postgres
 //! (see `app.rs` for what each answers).
 //!
 //! ```sh
@@ -36,7 +36,7 @@ fn main() {
         server = server.workers(w);
     }
     println!("techempower listening on {}:{}", args.addr, args.port);
-    if let Err(e) = server.run(app::handler(pool)) {
+    if let Err(e) = server.run(app::router(pool)) {
         eprintln!("techempower: {e}");
         std::process::exit(1);
     }
