@@ -24,6 +24,12 @@ use crate::response::IntoResponse;
 
 /// A function that answers a request from extractors: see the module docs. `T` is the
 /// argument list (with the last argument's marker), `S` the router's state.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a handler",
+    note = "a handler takes up to 16 extractors — every argument but the last must implement \
+            `FromRequestParts` (only the last may read the body: `String`, `Bytes`, `Json`, \
+            `Form`, `Request`) — and returns `impl IntoResponse`"
+)]
 pub trait Handler<T, S>: Send + Sync + Sized + 'static {
     /// Extracts the arguments from `req`, calls the function and turns its value into a
     /// response; a rejected extractor answers instead.

@@ -147,3 +147,28 @@ fn a_route_limit_above_the_server_default_raises_it() {
     assert!(out.ends_with(&format!("\r\n\r\n{}", 10 << 20)), "{out}");
     server.shutdown(Duration::from_secs(5));
 }
+
+#[test]
+fn a_panicking_handler_gets_500_and_the_connection_and_worker_go_on() {
+    let app: Router = Router::new()
+        .route(
+            "/boom",
+            get(|| -> &'static str { panic!("handler panic (expected)") }),
+        )
+        .route("/ok", get(|| "ok"));
+    let server = Server::bind("127.0.0.1:0").workers(1).serve(app).unwrap();
+    let reply = exchange(
+        &mut tls_util::tcp(server.local_addr()),
+        "GET /boom HTTP/1.1\r\nHost: x\r\n\r\nGET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert!(reply.starts_with("HTTP/1.1 500 "), "{reply}");
+    // The engine closes the connection after a panic's 500 (or answers the next request on
+    // it): either way a new connection is answered.
+    let mut tcp = tls_util::tcp(server.local_addr());
+    let reply = exchange(
+        &mut tcp,
+        "GET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert!(reply.ends_with("\r\n\r\nok"), "{reply}");
+    server.shutdown(Duration::from_secs(5));
+}
