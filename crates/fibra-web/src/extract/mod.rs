@@ -42,6 +42,7 @@
 
 pub(crate) mod body;
 mod connect_info;
+pub mod cookie;
 mod extension;
 mod form;
 mod json;
