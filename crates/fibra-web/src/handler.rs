@@ -2,8 +2,8 @@
 //! that is [`IntoResponse`], run on the request's fiber (it may block).
 //!
 //! Every argument but the last implements
-//! [`FromRequestParts`](crate::extract::FromRequestParts) (reads the head); the last
-//! implements [`FromRequest`](crate::extract::FromRequest) and may take the body. A handler
+//! [`crate::extract::FromRequestParts`] (reads the head); the last implements
+//! [`crate::extract::FromRequest`] and may take the body. A handler
 //! whose arguments do not fit (two bodies, a type that is no extractor) does not implement
 //! `Handler`, and `get(handler)` does not compile:
 //!

@@ -3,7 +3,7 @@
 
 use crate::endpoint::Endpoint;
 
-/// What wraps an [`Endpoint`] in another: [`from_fn`]'s layers, the built-in middleware,
+/// What wraps an [`Endpoint`] in another: [`from_fn`](crate::middleware::from_fn)'s layers, the built-in middleware,
 /// [`DefaultBodyLimit`](crate::extract::DefaultBodyLimit),
 /// [`Extension`](crate::Extension). Applied once, when the router is built.
 pub trait Layer {

@@ -14,7 +14,8 @@
 //! | [`MatchedPath`] | the route's pattern | 500 in a fallback |
 //! | `HeaderMap`, `Method`, `Uri`, `Version` | the head | — |
 //! | `Bytes`, `String`, `Vec<u8>` | the body (see [`DefaultBodyLimit`]) | 413, 400 (UTF-8) |
-//! | [`Request`](fibra_http::Request) | everything (last argument only) | — |
+//! | [`cookie::CookieJar`], signed and private jars | the `Cookie` fields | — |
+//! | [`fibra_http::Request`] | everything (last argument only) | — |
 //! | `Option<T>`, `Result<T, T::Rejection>` | any of the above, never rejecting | — |
 //!
 //! Only the last argument may read the body: the body extractors implement [`FromRequest`]
