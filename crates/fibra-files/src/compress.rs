@@ -291,24 +291,43 @@ fn read_whole(file: &std::fs::File, size: u64) -> Option<Bytes> {
     Some(buf.into())
 }
 
-/// `data` in `encoding` at `level`, if smaller than `data`.
-fn compress(data: &[u8], encoding: Encoding, level: u32, etag: HeaderValue) -> Outcome {
+/// `data` compressed in `encoding` (gzip at `level` 1..=9, brotli at quality `level` 0..=11,
+/// clamped), whole, in memory; `None` for [`Encoding::Identity`]. The file server's encoders,
+/// for others that compress a body they hold (fibra-web's `CompressionLayer`): the result may
+/// be no smaller than `data`, which the caller checks.
+///
+/// ```
+/// use fibra_files::compress::compress_bytes;
+/// use fibra_files::meta::Encoding;
+///
+/// let text = "hello, hello, hello, hello, hello".repeat(20);
+/// let gz = compress_bytes(text.as_bytes(), Encoding::Gzip, 6).unwrap();
+/// assert!(gz.len() < text.len());
+/// assert!(compress_bytes(b"x", Encoding::Identity, 6).is_none());
+/// ```
+pub fn compress_bytes(data: &[u8], encoding: Encoding, level: u32) -> Option<Vec<u8>> {
     let out = Vec::with_capacity(data.len() / 3 + 64);
-    let out = match encoding {
+    match encoding {
         Encoding::Gzip => {
-            let mut enc = flate2::write::GzEncoder::new(out, flate2::Compression::new(level));
+            let level = flate2::Compression::new(level.clamp(1, 9));
+            let mut enc = flate2::write::GzEncoder::new(out, level);
             enc.write_all(data).ok()?;
-            enc.finish().ok()?
+            enc.finish().ok()
         }
         Encoding::Brotli => {
             // A 4 MiB window (lgwin 22, brotli's default) and its 4 KiB internal buffer.
             let mut enc = brotli::CompressorWriter::new(out, 4096, level.min(11), 22);
             enc.write_all(data).ok()?;
             // Ends the stream (a flush would only end a block).
-            enc.into_inner()
+            Some(enc.into_inner())
         }
-        Encoding::Identity => return None,
-    };
+        Encoding::Identity => None,
+    }
+}
+
+/// `data` in `encoding` at `level`, if smaller than `data`.
+fn compress(data: &[u8], encoding: Encoding, level: u32, etag: HeaderValue) -> Outcome {
+    let out = compress_bytes(data, encoding, level)?;
     (out.len() < data.len()).then(|| {
         Arc::new(Compressed {
             body: out.into(),

@@ -6,6 +6,13 @@
 //! Of several layers, the last one added is the outermost: it sees the request first and the
 //! response last.
 //!
+//! Built in, one module each (tower-http's names): [`request_id`] ([`RequestIdLayer`]),
+//! [`cors`] ([`CorsLayer`]), [`compression`] ([`CompressionLayer`]), [`catch_panic`]
+//! ([`CatchPanicLayer`]) and [`auth`] ([`RequireAuthorization`]). A usual stack, innermost
+//! first: `.layer(CatchPanicLayer::new()).layer(CompressionLayer::new())
+//! .layer(RequestIdLayer::new()).layer(cors)` — the panic's `500` then carries the request id
+//! and the CORS fields, and a CORS preflight is answered before anything else runs.
+//!
 //! ```
 //! use fibra_web::middleware::{from_fn, Next};
 //! use fibra_web::routing::get;
@@ -22,8 +29,18 @@
 //! let app: Router = Router::new().route("/", get(|| "hi")).layer(from_fn(server_timing));
 //! ```
 
+pub mod auth;
+pub mod catch_panic;
+pub mod compression;
+pub mod cors;
 mod from_fn;
+pub mod request_id;
 
+pub use auth::{AuthenticatedUser, RequireAuthorization};
+pub use catch_panic::CatchPanicLayer;
+pub use compression::CompressionLayer;
+pub use cors::CorsLayer;
 pub use from_fn::{from_fn, from_fn_with_state, FromFn, FromFnWithState, Next};
+pub use request_id::{RequestId, RequestIdLayer};
 
 pub use crate::layer::Layer;
