@@ -53,7 +53,7 @@ use fibra_http::{Request, Response};
 
 use super::Layer;
 use crate::response::IntoResponse;
-use crate::routing::Endpoint;
+use crate::endpoint::Endpoint;
 
 /// The name of the user a [`RequireAuthorization`] check accepted, in the request's
 /// extensions.

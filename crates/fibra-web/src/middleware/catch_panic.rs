@@ -38,7 +38,7 @@ use fibra_http::http::StatusCode;
 
 use super::Layer;
 use crate::response::IntoResponse;
-use crate::routing::Endpoint;
+use crate::endpoint::Endpoint;
 
 /// The layer: see the module docs.
 #[derive(Debug, Clone, Default)]

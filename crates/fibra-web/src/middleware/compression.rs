@@ -48,7 +48,7 @@ use fibra_http::http::{Method, StatusCode};
 use fibra_http::{Response, ResponseBody};
 
 use super::Layer;
-use crate::routing::Endpoint;
+use crate::endpoint::Endpoint;
 
 /// The default [`CompressionLayer::min_size`]: 860 bytes (below about a packet's worth, the
 /// coding's header and the `Vary` cost more than they save).

@@ -55,7 +55,7 @@ use fibra_http::{Request, Response};
 
 use super::Layer;
 use crate::response::IntoResponse;
-use crate::routing::Endpoint;
+use crate::endpoint::Endpoint;
 
 /// A wildcard: any origin, method or header (sent as `*`).
 #[derive(Debug, Clone, Copy)]

@@ -39,7 +39,7 @@ use std::sync::OnceLock;
 use fibra_http::http::header::{HeaderName, HeaderValue};
 
 use super::Layer;
-use crate::routing::Endpoint;
+use crate::endpoint::Endpoint;
 
 /// The header the id travels in: `x-request-id`.
 pub const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
