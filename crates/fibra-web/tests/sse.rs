@@ -221,6 +221,27 @@ fn the_server_s_shutdown_ends_the_stream() {
 }
 
 #[test]
+fn a_producer_s_error_cuts_the_stream_short() {
+    let app = Router::new().route(
+        "/events",
+        get(|| {
+            Sse::new(|tx: &mut SseSender| {
+                tx.send(Event::default().data("partial"))?;
+                Err(std::io::Error::other("the source failed"))
+            })
+        }),
+    );
+    let server = TestServer::spawn(app).unwrap();
+    let mut conn = Conn::open(server.addr());
+    conn.get("/events", &[]);
+    assert_eq!(conn.head().status, 200);
+    let rest = String::from_utf8(conn.rest()).unwrap();
+    // The event's chunk, and then the connection's end without the last chunk.
+    assert!(rest.contains("data: partial\n\n"), "{rest:?}");
+    assert!(!rest.ends_with("0\r\n\r\n"), "{rest:?}");
+}
+
+#[test]
 fn the_test_client_collects_every_event() {
     let ran = Arc::new(AtomicBool::new(false));
     let ran2 = ran.clone();

@@ -118,11 +118,16 @@ impl Conn {
 
     /// Whether the server closed the connection (what is left to read: nothing).
     pub fn at_end(&mut self) -> bool {
+        self.rest().is_empty()
+    }
+
+    /// The raw bytes left until the server closes the connection (or resets it).
+    pub fn rest(&mut self) -> Vec<u8> {
         let mut rest = Vec::new();
-        match self.reader.read_to_end(&mut rest) {
-            Ok(_) => rest.is_empty(),
-            Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+        if let Err(e) = self.reader.read_to_end(&mut rest) {
+            assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{e}");
         }
+        rest
     }
 
     /// The socket (to shut it down).
