@@ -1,6 +1,7 @@
-//! Glue between [`FileServer`] and the fibra-http server: `handle(&Request) -> Response`, the
-//! `FileReply -> Response` conversion (file bodies become `sendfile` ranges). Access logging is
-//! the connection loop's job (see [`fibra_http::access_log`]).
+//! Glue between [`FileServer`] and the fibra-http server: `handle(&Request) -> Response` (and
+//! the [`Service`](fibra_http::Service) that calls it), the `FileReply -> Response` conversion
+//! (file bodies become `sendfile` ranges). Access logging is the connection loop's job (see
+//! [`fibra_http::access_log`]).
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -26,6 +27,8 @@ use crate::reply::{Answer, FileBody, FileReply};
 use crate::server::FileServer;
 use fibra_http::prepared::{Prepared, PreparedBody, PreparedHead, PreparedRef};
 use fibra_http::{FileRange, Request, Response, ResponseBody};
+use http::header::{self, HeaderValue};
+use http::StatusCode;
 
 impl FileServer {
     /// Answers one request (any path: those outside the prefix get 404; use
@@ -41,6 +44,43 @@ impl FileServer {
             }
             Answer::Reply(r) => r.into_response(),
         }
+    }
+}
+
+/// A file server is a [`Service`](fibra_http::Service): served on its own, or mounted in an
+/// application's router (fibra-web's `Router::mount("/static", files)`). A router that
+/// mounts it takes the mount's prefix off the path before the server sees it, so mount a
+/// server whose own [`prefix`](crate::FileServerConfig::prefix) is empty (the default);
+/// a server with a prefix of its own wants the whole path (fibra-web's `route_service`,
+/// `fallback_service`). Paths outside its prefix get `404`.
+///
+/// Unlike [`FileServer::handle`], it sends a directory named without its slash to a
+/// relative `Location` (`/static/docs` → `./docs/`): the server does not know which prefix
+/// a router took off the path, and a relative reference is right under any.
+impl fibra_http::Service for FileServer {
+    fn call(&self, req: Request) -> Response {
+        let mut res = self.handle(&req);
+        if res.status() == StatusCode::MOVED_PERMANENTLY {
+            relative_redirect(&req, &mut res);
+        }
+        res
+    }
+}
+
+/// Makes a directory's redirect to its slashed URL relative (`./name/`, and the query).
+fn relative_redirect(req: &Request, res: &mut Response) {
+    let uri = req.uri();
+    let Some(last) = uri.path().rsplit('/').next().filter(|s| !s.is_empty()) else {
+        return;
+    };
+    // `./` first: a name with a colon is not taken for a scheme.
+    let mut location = format!("./{last}/");
+    if let Some(q) = uri.query() {
+        location.push('?');
+        location.push_str(q);
+    }
+    if let Ok(v) = HeaderValue::try_from(location) {
+        res.headers_mut().insert(header::LOCATION, v);
     }
 }
 

@@ -91,3 +91,27 @@ fn mounted_next_to_app_handlers_with_access_log() {
         lines[7]
     );
 }
+
+/// The file server as a `Service` served on its own: files as `handle` answers them, and a
+/// directory named without its slash sent to a relative `Location` (right under any prefix
+/// a router may have taken off the path).
+#[test]
+fn served_as_a_service_with_relative_directory_redirects() {
+    let t = TempTree::new("service");
+    t.write("a.txt", "0123456789");
+    t.write("docs/index.html", "<p>docs</p>");
+    let mut cfg = FileServerConfig::new(&t.root);
+    cfg.prefix = "/static".into();
+    let server = Server::bind("127.0.0.1:0")
+        .workers(1)
+        .serve(FileServer::new(cfg).unwrap())
+        .unwrap();
+    let mut c = Client::connect(server.local_addr());
+    let r = c.get("/static/a.txt", &["Range: bytes=2-5"]);
+    assert_eq!((r.status, r.text().as_str()), (206, "2345"));
+    let r = c.get("/static/docs?x=1", &[]);
+    assert_eq!((r.status, r.h("location")), (301, "./docs/?x=1"));
+    assert_eq!(c.get("/static/docs/", &[]).text(), "<p>docs</p>");
+    assert_eq!(c.get("/elsewhere", &[]).status, 404);
+    server.shutdown(Duration::from_secs(5));
+}

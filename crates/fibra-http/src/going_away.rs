@@ -1,4 +1,5 @@
-//! [`GoingAway`]: how graceful shutdown tells an upgraded connection (a WebSocket) to end.
+//! [`GoingAway`]: how graceful shutdown tells an upgraded connection (a WebSocket), or a
+//! streamed body that waits between writes, to end.
 //!
 //! An HTTP connection between requests is closed by shutting its reading side; an upgraded
 //! one is never idle in that sense, and shutting its reading side would cut off the peer's
@@ -7,6 +8,10 @@
 //! ([`crate::Upgraded`]'s reads, or the wait of a [`crate::ws::Connection`], whose outbox
 //! queue shares the same [`Notify`]). The fiber then sends its close (`1001` for a
 //! WebSocket) and reads on until the peer answers or the grace period ends.
+//!
+//! A streamed HTTP/1.1 body (server-sent events) gets the same signal through its
+//! [`crate::BodyWriter`] (`is_going_away`, `going_away_notify`): it waits on the `Notify` for
+//! what it streams, and ends its response when the flag is set.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

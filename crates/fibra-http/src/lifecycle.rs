@@ -2,7 +2,7 @@
 //! it: the lifecycle flags graceful shutdown shares with it ([`ConnCtl`]), through its owner
 //! ([`Owner`]).
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use crate::going_away::GoingAway;
@@ -22,6 +22,21 @@ pub(crate) struct ConnCtl<'a> {
     pub h2: bool,
     /// Where an upgrade keeps the signal graceful shutdown sets (`None`: nobody will).
     pub going_away: Option<&'a OnceLock<Arc<GoingAway>>>,
+}
+
+impl ConnCtl<'_> {
+    /// The signal graceful shutdown will give this connection (made on first use, and set
+    /// at once if shutdown has begun already), for what outlives a request: an upgrade, a
+    /// long streamed body. `None` where nobody will give it.
+    pub(crate) fn going_away(&self) -> Option<Arc<GoingAway>> {
+        self.going_away.map(|cell| {
+            let g = cell.get_or_init(Default::default).clone();
+            if self.shutting_down.load(Ordering::SeqCst) {
+                g.set();
+            }
+            g
+        })
+    }
 }
 
 /// What a connection needs from whoever runs it: the lifecycle flags (see [`ConnCtl`]).

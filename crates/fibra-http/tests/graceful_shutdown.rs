@@ -114,3 +114,42 @@ fn begin_drain_takes_effect_before_it_returns() {
     assert_eq!(handle.connections(), 0);
     drop(idle);
 }
+
+/// A streamed body that waits between its writes (server-sent events, say) learns of the
+/// shutdown through `BodyWriter::going_away_notify` and `is_going_away`, and ends its
+/// response itself: the client gets the whole chunked body, not a connection cut at the
+/// end of the grace period.
+#[test]
+fn a_waiting_stream_is_told_of_the_shutdown() {
+    let (entered_tx, entered_rx) = mpsc::channel::<bool>();
+    let entered_tx = std::sync::Mutex::new(entered_tx);
+    let srv = start(Settings::default(), move |_req| {
+        let entered_tx = entered_tx.lock().unwrap().clone();
+        Response::new(fibra_http::ResponseBody::stream(move |w| {
+            w.write_all(b"open\n")?;
+            w.flush()?;
+            let notify = w.going_away_notify();
+            entered_tx.send(w.is_going_away()).unwrap();
+            let notify = notify.expect("a server's connection is told of shutdown");
+            for _ in 0..100 {
+                if w.is_going_away() {
+                    return w.write_all(b"bye\n");
+                }
+                notify.wait_timeout(Duration::from_secs(60));
+            }
+            Err(std::io::Error::other("never told"))
+        }))
+    });
+    let mut s = connect(srv.addr);
+    s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let told_early = entered_rx
+        .recv_timeout(CLIENT_TIMEOUT)
+        .expect("stream started");
+    assert!(!told_early, "going away before the shutdown");
+    let stopper = std::thread::spawn(move || srv.shutdown(Duration::from_secs(30)));
+    let (head, body) = read_response(&mut s, false);
+    assert!(head.contains("chunked"), "{head}");
+    assert_eq!(body, b"open\nbye\n");
+    assert_eq!(read_to_close(&mut s), "");
+    stopper.join().unwrap();
+}

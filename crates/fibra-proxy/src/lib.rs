@@ -266,3 +266,13 @@ impl Proxy {
             .unwrap_or_else(|_| forward::error(StatusCode::NOT_FOUND, "Not Found\n"))
     }
 }
+
+/// A proxy is a [`Service`](fibra_http::Service) answering as [`Proxy::respond`]: the
+/// upstream's response (or the proxy's own 301, 400, 502 or 504), and `404` when no route
+/// takes the path. Mounted in an application's router (fibra-web's `Router::mount`), it
+/// sees the path without the mount's prefix, and routes that.
+impl fibra_http::Service for Proxy {
+    fn call(&self, req: Request) -> Response {
+        self.respond(req)
+    }
+}

@@ -140,6 +140,12 @@ impl TestRequest<'_> {
         let body = serde_json::to_vec(value).expect("the value serializes to JSON");
         self.header(CONTENT_TYPE, "application/json").body(body)
     }
+    /// The request's HTTP version (default HTTP/1.1): `Version::HTTP_2` to see what a
+    /// handler does over HTTP/2.
+    pub fn version(mut self, version: http::Version) -> Self {
+        self.builder = self.builder.version(version);
+        self
+    }
     /// `value` as a urlencoded form body, with its `Content-Type`.
     pub fn form<T: Serialize + ?Sized>(self, value: &T) -> Self {
         let body = serde_urlencoded::to_string(value).expect("the value serializes as a form");
@@ -264,6 +270,15 @@ impl TestServer {
     /// `http://ADDR` + `path`.
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr())
+    }
+    /// Shuts the server down gracefully, as `ServerHandle::shutdown` does: it stops
+    /// accepting, closes idle connections, tells long responses (event streams, WebSockets)
+    /// to end, lets requests in flight finish for up to 30 s, then closes what is left.
+    /// Returns once the server has stopped.
+    pub fn shutdown(mut self) {
+        if let Some(h) = self.handle.take() {
+            h.shutdown(Duration::from_secs(30));
+        }
     }
 }
 

@@ -352,7 +352,7 @@ where
             *close = true;
             bad_101(&mut resp);
         }
-        match write_response(shared, &mut resp, is_head, http11, settings, close) {
+        match write_response(shared, &mut resp, is_head, http11, settings, ctl, close) {
             Ok(upgrade) => {
                 if let Some(req) = logged {
                     self.log_access(req, &resp, is_head, false);

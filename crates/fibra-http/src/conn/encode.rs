@@ -14,6 +14,7 @@ use super::buffered::{not_connected, Shared};
 use super::compose::{compose, put_head, put_raw_head, ConnHeader, Framing, HeadOut};
 use crate::error::ProtocolError;
 use crate::lazy::NO_HEADERS;
+use crate::lifecycle::ConnCtl;
 use crate::response::{
     append_file, is_bodiless, send_body, BodyBytes, BodySink, BodyWriter, Kind, Response, StreamFn,
     StreamSink, UpgradeFn, FLUSH_BYTES, INLINE_FILE_BYTES,
@@ -174,6 +175,7 @@ fn write_stream<T: Transport>(
     f: StreamFn,
     chunked: bool,
     settings: &Settings,
+    ctl: &ConnCtl<'_>,
     close: &mut bool,
 ) {
     let mut w = BodyWriter {
@@ -182,6 +184,7 @@ fn write_stream<T: Transport>(
         remaining: len,
         written: 0,
         trailers: None,
+        going_away: ctl.going_away(),
     };
     let outcome = catch_unwind(AssertUnwindSafe(|| f(&mut w)));
     cell.borrow_mut().body_sent = Some(w.written);
@@ -253,6 +256,7 @@ pub(super) fn write_response<T: Transport>(
     is_head: bool,
     http11: bool,
     settings: &Settings,
+    ctl: &ConnCtl<'_>,
     close: &mut bool,
 ) -> io::Result<Option<UpgradeFn>> {
     let server = settings.server_header.as_deref();
@@ -334,7 +338,8 @@ pub(super) fn write_response<T: Transport>(
         }
         if let Some((len, f)) = sink.stream {
             drop(sh);
-            write_stream(cell, len, f, framing == Framing::Chunked, settings, close);
+            let chunked = framing == Framing::Chunked;
+            write_stream(cell, len, f, chunked, settings, ctl, close);
             sh = cell.borrow_mut();
         }
     }

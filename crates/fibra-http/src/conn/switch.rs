@@ -5,7 +5,6 @@
 //! (`names_http`) is taken for a broken preface.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::Ordering;
 
 use super::buffered::Shared;
 use super::dispatch::Conn;
@@ -43,13 +42,7 @@ where
         drop(sh);
         // Graceful shutdown reaches the upgraded connection through this (one that began
         // after shutdown did finds it set already).
-        let going_away = self.ctl.going_away.map(|cell| {
-            let g = cell.get_or_init(Default::default).clone();
-            if self.ctl.shutting_down.load(Ordering::SeqCst) {
-                g.set();
-            }
-            g
-        });
+        let going_away = self.ctl.going_away();
         let up = Upgraded::new(Box::new(io), buffered, going_away);
         if let Err(p) = catch_unwind(AssertUnwindSafe(|| f(up))) {
             self.settings.report_caught(self.peer(), p);

@@ -199,6 +199,8 @@ impl BodySink for Http2Body<'_> {
             remaining: len,
             written: 0,
             trailers: None,
+            // Streams are not told of shutdown: the connection's signal wakes its own fiber.
+            going_away: None,
         };
         let result = f(&mut writer);
         let (written, remaining, mut trailers) =

@@ -158,6 +158,7 @@ impl BodySink for Memory {
             remaining: len,
             written: 0,
             trailers: None,
+            going_away: None,
         };
         let result = f(&mut w);
         let (complete, trailers) = (w.remaining.unwrap_or(0) == 0, w.trailers.take());

@@ -1,8 +1,13 @@
 //! [`BodyWriter`]: what a streamed body's closure writes to, over whatever the protocol puts
-//! the bytes on ([`StreamSink`]).
+//! the bytes on ([`StreamSink`]), and how it learns that the server is shutting down.
 
 use std::fmt;
 use std::io::{self, Write};
+use std::sync::Arc;
+
+use fibra::sync::Notify;
+
+use crate::going_away::GoingAway;
 
 /// Size at which buffered output is pushed to the socket.
 pub(crate) const FLUSH_BYTES: usize = 16 * 1024;
@@ -27,6 +32,8 @@ pub struct BodyWriter<'a> {
     pub(crate) written: u64,
     /// Trailer fields to send after the body ([`BodyWriter::set_trailers`]).
     pub(crate) trailers: Option<http::HeaderMap>,
+    /// Graceful shutdown's signal to the connection (`None`: nobody will give it).
+    pub(crate) going_away: Option<Arc<GoingAway>>,
 }
 
 impl BodyWriter<'_> {
@@ -53,6 +60,29 @@ impl BodyWriter<'_> {
         }
         self.trailers = Some(fields);
     }
+
+    /// Whether the server has begun shutting down ([`ServerHandle::shutdown`], or
+    /// [`ServerHandle::drain`] once its idle grace is over, as for a WebSocket): a body that
+    /// would go on for long (server-sent events, a log tail) should end now, so that its
+    /// response completes and the connection closes within the grace period. Always false
+    /// where nobody tells: over HTTP/2 (such a stream ends when its connection is closed at
+    /// the end of the grace period), in [`ResponseBody::collect`](crate::ResponseBody::collect)
+    /// and on a connection served outside a [`Server`](crate::Server).
+    ///
+    /// [`ServerHandle::shutdown`]: crate::ServerHandle::shutdown
+    /// [`ServerHandle::drain`]: crate::ServerHandle::drain
+    pub fn is_going_away(&self) -> bool {
+        self.going_away.as_ref().is_some_and(|g| g.is_set())
+    }
+
+    /// What graceful shutdown notifies (once, [`Notify::notify_one`]) as it makes
+    /// [`is_going_away`](Self::is_going_away) true, for a body that waits for something
+    /// else between its writes (events from another fiber): wait on this `Notify`, have
+    /// what you wait for notify it too, and look at `is_going_away` after each wake-up (a
+    /// wake-up may also be spurious). `None` where `is_going_away` is always false.
+    pub fn going_away_notify(&self) -> Option<Arc<Notify>> {
+        self.going_away.as_ref().map(|g| g.notify().clone())
+    }
 }
 
 impl fmt::Debug for BodyWriter<'_> {
@@ -60,6 +90,7 @@ impl fmt::Debug for BodyWriter<'_> {
         f.debug_struct("BodyWriter")
             .field("chunked", &self.chunked)
             .field("remaining", &self.remaining)
+            .field("going_away", &self.is_going_away())
             .finish()
     }
 }

@@ -53,6 +53,7 @@ pub mod path;
 mod query;
 pub mod rejection;
 mod state;
+pub mod ws;
 
 pub use body::DefaultBodyLimit;
 pub use connect_info::ConnectInfo;

@@ -21,10 +21,12 @@
 mod html;
 mod into_response;
 mod redirect;
+pub mod sse;
 
 pub use html::Html;
 pub use into_response::{HeaderPartError, IntoResponse, IntoResponseParts};
 pub use redirect::Redirect;
+pub use sse::Sse;
 
 pub use fibra_http::http::StatusCode;
 pub use fibra_http::{Response, ResponseBody};
