@@ -52,8 +52,8 @@ use fibra_http::http::StatusCode;
 use fibra_http::{Request, Response};
 
 use super::Layer;
-use crate::response::IntoResponse;
 use crate::endpoint::Endpoint;
+use crate::response::IntoResponse;
 
 /// The name of the user a [`RequireAuthorization`] check accepted, in the request's
 /// extensions.

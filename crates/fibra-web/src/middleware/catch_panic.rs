@@ -37,8 +37,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use fibra_http::http::StatusCode;
 
 use super::Layer;
-use crate::response::IntoResponse;
 use crate::endpoint::Endpoint;
+use crate::response::IntoResponse;
 
 /// The layer: see the module docs.
 #[derive(Debug, Clone, Default)]

@@ -54,8 +54,8 @@ use fibra_http::http::{Method, StatusCode};
 use fibra_http::{Request, Response};
 
 use super::Layer;
-use crate::response::IntoResponse;
 use crate::endpoint::Endpoint;
+use crate::response::IntoResponse;
 
 /// A wildcard: any origin, method or header (sent as `*`).
 #[derive(Debug, Clone, Copy)]

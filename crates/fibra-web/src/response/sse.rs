@@ -219,6 +219,9 @@ fn write_events(
     let queue = Arc::new(Queue::new(QUEUE_BYTES, ready));
     let mut closer = CloseOnDrop(queue.clone(), "the event stream has ended");
     start_producer(producer, queue.clone())?;
+    // The head goes out now, not with the first event: a client (a browser's `EventSource`)
+    // counts the stream open when it has the head, and an event may be long in coming.
+    w.flush()?;
     let interval = keep_alive.as_ref().map(|k| k.interval);
     loop {
         if w.is_going_away() {
