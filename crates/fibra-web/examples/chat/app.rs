@@ -1,7 +1,7 @@
 //! The chat app: a page, messages posted as forms, and every message broadcast to every open
 //! page as server-sent events.
 //!
-//! - `GET /`: the page (an `EventSource` on `/events`, a form posting to `/messages`);
+//! - `GET /`: the page (how many listen, an `EventSource` on `/events`, a form posting to `/messages`);
 //! - `POST /messages` (`user=…&text=…`, a urlencoded form): `204`, and the message goes to
 //!   every subscriber;
 //! - `GET /events`: `text/event-stream`, one `message` event per message (its data the JSON
@@ -71,10 +71,14 @@ impl Hub {
 /// The app over `hub`.
 pub fn router(hub: Hub) -> Router {
     Router::new()
-        .route("/", get(|| Html(PAGE)))
+        .route("/", get(page))
         .route("/messages", post(send))
         .route("/events", get(events))
         .with_state(hub)
+}
+
+fn page(State(hub): State<Hub>) -> Html<String> {
+    Html(PAGE.replace("{listening}", &hub.subscribers().to_string()))
 }
 
 fn send(State(hub): State<Hub>, Form(msg): Form<Message>) -> StatusCode {
@@ -110,6 +114,7 @@ fn events(State(hub): State<Hub>) -> Sse {
 const PAGE: &str = r#"<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>Chat</title></head>
 <body>
+<p>{listening} listening when this page was served.</p>
 <ul id="log"></ul>
 <form id="f"><input name="user" placeholder="name" value="anon">
 <input name="text" placeholder="message" autofocus><button>Send</button></form>
