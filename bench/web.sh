@@ -20,7 +20,10 @@
 #
 # Environment: NO_BUILD=1 (use what is built), CACHESIM=0 (skip the instructions-per-request
 # runs under valgrind, ~15 s each; on by default), ONLY=router|app, ROUTES=plaintext,json,...,
-# CONNS=256, CARGO_TARGET_DIR (where the example is built; default target/).
+# CONNS=256, CARGO_TARGET_DIR (where the example is built; default target/),
+# CLIENT=fibra-bench (load with `fibra bench -k -t1` instead of wrk: a cheaper client, so a
+# one-worker server is more often the limit and req/s compares servers; builds fibra-cli
+# unless FIBRA=path/to/fibra).
 # Needs wrk, curl, taskset, python3, cargo, and valgrind for CACHESIM.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -39,8 +42,14 @@ if [ "${NO_BUILD:-0}" != 1 ]; then
   (cd "$ROOT" && cargo build --release -q -p fibra-web --example bench_app)
   (cd "$PEER_DIR" && cargo build --release -q --target-dir "$ROOT/bench/target/cargo")
 fi
+CLIENT=${CLIENT:-wrk}
+if [ "$CLIENT" = fibra-bench ] && [ -z "${FIBRA:-}" ]; then
+  [ "${NO_BUILD:-0}" = 1 ] || (cd "$ROOT" && cargo build --release -q -p fibra-cli)
+  FIBRA="$TARGET/release/fibra"
+fi
 ARGS=(--bin "$TARGET/release/examples/bench_app" --axum "$ROOT/bench/target/cargo/release/bench-peer-axum-web"
       --rounds "$ROUNDS" --duration "$SECS" --conns "${CONNS:-256}" --only "${ONLY:-router,app}"
-      --routes "${ROUTES:-}")
+      --routes "${ROUTES:-}" --client "$CLIENT")
+[ "$CLIENT" = fibra-bench ] && ARGS+=(--fibra "$FIBRA")
 [ "$CACHESIM" = 1 ] && ARGS+=(--cachesim)
 exec python3 "$ROOT/bench/web/run.py" "${ARGS[@]}"

@@ -33,7 +33,7 @@ import time
 BENCH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROOT = os.path.dirname(BENCH)
 sys.path.insert(0, BENCH)
-from harness.clients import parse_wrk  # noqa: E402
+from harness.clients import parse_fibra_bench, parse_wrk  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 ORIGIN = "http://localhost"
@@ -177,22 +177,44 @@ def wrk(args, server, route, origin, secs):
     return parse_wrk(out.stdout + out.stderr)
 
 
+def fibra_bench(args, server, route, origin, secs):
+    """`fibra bench` (a cheaper client than wrk: it keeps a one-worker server busier)."""
+    _, path, _, _ = ROUTES[route]
+    cmd = ["taskset", "-c", str(args.client_cpu), args.fibra, "bench", "-k", "-t1",
+           "-c", str(args.conns), "-d", f"{secs}s"]
+    if origin:
+        cmd += ["-H", f"Origin: {ORIGIN}"]
+    if route == "echo":
+        cmd += ["-H", "Content-Type: application/json", "--body", ECHO_BODY]
+    cmd.append(f"http://127.0.0.1:{server.port}{path}")
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=secs * 3 + 60, cwd=ROOT)
+    if out.returncode != 0:
+        raise RuntimeError(f"fibra bench exited with {out.returncode}:\n{out.stderr[-800:]}")
+    return parse_fibra_bench(out.stdout + out.stderr)
+
+
+def load(args, server, route, origin, secs):
+    if args.client == "fibra-bench":
+        return fibra_bench(args, server, route, origin, secs)
+    return wrk(args, server, route, origin, secs)
+
+
 def measure(args, name, route, origin):
     """One fresh server, checked, warmed up, measured: a dict of figures."""
     server = Server(args, name)
     try:
         curl_check(server, route, origin)
         if args.warmup > 0:
-            wrk(args, server, route, origin, args.warmup)
+            load(args, server, route, origin, args.warmup)
         u0, s0 = server.cpu()
         t0 = time.time()
-        requests, rps, notes = wrk(args, server, route, origin, args.duration)
+        requests, rps, notes = load(args, server, route, origin, args.duration)
         wall = time.time() - t0
         u1, s1 = server.cpu()
     finally:
         server.stop()
     if notes:
-        raise RuntimeError(f"{name} {route}: wrk reported {notes}")
+        raise RuntimeError(f"{name} {route}: {args.client} reported {notes}")
     if requests == 0:
         raise RuntimeError(f"{name} {route}: no request completed")
     cpu = (u1 - u0) + (s1 - s0)
@@ -237,7 +259,11 @@ def main():
     p.add_argument("--only", default="router,app", help="comparisons: router,app")
     p.add_argument("--routes", default="", help="only these routes (plaintext,json,users,echo)")
     p.add_argument("--cachesim", action="store_true", help="also instructions per request")
+    p.add_argument("--client", choices=["wrk", "fibra-bench"], default="wrk")
+    p.add_argument("--fibra", help="the fibra binary, for --client fibra-bench")
     a = p.parse_args()
+    if a.client == "fibra-bench" and not a.fibra:
+        p.error("--client fibra-bench needs --fibra PATH")
     only = [c for c in a.only.split(",") if c]
     routes_only = set(r for r in a.routes.split(",") if r)
     plan = []  # (comparison, route, baseline, candidate, origin)
@@ -277,8 +303,8 @@ def main():
                 print(f"{comp:7} {route:10} {name:10} {instr[(comp, route, name)]:10.0f}", flush=True)
 
     print()
-    print(f"## Medians of {a.rounds} rounds x {a.duration} s (wrk -t1 -c{a.conns}, server on CPU "
-          f"{a.server_cpu}, wrk on CPU {a.client_cpu}); ratio = candidate / baseline, "
+    print(f"## Medians of {a.rounds} rounds x {a.duration} s ({a.client} -t1 -c{a.conns}, server on CPU "
+          f"{a.server_cpu}, client on CPU {a.client_cpu}); ratio = candidate / baseline, "
           "median of the per-round ratios")
     print()
     print("| comparison | route | server | req/s | CPU µs/req | user µs/req | server CPU % |"
