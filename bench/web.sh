@@ -11,6 +11,8 @@
 #           0.8 + tower-http on a current-thread tokio runtime (bench/peers/axum-web):
 #           /plaintext, /json, /users/42?fields=a,b, POST /echo (1 KiB JSON, bench/lua);
 #           goals: CPU per request <= 0.75x axum's, req/s >= 1.2x.
+#   middleware (only with ONLY=...,middleware): the fibra-web app against itself without its
+#           two middlewares (`--mode app-bare`): what request-id + CORS cost.
 #
 # One server worker on CPU 0, wrk (-t1 -c256, keep-alive) on CPU 1, servers alternating in
 # every round, medians of the per-round ratios. Every server/route is checked with curl first
@@ -19,8 +21,9 @@
 # µs/request (user+system from /proc/PID/stat ÷ requests), its user part, CPU % and ratios.
 #
 # Environment: NO_BUILD=1 (use what is built), CACHESIM=0 (skip the instructions-per-request
-# runs under valgrind, ~15 s each; on by default), ONLY=router|app, ROUTES=plaintext,json,...,
-# CONNS=256, CARGO_TARGET_DIR (where the example is built; default target/),
+# runs under valgrind, ~15 s each; on by default), ONLY=router,app,middleware (any of them;
+# default router,app), ROUTES=plaintext,json,..., CONNS=256, CARGO_TARGET_DIR (where the
+# example is built; default target/),
 # CLIENT=fibra-bench (load with `fibra bench -k -t1` instead of wrk: a cheaper client, so a
 # one-worker server is more often the limit and req/s compares servers; builds fibra-cli
 # unless FIBRA=path/to/fibra).

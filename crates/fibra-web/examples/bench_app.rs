@@ -9,7 +9,8 @@
 //!   `GET /plaintext`, `GET /json`, `GET /users/{id}?fields=a,b` (`Path` + `Query`, JSON out)
 //!   and `POST /echo` (`Json<Value>` in and out), under a request-id middleware and a CORS one
 //!   (two `from_fn` layers doing what tower-http's `SetRequestId` + `PropagateRequestId` and
-//!   `CorsLayer` with one allowed origin do).
+//!   `CorsLayer` with one allowed origin do);
+//! - `app-bare`: the same app without the two middlewares (what they cost is the difference).
 //!
 //! Run: `cargo run --release -p fibra-web --example bench_app -- --mode app --workers 1
 //! --port 8080` (the port last: `bench/cachesim.sh` reads it from there). Stops on SIGINT or
@@ -206,6 +207,11 @@ fn cors(req: Request, next: Next) -> Response {
 
 /// The app of `bench/peers/axum-web`.
 fn app() -> Router {
+    app_bare().layer(from_fn(cors)).layer(from_fn(request_id))
+}
+
+/// The app's routes without middleware.
+fn app_bare() -> Router {
     Router::new()
         .route("/plaintext", get(|| "Hello, World!"))
         .route(
@@ -218,14 +224,12 @@ fn app() -> Router {
         )
         .route("/users/{id}", get(user))
         .route("/echo", post(|Json(v): Json<serde_json::Value>| Json(v)))
-        .layer(from_fn(cors))
-        .layer(from_fn(request_id))
 }
 
 // ---- main -------------------------------------------------------------------------------------
 
 fn usage() -> ! {
-    eprintln!("usage: bench_app [--mode match|router|app] [--workers N] [--port P]");
+    eprintln!("usage: bench_app [--mode match|router|app|app-bare] [--workers N] [--port P]");
     std::process::exit(2)
 }
 
@@ -247,6 +251,7 @@ fn main() -> std::io::Result<()> {
         "match" => server.run(match_handler),
         "router" => server.run(router_app()),
         "app" => server.run(app()),
+        "app-bare" => server.run(app_bare()),
         _ => usage(),
     }
 }
