@@ -7,9 +7,10 @@
 //!   costs;
 //! - `app`: the app `bench/peers/axum-web` serves with axum 0.8, written the idiomatic way:
 //!   `GET /plaintext`, `GET /json`, `GET /users/{id}?fields=a,b` (`Path` + `Query`, JSON out)
-//!   and `POST /echo` (`Json<Value>` in and out), under a request-id middleware and a CORS one
-//!   (two `from_fn` layers doing what tower-http's `SetRequestId` + `PropagateRequestId` and
-//!   `CorsLayer` with one allowed origin do);
+//!   and `POST /echo` (`Json<Value>` in and out), under the built-in request-id and CORS
+//!   layers (`RequestIdLayer`, `CorsLayer` allowing one origin: what tower-http's
+//!   `SetRequestId` + `PropagateRequestId` and `CorsLayer` do for the axum peer);
+//! - `app-fromfn`: the same app with those two middlewares written as `from_fn` functions;
 //! - `app-bare`: the same app without the two middlewares (what they cost is the difference).
 //!
 //! Run: `cargo run --release -p fibra-web --example bench_app -- --mode app --workers 1
@@ -21,7 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use fibra_web::extract::{Path, Query};
 use fibra_web::http::header::{self, HeaderName, HeaderValue};
 use fibra_web::http::{Method, StatusCode};
-use fibra_web::middleware::{from_fn, Next};
+use fibra_web::middleware::{from_fn, CorsLayer, Next, RequestIdLayer};
 use fibra_web::routing::{get, post};
 use fibra_web::{Json, Request, Response, ResponseBody, Router, Server};
 use serde::{Deserialize, Serialize};
@@ -205,8 +206,15 @@ fn cors(req: Request, next: Next) -> Response {
     res
 }
 
-/// The app of `bench/peers/axum-web`.
+/// The app of `bench/peers/axum-web`, with the built-in layers.
 fn app() -> Router {
+    app_bare()
+        .layer(CorsLayer::new().allow_origin(ALLOWED_ORIGIN))
+        .layer(RequestIdLayer::new())
+}
+
+/// The same app with the two middlewares as `from_fn` functions.
+fn app_fromfn() -> Router {
     app_bare().layer(from_fn(cors)).layer(from_fn(request_id))
 }
 
@@ -229,7 +237,9 @@ fn app_bare() -> Router {
 // ---- main -------------------------------------------------------------------------------------
 
 fn usage() -> ! {
-    eprintln!("usage: bench_app [--mode match|router|app|app-bare] [--workers N] [--port P]");
+    eprintln!(
+        "usage: bench_app [--mode match|router|app|app-fromfn|app-bare] [--workers N] [--port P]"
+    );
     std::process::exit(2)
 }
 
@@ -251,6 +261,7 @@ fn main() -> std::io::Result<()> {
         "match" => server.run(match_handler),
         "router" => server.run(router_app()),
         "app" => server.run(app()),
+        "app-fromfn" => server.run(app_fromfn()),
         "app-bare" => server.run(app_bare()),
         _ => usage(),
     }

@@ -39,6 +39,15 @@ impl<'r> RouteMatch<'r> {
         m
     }
 
+    /// A match of `pattern`, which has no parameters.
+    #[inline]
+    pub(crate) fn without_params(pattern: &'r Arc<str>) -> Self {
+        RouteMatch {
+            pattern: Some(pattern),
+            ..RouteMatch::default()
+        }
+    }
+
     /// No route matched (the fallback answers).
     pub(crate) fn none() -> Self {
         RouteMatch::default()

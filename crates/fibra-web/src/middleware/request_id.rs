@@ -1,5 +1,5 @@
 //! [`RequestIdLayer`]: gives every request an id — the client's `X-Request-Id` when it sent a
-//! usable one, else a new one — that handlers read as `Extension<RequestId>` and that goes
+//! usable one, else a new one — that handlers read as [`RequestId`] and that goes
 //! back on the response as `X-Request-Id` (tower-http's `SetRequestId` and
 //! `PropagateRequestId` in one layer).
 //!
@@ -7,9 +7,9 @@
 //! use fibra_web::middleware::request_id::{RequestId, RequestIdLayer};
 //! use fibra_web::routing::get;
 //! use fibra_web::test::TestClient;
-//! use fibra_web::{Extension, Router};
+//! use fibra_web::Router;
 //!
-//! fn show(Extension(id): Extension<RequestId>) -> String {
+//! fn show(id: RequestId) -> String {
 //!     format!("request {id}")
 //! }
 //!
@@ -24,10 +24,12 @@
 //! `-_.:+/=@` (enough for UUIDs, hex, base64 and the usual tracing formats); anything else
 //! (too long, spaces, quotes, control bytes) is replaced, so that an id is always safe to log.
 //! A made id is `PPPPPPPPPPPPPPPP-CCCCCCCC`: a random 64-bit prefix chosen once per process
-//! and a counter, in hex — unique within the process and, with high probability, across
-//! processes. The request's header is set to the id kept or made, so the handler sees the
-//! same value in the header and the extension. A response that already has the header (a
-//! handler set one) keeps it. Put the layer with [`Router::layer`](crate::Router::layer)
+//! and a count, in hex (at least 8 digits; each thread counts on its own, with its number in
+//! the count's top bits, so workers on many cores share no counter) — unique within the
+//! process and, with high probability, across processes. The request's header is set to the
+//! id kept or made (as tower-http's `SetRequestId`; a proxied request carries it upstream),
+//! and the [`RequestId`] extractor reads it from there. A response that already has the
+//! header (a handler set one) keeps it. Put the layer with [`Router::layer`](crate::Router::layer)
 //! (not `route_layer`) for `404`s, `405`s and rejections to carry the id too.
 
 use std::collections::hash_map::RandomState;
@@ -38,8 +40,11 @@ use std::sync::OnceLock;
 
 use fibra_http::http::header::{HeaderName, HeaderValue};
 
+use fibra_http::http::StatusCode;
+
 use super::Layer;
 use crate::endpoint::Endpoint;
+use crate::extract::{FromRequestParts, Parts};
 
 /// The header the id travels in: `x-request-id`.
 pub const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -47,8 +52,7 @@ pub const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 /// The longest incoming id kept, in bytes.
 pub const MAX_LEN: usize = 128;
 
-/// A request's id, in the request's extensions (extract it with
-/// [`Extension<RequestId>`](crate::Extension)).
+/// A request's id: an extractor (see its `FromRequestParts`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct RequestId(HeaderValue);
 
@@ -92,21 +96,62 @@ fn usable(v: &HeaderValue) -> bool {
             .all(|&c| c.is_ascii_alphanumeric() || b"-_.:+/=@".contains(&c))
 }
 
-/// A new id: the process's prefix and the next count.
+/// A new id: the process's prefix and this thread's next count, in hex, without formatting
+/// machinery (one allocation: the header value's bytes).
 fn make_id() -> HeaderValue {
-    static PREFIX: OnceLock<u64> = OnceLock::new();
-    static COUNT: AtomicU64 = AtomicU64::new(0);
-    let prefix = *PREFIX.get_or_init(|| {
+    static PREFIX: OnceLock<[u8; 17]> = OnceLock::new();
+    static THREADS: AtomicU64 = AtomicU64::new(0);
+    thread_local! {
+        /// This thread's number (in the top 24 bits) and count.
+        static NEXT: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
+    }
+    let prefix = PREFIX.get_or_init(|| {
         // std's hasher keys are random per process; the clock and the pid add to them.
         let mut h = RandomState::new().build_hasher();
         h.write_u32(std::process::id());
         if let Ok(d) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
             h.write_u128(d.as_nanos());
         }
-        h.finish()
+        let mut out = [b'-'; 17];
+        put_hex(&mut out[..16], h.finish());
+        out
     });
-    let n = COUNT.fetch_add(1, Ordering::Relaxed);
-    HeaderValue::try_from(format!("{prefix:016x}-{n:08x}")).expect("hex is a header value")
+    let n = NEXT.with(|next| {
+        let n = next
+            .get()
+            .unwrap_or_else(|| THREADS.fetch_add(1, Ordering::Relaxed) << 40);
+        next.set(Some(n + 1));
+        n
+    });
+    let digits = (64 - n.leading_zeros()).div_ceil(4).max(8) as usize;
+    let mut buf = [0u8; 17 + 16];
+    buf[..17].copy_from_slice(prefix);
+    put_hex(&mut buf[17..17 + digits], n);
+    HeaderValue::from_bytes(&buf[..17 + digits]).expect("hex is a header value")
+}
+
+/// Writes `n`'s lowest `out.len()` hex digits into `out`, most significant first.
+fn put_hex(out: &mut [u8], mut n: u64) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for b in out.iter_mut().rev() {
+        *b = DIGITS[(n & 0xf) as usize];
+        n >>= 4;
+    }
+}
+
+/// The request's id, as the layer kept or made it (read from the request's `X-Request-Id`,
+/// which the layer sets). Without the layer, whatever the client sent; `500` when nothing.
+impl<S> FromRequestParts<S> for RequestId {
+    type Rejection = (StatusCode, &'static str);
+    fn from_request_parts(parts: &mut Parts<'_>, _state: &S) -> Result<Self, Self::Rejection> {
+        match parts.headers().get(X_REQUEST_ID) {
+            Some(v) => Ok(RequestId(v.clone())),
+            None => Err((
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "no request id: is RequestIdLayer on this route?",
+            )),
+        }
+    }
 }
 
 impl Layer for RequestIdLayer {
@@ -120,7 +165,6 @@ impl Layer for RequestIdLayer {
                     v
                 }
             };
-            req.extensions_mut().insert(RequestId(id.clone()));
             let mut res = inner.call(req, route, state);
             res.headers_mut().entry(X_REQUEST_ID).or_insert(id);
             res

@@ -27,6 +27,7 @@
 //! extracted.
 
 mod method_router;
+mod static_paths;
 mod strip_prefix;
 
 use std::collections::HashMap;
@@ -46,6 +47,7 @@ use crate::handler::Handler;
 use crate::layer::Layer;
 use crate::response::IntoResponse;
 use method_router::handler_endpoint;
+use static_paths::StaticPaths;
 use strip_prefix::StripPrefix;
 
 /// The name of the catch-all parameter a nested router's fallback and a mounted service are
@@ -59,6 +61,8 @@ pub struct Router<S = ()> {
     /// Where each path pattern is in `routes` (a path routed twice merges its methods).
     by_pattern: HashMap<Arc<str>, usize>,
     matcher: matchit::Router<usize>,
+    /// The routes without parameters, tried first (see `static_paths`).
+    statics: StaticPaths,
     fallback: Endpoint<S>,
     custom_fallback: bool,
     /// The largest body limit a `DefaultBodyLimit` layer set (`Some(None)`: one disabled it).
@@ -93,6 +97,7 @@ impl<S: Send + Sync + 'static> Router<S> {
             routes: Vec::new(),
             by_pattern: HashMap::new(),
             matcher: matchit::Router::new(),
+            statics: StaticPaths::default(),
             fallback: not_found(),
             custom_fallback: false,
             body_limit: None,
@@ -136,6 +141,7 @@ impl<S: Send + Sync + 'static> Router<S> {
         }
         let pattern: Arc<str> = Arc::from(path);
         self.by_pattern.insert(pattern.clone(), index);
+        self.statics.add(path, index);
         self.routes.push(RouteEntry {
             pattern,
             is_fallback,
@@ -273,6 +279,7 @@ impl<S: Send + Sync + 'static> Router<S> {
                 .collect(),
             by_pattern: self.by_pattern,
             matcher: self.matcher,
+            statics: self.statics,
             fallback,
             custom_fallback: self.custom_fallback,
             body_limit: self.body_limit,
@@ -282,7 +289,17 @@ impl<S: Send + Sync + 'static> Router<S> {
     /// Answers `req` given the state.
     #[inline]
     pub(crate) fn call_with_state(&self, req: Request, state: &S) -> Response {
-        let found = self.matcher.at(req.uri().path());
+        let path = req.uri().path();
+        if let Some(i) = self.statics.get(path) {
+            let entry = &self.routes[i];
+            let mut route = if entry.is_fallback {
+                RouteMatch::none()
+            } else {
+                RouteMatch::without_params(&entry.pattern)
+            };
+            return entry.methods.call(req, &mut route, state);
+        }
+        let found = self.matcher.at(path);
         match found {
             Ok(m) => {
                 let entry = &self.routes[*m.value];
@@ -345,6 +362,7 @@ impl<S> Clone for Router<S> {
             routes: self.routes.clone(),
             by_pattern: self.by_pattern.clone(),
             matcher: self.matcher.clone(),
+            statics: self.statics.clone(),
             fallback: self.fallback.clone(),
             custom_fallback: self.custom_fallback,
             body_limit: self.body_limit,
