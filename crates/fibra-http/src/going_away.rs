@@ -11,10 +11,12 @@
 //!
 //! A streamed HTTP/1.1 body (server-sent events) gets the same signal through its
 //! [`crate::BodyWriter`] (`is_going_away`, `going_away_notify`): it waits on the `Notify` for
-//! what it streams, and ends its response when the flag is set.
+//! what it streams, and ends its response when the flag is set. An HTTP/2 connection's
+//! streamed bodies each get a `GoingAway` of their own from the connection's
+//! [`GoingAwayList`], which the connection sets when it sends its GOAWAY.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 
 use fibra::sync::Notify;
 
@@ -44,5 +46,52 @@ impl GoingAway {
     /// What the connection's fiber waits on.
     pub(crate) fn notify(&self) -> &Arc<Notify> {
         &self.notify
+    }
+}
+
+/// The `GoingAway`s of an HTTP/2 connection's streamed bodies: each registers when its body
+/// starts streaming, and the connection sets them all when it goes away (a stream that
+/// registers after that is set at once). Shared with the streams' fibers.
+#[derive(Debug, Default)]
+pub(crate) struct GoingAwayList {
+    inner: Mutex<ListState>,
+}
+
+#[derive(Debug, Default)]
+struct ListState {
+    set: bool,
+    /// The streams' signals; those whose body has ended are pruned as new ones register.
+    streams: Vec<Weak<GoingAway>>,
+}
+
+impl GoingAwayList {
+    fn lock(&self) -> std::sync::MutexGuard<'_, ListState> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A signal for one streamed body, set when the connection goes away.
+    pub(crate) fn register(&self) -> Arc<GoingAway> {
+        let g = Arc::new(GoingAway::default());
+        let mut st = self.lock();
+        if st.set {
+            drop(st);
+            g.set();
+            return g;
+        }
+        st.streams.retain(|w| w.strong_count() > 0);
+        st.streams.push(Arc::downgrade(&g));
+        g
+    }
+
+    /// The connection goes away: sets every registered signal (and those to come).
+    pub(crate) fn set_all(&self) {
+        let streams = {
+            let mut st = self.lock();
+            st.set = true;
+            std::mem::take(&mut st.streams)
+        };
+        for g in streams.iter().filter_map(Weak::upgrade) {
+            g.set();
+        }
     }
 }

@@ -40,7 +40,7 @@ use bytes::Bytes;
 use fibra::fiber::{Resume, Step};
 use h2::server::SendResponse;
 
-use crate::going_away::GoingAway;
+use crate::going_away::{GoingAway, GoingAwayList};
 use crate::lifecycle::{Detached, Owner};
 use crate::service::Service;
 use crate::settings::Settings;
@@ -166,6 +166,7 @@ where
         server_name,
         worker: fibra::current_worker(),
         going_away: false,
+        streamed: Arc::default(),
         stackless: false,
     }))
 }
@@ -186,6 +187,8 @@ struct Connection<T, H: ?Sized, O> {
     worker: Option<usize>,
     /// GOAWAY has been sent (shutdown, idle timeout).
     going_away: bool,
+    /// The streamed bodies' shutdown signals, set with the GOAWAY.
+    streamed: Arc<GoingAwayList>,
     /// Whether an idle connection waits without a stack (a fiber made of steps) or on the
     /// caller's.
     stackless: bool,
@@ -252,13 +255,19 @@ where
         };
         let (settings, handler, peer) = (self.settings.clone(), self.handler.clone(), self.peer);
         let server_name = self.server_name.clone();
+        let streamed = self.streamed.clone();
         let mut fiber = fibra::fiber::Builder::new();
         if let Some(w) = self.worker {
             fiber = fiber.worker(w);
         }
         let spawned = fiber.spawn(move || {
             let _done = done;
-            stream::run(req, respond, &settings, &*handler, (peer, server_name));
+            let conn = stream::ConnInfo {
+                peer,
+                server_name,
+                streamed,
+            };
+            stream::run(req, respond, &settings, &*handler, conn);
         });
         if let Err(e) = spawned {
             log::warn!("cannot spawn an HTTP/2 stream fiber: {e}");
@@ -269,6 +278,8 @@ where
     fn go_away(&mut self) {
         self.conn.graceful_shutdown();
         self.going_away = true;
+        // Streamed bodies (server-sent events) end their responses.
+        self.streamed.set_all();
     }
 
     /// A wait ended without input: on an idle connection the idle timeout, which says

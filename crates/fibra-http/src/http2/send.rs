@@ -6,6 +6,7 @@ use std::cell::RefCell;
 use std::fs::File;
 use std::io;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use bytes::{Buf, Bytes, BytesMut};
 use h2::server::SendResponse;
@@ -16,6 +17,7 @@ use http::StatusCode;
 use super::park::Parker;
 use super::stream::h2_error;
 use crate::date::with_date;
+use crate::going_away::GoingAwayList;
 use crate::response::{
     error_response, is_bodiless, send_body, BodyBytes, BodySink, BodyWriter, Kind, Response,
     StreamFn, StreamSink,
@@ -67,6 +69,7 @@ pub(super) fn send(
     leave_open: bool,
     settings: &Settings,
     parker: &Rc<Parker>,
+    streamed: &Arc<GoingAwayList>,
 ) -> Result<Sent, Failed> {
     let last = !leave_open;
     let (mut parts, mut body) = response.into_parts();
@@ -83,7 +86,7 @@ pub(super) fn send(
             StatusCode::NOT_IMPLEMENTED,
             "upgrade not supported on HTTP/2",
         );
-        return send(respond, e, is_head, leave_open, settings, parker);
+        return send(respond, e, is_head, leave_open, settings, parker, streamed);
     }
     let len = body.len();
     if let Some(ct) = body.content_type.take() {
@@ -115,6 +118,7 @@ pub(super) fn send(
         timeout: settings.write_timeout,
         sent: 0,
         trailers: None,
+        streamed,
     };
     let result = send_body(&mut body.kind, &mut sink);
     let Http2Body {
@@ -145,6 +149,8 @@ struct Http2Body<'a> {
     sent: u64,
     /// Trailer fields a streamed body set, when the stream is left open (`!last`).
     trailers: Option<HeaderMap>,
+    /// Where a streamed body gets its shutdown signal (the connection's GOAWAY).
+    streamed: &'a Arc<GoingAwayList>,
 }
 
 impl Http2Body<'_> {
@@ -199,8 +205,8 @@ impl BodySink for Http2Body<'_> {
             remaining: len,
             written: 0,
             trailers: None,
-            // Streams are not told of shutdown: the connection's signal wakes its own fiber.
-            going_away: None,
+            // Set when the connection sends its GOAWAY (graceful shutdown).
+            going_away: Some(self.streamed.register()),
         };
         let result = f(&mut writer);
         let (written, remaining, mut trailers) =

@@ -25,10 +25,21 @@ use super::send::{send, Failed};
 use crate::access_log::{HeadFields, LogEntry};
 use crate::body::Body;
 use crate::error::ProtocolError;
+use crate::going_away::GoingAwayList;
 use crate::request::Request;
 use crate::response::{error_response, Response};
 use crate::service::Service;
 use crate::settings::Settings;
+
+/// What a stream knows of its connection.
+pub(crate) struct ConnInfo {
+    /// The client's address.
+    pub(crate) peer: Option<SocketAddr>,
+    /// The TLS server name (SNI).
+    pub(crate) server_name: Option<Arc<str>>,
+    /// Where a streamed body gets its shutdown signal.
+    pub(crate) streamed: Arc<GoingAwayList>,
+}
 
 /// Runs one request stream: the handler, then its response.
 pub(crate) fn run<H>(
@@ -36,10 +47,15 @@ pub(crate) fn run<H>(
     respond: SendResponse<Bytes>,
     settings: &Settings,
     handler: &H,
-    (peer, server_name): (Option<SocketAddr>, Option<Arc<str>>),
+    conn: ConnInfo,
 ) where
     H: Service + ?Sized,
 {
+    let ConnInfo {
+        peer,
+        server_name,
+        streamed,
+    } = conn;
     let parker = Rc::new(Parker::new());
     let (mut parts, recv) = req.into_parts();
     // The application reads the target's host from `Host`, as over HTTP/1.1.
@@ -122,6 +138,7 @@ pub(crate) fn run<H>(
         body_open,
         settings,
         &parker,
+        &streamed,
     ) {
         Ok(sent) => sent,
         Err(Failed(e, bytes)) => {

@@ -64,10 +64,10 @@ impl BodyWriter<'_> {
     /// Whether the server has begun shutting down ([`ServerHandle::shutdown`], or
     /// [`ServerHandle::drain`] once its idle grace is over, as for a WebSocket): a body that
     /// would go on for long (server-sent events, a log tail) should end now, so that its
-    /// response completes and the connection closes within the grace period. Always false
-    /// where nobody tells: over HTTP/2 (such a stream ends when its connection is closed at
-    /// the end of the grace period), in [`ResponseBody::collect`](crate::ResponseBody::collect)
-    /// and on a connection served outside a [`Server`](crate::Server).
+    /// response completes and the connection closes within the grace period. On HTTP/2 it
+    /// turns true when the connection sends its GOAWAY. Always false where nobody tells: in
+    /// [`ResponseBody::collect`](crate::ResponseBody::collect) and on a connection served
+    /// outside a [`Server`](crate::Server).
     ///
     /// [`ServerHandle::shutdown`]: crate::ServerHandle::shutdown
     /// [`ServerHandle::drain`]: crate::ServerHandle::drain

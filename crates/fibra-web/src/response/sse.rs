@@ -37,9 +37,8 @@
 //!   with `BrokenPipe`, so a loop over `send(..)?` ends. Without keep-alive this is found only
 //!   when the next event is written;
 //! - when the server shuts down gracefully (`ServerHandle::shutdown`, or `drain` once its
-//!   idle grace is over, as for a WebSocket): the response ends properly and `send` fails
-//!   with `BrokenPipe`. Over HTTP/2 the stream is not told (fibra-http tells only HTTP/1.1
-//!   bodies): it ends when the connection is closed at the end of the grace period.
+//!   idle grace is over, as for a WebSocket): the response ends properly (on HTTP/2, with
+//!   END_STREAM after the connection's GOAWAY) and `send` fails with `BrokenPipe`.
 //!
 //! A `HEAD` request gets the head only; the closure never runs.
 
