@@ -4,7 +4,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use fibra_http::{Request, Response};
+use fibra_http::{Request, Response, Service};
 
 use crate::route_match::RouteMatch;
 
@@ -26,6 +26,24 @@ impl<S> Endpoint<S> {
     #[inline]
     pub fn call(&self, req: Request, route: &mut RouteMatch<'_>, state: &S) -> Response {
         (self.0)(req, route, state)
+    }
+
+    /// An endpoint calling `service` (every method; the route and the state unused).
+    pub(crate) fn of_service<T: Service + Send + Sync + 'static>(service: T) -> Self
+    where
+        S: 'static,
+    {
+        Endpoint::new(move |req, _, _| service.call(req))
+    }
+
+    /// This endpoint given `state`: one that needs a state of type `S2`, which it ignores
+    /// (`Router::with_state`).
+    pub(crate) fn with_state<S2>(self, state: &Arc<S>) -> Endpoint<S2>
+    where
+        S: Send + Sync + 'static,
+    {
+        let state = state.clone();
+        Endpoint::new(move |req, route, _: &S2| self.call(req, route, &state))
     }
 }
 

@@ -24,10 +24,7 @@ pub struct RouteMatch<'r> {
 impl<'r> RouteMatch<'r> {
     /// A match of `pattern` with the parameters `params` found in the path.
     pub(crate) fn new(pattern: &'r Arc<str>, params: matchit::Params<'r, '_>) -> Self {
-        let mut m = RouteMatch {
-            pattern: Some(pattern),
-            ..RouteMatch::default()
-        };
+        let mut m = RouteMatch::without_params(pattern);
         if !params.is_empty() {
             m.params.reserve_exact(params.len());
             for (key, value) in params.iter() {

@@ -104,7 +104,8 @@ impl<S: 'static> MethodRouter<S> {
         self
     }
 
-    /// Routes every method to `handler` (those routed by name keep theirs).
+    /// Routes every method to `endpoint` (those routed by name keep theirs). Panics if `any`
+    /// is already set.
     pub fn any_endpoint(mut self, endpoint: Endpoint<S>) -> Self {
         assert!(
             self.any.is_none(),
@@ -183,10 +184,7 @@ impl<S: 'static> MethodRouter<S> {
     where
         S: Send + Sync,
     {
-        let map = |e: Endpoint<S>| -> Endpoint<S2> {
-            let state = state.clone();
-            Endpoint::new(move |req, route, _: &S2| e.call(req, route, &state))
-        };
+        let map = |e: Endpoint<S>| e.with_state(state);
         MethodRouter {
             by_method: self.by_method.map(|e| e.map(map)),
             other: self.other.into_iter().map(|(m, e)| (m, map(e))).collect(),

@@ -116,9 +116,7 @@ impl<S: Send + Sync + 'static> Router<S> {
     /// proxy, another server's closure); the path is passed on as it is.
     #[track_caller]
     pub fn route_service<T: Service + Send + Sync + 'static>(self, path: &str, service: T) -> Self {
-        let service = Arc::new(service);
-        let endpoint =
-            Endpoint::new(move |req: Request, _: &mut RouteMatch<'_>, _: &S| service.call(req));
+        let endpoint = Endpoint::of_service(service);
         self.add(path, MethodRouter::new().any_endpoint(endpoint), false)
     }
 
@@ -181,10 +179,7 @@ impl<S: Send + Sync + 'static> Router<S> {
     /// gets `/static/app.css` as `/app.css`. Any [`Service`]: the file server, the proxy.
     #[track_caller]
     pub fn mount<T: Service + Send + Sync + 'static>(mut self, prefix: &str, service: T) -> Self {
-        let service = Arc::new(service);
-        let endpoint =
-            Endpoint::new(move |req: Request, _: &mut RouteMatch<'_>, _: &S| service.call(req));
-        let methods = MethodRouter::new().any_endpoint(endpoint);
+        let methods = MethodRouter::new().any_endpoint(Endpoint::of_service(service));
         if prefix == "/" {
             self = self.add("/", methods.clone(), false);
             return self.add(&format!("/{{*{TAIL}}}"), methods, false);
@@ -223,8 +218,7 @@ impl<S: Send + Sync + 'static> Router<S> {
 
     /// Answers requests no route matches with `service`.
     pub fn fallback_service<T: Service + Send + Sync + 'static>(mut self, service: T) -> Self {
-        self.fallback =
-            Endpoint::new(move |req: Request, _: &mut RouteMatch<'_>, _: &S| service.call(req));
+        self.fallback = Endpoint::of_service(service);
         self.custom_fallback = true;
         self
     }
@@ -262,11 +256,7 @@ impl<S: Send + Sync + 'static> Router<S> {
     /// in a router with another state).
     pub fn with_state<S2: Send + Sync + 'static>(self, state: S) -> Router<S2> {
         let state = Arc::new(state);
-        let fallback = {
-            let state = state.clone();
-            let inner = self.fallback;
-            Endpoint::new(move |req, route, _: &S2| inner.call(req, route, &state))
-        };
+        let fallback = self.fallback.with_state(&state);
         Router {
             routes: self
                 .routes
@@ -290,13 +280,10 @@ impl<S: Send + Sync + 'static> Router<S> {
     #[inline]
     pub(crate) fn call_with_state(&self, req: Request, state: &S) -> Response {
         let path = req.uri().path();
+        // (A nested router's fallback is a catch-all pattern, never a static path.)
         if let Some(i) = self.statics.get(path) {
             let entry = &self.routes[i];
-            let mut route = if entry.is_fallback {
-                RouteMatch::none()
-            } else {
-                RouteMatch::without_params(&entry.pattern)
-            };
+            let mut route = RouteMatch::without_params(&entry.pattern);
             return entry.methods.call(req, &mut route, state);
         }
         let found = self.matcher.at(path);
