@@ -127,8 +127,9 @@ fn check_handshake(
     }
 }
 
-/// Whether a comma-separated header (any of its fields) has `token`, case-insensitively.
-fn has_token(headers: &HeaderMap, name: http::header::HeaderName, token: &str) -> bool {
+/// Whether a comma-separated header (any of its fields) has `token`, case-insensitively
+/// (`Connection: keep-alive, Upgrade` has `upgrade`).
+pub fn has_token(headers: &HeaderMap, name: http::header::HeaderName, token: &str) -> bool {
     headers.get_all(name).iter().any(|v| {
         v.as_bytes()
             .split(|&b| b == b',')

@@ -55,7 +55,7 @@
 mod handshake;
 mod split;
 
-pub use handshake::{protocols, upgrade};
+pub use handshake::{has_token, protocols, upgrade};
 pub use split::{split, Connection, Sender};
 pub use tungstenite::protocol::{CloseFrame, WebSocketConfig};
 pub use tungstenite::{Error, Message};

@@ -40,10 +40,10 @@ use std::borrow::Cow;
 use std::fmt;
 
 use fibra_http::http::header::{
-    HeaderName, CONNECTION, SEC_WEBSOCKET_KEY, SEC_WEBSOCKET_PROTOCOL, SEC_WEBSOCKET_VERSION,
-    UPGRADE,
+    CONNECTION, SEC_WEBSOCKET_KEY, SEC_WEBSOCKET_PROTOCOL, SEC_WEBSOCKET_VERSION, UPGRADE,
 };
 use fibra_http::http::{HeaderMap, Method, StatusCode, Version};
+use fibra_http::ws::has_token;
 use fibra_http::{ws, Body, Request, Response};
 
 pub use fibra_http::ws::{CloseFrame, Config, Error, Message, WebSocket, WebSocketConfig};
@@ -193,15 +193,6 @@ fn handshake_of(headers: &HeaderMap) -> Request {
         }
     }
     req
-}
-
-/// Whether a comma-separated field (any of its lines) has `token`, case-insensitively.
-fn has_token(headers: &HeaderMap, name: HeaderName, token: &str) -> bool {
-    headers.get_all(name).iter().any(|v| {
-        v.as_bytes()
-            .split(|&b| b == b',')
-            .any(|t| t.trim_ascii().eq_ignore_ascii_case(token.as_bytes()))
-    })
 }
 
 /// Why [`WebSocketUpgrade`] refused a request: see the module docs for the statuses.
