@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use fibra_files::listing::escape_html;
 use fibra_web::extract::{Form, Path, Query, State};
 use fibra_web::http::header::LOCATION;
 use fibra_web::http::StatusCode;
@@ -155,7 +156,7 @@ fn page(State(store): State<Store>) -> Html<String> {
     store.with(|t| {
         for todo in t.items.values() {
             let mark = if todo.done { "&#x2713; " } else { "" };
-            html.push_str(&format!("<li>{mark}{}</li>", escape(&todo.title)));
+            html.push_str(&format!("<li>{mark}{}</li>", escape_html(&todo.title)));
         }
     });
     html.push_str(
@@ -164,20 +165,4 @@ fn page(State(store): State<Store>) -> Html<String> {
          </form></body></html>",
     );
     Html(html)
-}
-
-/// `s` with `< > & " '` escaped for HTML.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#x27;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
