@@ -1,7 +1,10 @@
 //! Server-sent events on the wire: events in order, keep-alive comments while the producer
-//! waits, a client that leaves ends the producer, the server's shutdown ends the stream; and
+//! waits, a client that leaves ends the producer, the server's shutdown ends the stream (over
+//! HTTP/1.1 and, with END_STREAM after the GOAWAY, over HTTP/2: the h2 crate's client); and
 //! the whole stream through `TestClient`.
 
+#[path = "../../fibra-http/tests/h2_util/mod.rs"]
+mod h2_util;
 mod raw_http;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -149,61 +152,74 @@ fn a_client_that_leaves_makes_send_fail() {
     assert_eq!(err.kind(), std::io::ErrorKind::BrokenPipe, "{err}");
 }
 
-#[test]
-fn the_server_s_shutdown_ends_the_stream() {
-    // The producer sends one event and then waits, sending nothing, until its stream is
-    // closed: only the shutdown can end the connection's wait. A request held open keeps the
-    // server (and so the producer) running until the test has heard from the producer.
-    let (report_tx, report_rx) = mpsc::channel::<std::io::Result<()>>();
-    let report_tx = Mutex::new(report_tx);
-    let (entered_tx, entered_rx) = mpsc::channel::<()>();
-    let entered_tx = Mutex::new(entered_tx);
-    let (release_tx, release_rx) = fibra::sync::mpsc::channel::<()>();
-    let release_rx = Mutex::new(release_rx);
-    let app = Router::new()
-        .route(
-            "/events",
-            get(move || {
-                let report = report_tx.lock().unwrap().clone();
-                Sse::new(move |tx: &mut SseSender| {
-                    tx.send(Event::default().data("hello"))?;
-                    for _ in 0..20_000 {
-                        if tx.is_closed() {
-                            let err = tx.send(Event::default().data("late")).unwrap_err();
-                            report.send(Err(err)).unwrap();
-                            return Ok(());
-                        }
-                        fibra::time::sleep(Duration::from_millis(5));
-                    }
-                    report.send(Ok(())).unwrap();
-                    Ok(())
-                })
-            }),
-        )
-        .route(
-            "/hold",
-            get(move || {
-                entered_tx.lock().unwrap().send(()).unwrap();
-                release_rx.lock().unwrap().recv().unwrap();
-                "released"
-            }),
-        );
-    let server = TestServer::spawn(app).unwrap();
-    let mut events = Conn::open(server.addr());
-    events.get("/events", &[]);
-    assert_eq!(events.head().status, 200);
-    let mut text = String::new();
-    read_until(&mut events, &mut text, "data: hello\n\n");
-    let mut held = Conn::open(server.addr());
-    held.get("/hold", &[]);
-    entered_rx.recv_timeout(PATIENCE).expect("/hold entered");
+/// A server whose `/events` producer sends one event and then waits, sending nothing, until
+/// its stream is closed (only the shutdown can end the connection's wait), and reports how
+/// its next send failed; and a `/hold` request, held open, that keeps the server (and so the
+/// producer) running until the test has heard from the producer.
+struct ShutdownFixture {
+    server: TestServer,
+    held: Conn,
+    report_rx: mpsc::Receiver<std::io::Result<()>>,
+    release_tx: fibra::sync::mpsc::Sender<()>,
+}
 
-    let stopper = std::thread::spawn(move || server.shutdown());
-    // The stream ends properly (its last chunk), not by a connection cut at the end of the
-    // grace period, and the connection closes.
-    assert_eq!(events.chunk(), None, "the stream ended: {text:?}");
-    assert!(events.at_end());
-    drop(events);
+impl ShutdownFixture {
+    fn start() -> ShutdownFixture {
+        let (report_tx, report_rx) = mpsc::channel::<std::io::Result<()>>();
+        let report_tx = Mutex::new(report_tx);
+        let (entered_tx, entered_rx) = mpsc::channel::<()>();
+        let entered_tx = Mutex::new(entered_tx);
+        let (release_tx, release_rx) = fibra::sync::mpsc::channel::<()>();
+        let release_rx = Mutex::new(release_rx);
+        let app = Router::new()
+            .route(
+                "/events",
+                get(move || {
+                    let report = report_tx.lock().unwrap().clone();
+                    Sse::new(move |tx: &mut SseSender| {
+                        tx.send(Event::default().data("hello"))?;
+                        for _ in 0..20_000 {
+                            if tx.is_closed() {
+                                let err = tx.send(Event::default().data("late")).unwrap_err();
+                                report.send(Err(err)).unwrap();
+                                return Ok(());
+                            }
+                            fibra::time::sleep(Duration::from_millis(5));
+                        }
+                        report.send(Ok(())).unwrap();
+                        Ok(())
+                    })
+                }),
+            )
+            .route(
+                "/hold",
+                get(move || {
+                    entered_tx.lock().unwrap().send(()).unwrap();
+                    release_rx.lock().unwrap().recv().unwrap();
+                    "released"
+                }),
+            );
+        let server = TestServer::spawn(app).unwrap();
+        let mut held = Conn::open(server.addr());
+        held.get("/hold", &[]);
+        entered_rx.recv_timeout(PATIENCE).expect("/hold entered");
+        ShutdownFixture {
+            server,
+            held,
+            report_rx,
+            release_tx,
+        }
+    }
+}
+
+/// The fixture's end: the producer's send failed because of the shutdown; then the held
+/// request is released and answered, and the shutdown (`stopper`) completes.
+fn finish(
+    mut held: Conn,
+    report_rx: mpsc::Receiver<std::io::Result<()>>,
+    release_tx: fibra::sync::mpsc::Sender<()>,
+    stopper: std::thread::JoinHandle<()>,
+) {
     let ended = report_rx
         .recv_timeout(PATIENCE)
         .expect("the producer ended");
@@ -218,6 +234,70 @@ fn the_server_s_shutdown_ends_the_stream() {
     // (The server lingers until the client closes too.)
     drop(held);
     stopper.join().unwrap();
+}
+
+#[test]
+fn the_server_s_shutdown_ends_the_stream() {
+    let ShutdownFixture {
+        server,
+        held,
+        report_rx,
+        release_tx,
+    } = ShutdownFixture::start();
+    let mut events = Conn::open(server.addr());
+    events.get("/events", &[]);
+    assert_eq!(events.head().status, 200);
+    let mut text = String::new();
+    read_until(&mut events, &mut text, "data: hello\n\n");
+
+    let stopper = std::thread::spawn(move || server.shutdown());
+    // The stream ends properly (its last chunk), not by a connection cut at the end of the
+    // grace period, and the connection closes.
+    assert_eq!(events.chunk(), None, "the stream ended: {text:?}");
+    assert!(events.at_end());
+    drop(events);
+    finish(held, report_rx, release_tx, stopper);
+}
+
+#[test]
+fn the_server_s_shutdown_ends_an_http2_stream_with_end_stream() {
+    let ShutdownFixture {
+        server,
+        held,
+        report_rx,
+        release_tx,
+    } = ShutdownFixture::start();
+    let addr = server.addr();
+    let mut stopper = None;
+    h2_util::runtime().block_on(async {
+        let mut h2 = h2_util::client(addr).await;
+        let req = http::Request::get("http://localhost/events")
+            .body(())
+            .unwrap();
+        let (resp, _) = h2.send_request(req, true).unwrap();
+        let resp = tokio::time::timeout(PATIENCE, resp).await.unwrap().unwrap();
+        assert_eq!(resp.status(), 200);
+        assert_eq!(resp.headers()["content-type"], "text/event-stream");
+        let mut body = resp.into_body();
+        let mut text = String::new();
+        while !text.contains("data: hello\n\n") {
+            let chunk = body.data().await.expect("an event").unwrap();
+            let _ = body.flow_control().release_capacity(chunk.len());
+            text.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+        stopper = Some(std::thread::spawn(move || server.shutdown()));
+        // Every remaining frame arrives without error, and the stream ends (END_STREAM after
+        // the connection's GOAWAY), well before the grace period would cut the connection.
+        while let Some(chunk) = tokio::time::timeout(PATIENCE, body.data())
+            .await
+            .expect("the stream ends well before the grace period")
+        {
+            let chunk = chunk.expect("no reset, no cut connection");
+            text.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+        assert_eq!(text, "data: hello\n\n");
+    });
+    finish(held, report_rx, release_tx, stopper.unwrap());
 }
 
 #[test]
