@@ -86,13 +86,6 @@ source "$ROOT/bench/lib/measure.sh"
 # The cluster, on CPU 1.
 pg_cluster_start
 
-path_of() {
-  case $1 in
-    db) echo /db ;; queries) echo "/queries?queries=20" ;; fortunes) echo /fortunes ;;
-    updates) echo "/updates?queries=20" ;; json) echo /json ;; plaintext) echo /plaintext ;;
-  esac
-}
-
 start() { # NAME PORT -> sets SPID (process group leader)
   case $1 in
     fibra) setsid taskset -c 0 "$FIBRA" --addr 127.0.0.1 --port "$2" --workers 1 \
@@ -152,7 +145,7 @@ pg_ticks() { # the postmaster and its children (backends included)
 
 HZ=$(getconf CLK_TCK)
 for t in "${TESTS[@]}"; do
-  path=$(path_of "$t")
+  path=$(tfb_path "$t")
   declare -A RPS=() CPU=() DBCPU=() SYS=()
   for r in $(seq "$ROUNDS"); do
     for s in fibra $PEER; do

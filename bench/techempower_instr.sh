@@ -29,16 +29,9 @@ PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 
 source "$ROOT/bench/lib/measure.sh"
 source "$ROOT/bench/lib/pg_cluster.sh"
+for t in "${TESTS[@]}"; do tfb_path "$t" >/dev/null; done
 pg_run_dir
 pg_cluster_start
-
-path_of() {
-  case $1 in
-    db) echo /db ;; queries) echo "/queries?queries=20" ;; fortunes) echo /fortunes ;;
-    updates) echo "/updates?queries=20" ;; json) echo /json ;; plaintext) echo /plaintext ;;
-    *) echo "techempower_instr.sh: unknown test $1" >&2; exit 2 ;;
-  esac
-}
 
 run() { # BINARY TEST -> instructions per request
   local bin=$1 port out="$RUN/cg.$RANDOM"
@@ -55,7 +48,7 @@ run() { # BINARY TEST -> instructions per request
   done
   [ $up = 1 ] || { echo "techempower_instr.sh: $bin did not come up" >&2; cat "$RUN/server.log" >&2; exit 1; }
   local log
-  log=$(taskset -c 1 h2load --h1 -t1 -c16 -n $N "http://127.0.0.1:$port$(path_of "$2")" 2>&1)
+  log=$(taskset -c 1 h2load --h1 -t1 -c16 -n $N "http://127.0.0.1:$port$(tfb_path "$2")" 2>&1)
   if ! grep -q "^requests: $N total, $N started, $N done, $N succeeded" <<<"$log" \
      || ! grep -q "status codes: $N 2xx" <<<"$log"; then
     echo "$log" >&2; exit 1

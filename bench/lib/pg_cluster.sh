@@ -1,7 +1,8 @@
 # A throw-away PostgreSQL cluster with TFB's schema and data, on CPU 1, for the TechEmpower
 # scripts. Needs PGBIN and ROOT set, and free_port (bench/lib/measure.sh). pg_run_dir makes
 # RUN (a temp dir PostgreSQL can write) and the exit trap that cleans up after the script;
-# pg_cluster_start then sets PGPORT, PGPID and URL and defines psql_.
+# pg_cluster_start then sets PGPORT, PGPID and URL and defines psql_. tfb_path TEST: the
+# path a TechEmpower test asks for.
 
 # Runs a command as the postgres user when we are root (initdb refuses root).
 as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
@@ -43,4 +44,13 @@ pg_cluster_start() {
   psql_ -U benchmarkdbuser -d hello_world -f "$RUN/schema.sql" >/dev/null
   PGPID=$(head -1 "$RUN/data/postmaster.pid")
   URL="postgres://benchmarkdbuser:benchmarkdbpass@127.0.0.1:$PGPORT/hello_world"
+}
+
+# tfb_path TEST: the path of a TechEmpower test type (`queries` and `updates` ask for 20 rows).
+tfb_path() {
+  case $1 in
+    db) echo /db ;; queries) echo "/queries?queries=20" ;; fortunes) echo /fortunes ;;
+    updates) echo "/updates?queries=20" ;; json) echo /json ;; plaintext) echo /plaintext ;;
+    *) echo "unknown TechEmpower test: $1" >&2; return 2 ;;
+  esac
 }
