@@ -20,6 +20,9 @@ pub(crate) trait BodySource {
     fn peer_addr(&self) -> Option<SocketAddr>;
     /// The TLS server name (SNI) the client asked for.
     fn server_name(&self) -> Option<Arc<str>>;
+    /// The index of the server's acceptor the connection came through
+    /// ([`crate::Settings::listener`]).
+    fn listener(&self) -> usize;
     /// Body bytes announced but not yet read, when known (`Content-Length` bodies).
     fn remaining_hint(&self, seq: u64) -> Option<u64>;
     /// The trailer fields that followed the body of request `seq`, once it was read to its
@@ -113,6 +116,14 @@ impl Body {
         match &self.inner {
             Inner::Conn { src, .. } => src.borrow().server_name(),
             _ => None,
+        }
+    }
+    /// The index of the server's acceptor the connection came through (0 for bodies not
+    /// read from a connection).
+    pub(crate) fn listener(&self) -> usize {
+        match &self.inner {
+            Inner::Conn { src, .. } => src.borrow().listener(),
+            _ => 0,
         }
     }
 }

@@ -185,6 +185,13 @@ impl Request {
     pub fn server_name(&self) -> Option<Arc<str>> {
         self.body.server_name()
     }
+    /// Which of the server's acceptors the request's connection came through: 0 for the
+    /// main one, `k` for the `k`-th added beside it ([`crate::Server::also_acceptor`],
+    /// `also_bind`, `also_tls`), so one service can tell its listening addresses apart
+    /// (sites per address). 0 for a request not read from a connection.
+    pub fn listener(&self) -> usize {
+        self.body.listener()
+    }
     /// The head as `http`'s parts, and the body.
     pub fn into_parts(mut self) -> (http::request::Parts, Body) {
         let head = self

@@ -77,6 +77,12 @@ pub struct Settings {
     /// knowledge, or TLS after ALPN chose `h2`) is served as HTTP/2 (see [`crate::http2`]).
     /// Applies to [`crate::Server`]'s connections. Default: true.
     pub http2: bool,
+    /// Which of the server's acceptors its connections come through: 0 for the main one,
+    /// `k` for the `k`-th added with [`crate::Server::also_acceptor`] (or `also_bind`,
+    /// `also_tls`). Set by [`crate::Server`] for each acceptor (a value given here is
+    /// replaced); what [`crate::Request::listener`] reports, so one service can answer each
+    /// listening address differently (virtual hosts per address). Default 0.
+    pub listener: usize,
 }
 
 impl Default for Settings {
@@ -99,6 +105,7 @@ impl Default for Settings {
             access_log_sink: None,
             on_error: None,
             http2: true,
+            listener: 0,
         }
     }
 }

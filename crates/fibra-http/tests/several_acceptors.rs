@@ -1,6 +1,8 @@
 //! One server, several acceptors on one runtime: plain HTTP on two addresses and HTTPS on a
 //! third (`Server::also_bind`, `Server::also_tls`), one service, one graceful shutdown.
 
+#[path = "h2_util/mod.rs"]
+mod h2_util;
 #[path = "tls_util/mod.rs"]
 mod tls_util;
 #[path = "util/mod.rs"]
@@ -29,22 +31,37 @@ fn plain_and_tls_acceptors_share_one_service_and_one_shutdown() {
         .workers(2)
         .also_bind("127.0.0.1:0")
         .also_tls("127.0.0.1:0", config)
-        .serve(|req: Request| Response::new(format!("served {}", req.uri().path()).into()))
+        .serve(|req: Request| {
+            Response::new(format!("served {} on {}", req.uri().path(), req.listener()).into())
+        })
         .expect("server starts");
     let addrs = server.local_addrs().to_vec();
     assert_eq!(addrs.len(), 3, "{addrs:?}");
     assert_eq!(server.local_addr(), addrs[0]);
     assert!(addrs.iter().all(|a| a.port() != 0), "{addrs:?}");
 
-    for plain in &addrs[..2] {
+    // Each request knows which acceptor its connection came through.
+    for (i, plain) in addrs[..2].iter().enumerate() {
         let reply = get_over(&mut util::connect(*plain));
         assert!(reply.starts_with("HTTP/1.1 200 OK\r\n"), "{reply}");
-        assert!(reply.ends_with("served /where"), "{reply}");
+        assert!(reply.ends_with(&format!("served /where on {i}")), "{reply}");
     }
+    // Over HTTP/2 (prior knowledge) too.
+    let rt = h2_util::runtime();
+    rt.block_on(async {
+        let mut client = h2_util::client(addrs[1]).await;
+        let (status, _, body) =
+            h2_util::exchange(&mut client, http::Method::GET, "/two", None).await;
+        assert_eq!(
+            (status.as_u16(), &body[..]),
+            (200, &b"served /two on 1"[..])
+        );
+    });
+    drop(rt);
     let mut tls = certs.client_offering(addrs[2], &[fibra_http::tls::ALPN_HTTP1]);
     let reply = get_over(&mut tls);
     assert!(reply.starts_with("HTTP/1.1 200 OK\r\n"), "{reply}");
-    assert!(reply.ends_with("served /where"), "{reply}");
+    assert!(reply.ends_with("served /where on 2"), "{reply}");
     // Plain HTTP on the TLS port is not answered as HTTP.
     let mut wrong = util::connect(addrs[2]);
     wrong

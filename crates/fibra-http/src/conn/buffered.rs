@@ -50,6 +50,8 @@ pub(super) struct Shared<T> {
     pub(super) peer: Option<SocketAddr>,
     /// The TLS server name (SNI), taken from the transport with `peer`.
     pub(super) server_name: Option<Arc<str>>,
+    /// The server's acceptor the connection came through ([`Settings::listener`]).
+    pub(super) listener: usize,
     /// The body bytes of the last response, when not its body's length (a streamed body, a
     /// file shorter than its range): for the access log.
     pub(super) body_sent: Option<u64>,
@@ -193,6 +195,7 @@ pub(super) fn open<T: Transport>(io: T, settings: &Settings) -> Rc<RefCell<Share
         read_timeout: None,
         peer,
         server_name: None,
+        listener: settings.listener,
         body_sent: None,
         trailers: None,
     }));

@@ -182,6 +182,9 @@ impl<T: Transport> BodySource for Shared<T> {
     fn server_name(&self) -> Option<Arc<str>> {
         self.server_name.clone()
     }
+    fn listener(&self) -> usize {
+        self.listener
+    }
     fn trailers(&mut self, seq: u64) -> Option<http::HeaderMap> {
         self.trailers
             .take()

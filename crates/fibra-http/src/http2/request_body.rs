@@ -32,6 +32,8 @@ pub(super) struct StreamBody {
     pub(super) peer: Option<SocketAddr>,
     /// The connection's TLS server name (SNI).
     pub(super) server_name: Option<Arc<str>>,
+    /// The server's acceptor the connection came through.
+    pub(super) listener: usize,
     /// The request's trailer fields, once the body has ended, until the handler takes them.
     pub(super) trailers: Option<HeaderMap>,
     /// Set when the body went past the limit: the server answers with this instead of the
@@ -122,6 +124,9 @@ impl BodySource for StreamBody {
 
     fn server_name(&self) -> Option<Arc<str>> {
         self.server_name.clone()
+    }
+    fn listener(&self) -> usize {
+        self.listener
     }
 
     fn remaining_hint(&self, _seq: u64) -> Option<u64> {

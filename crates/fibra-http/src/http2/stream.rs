@@ -83,6 +83,7 @@ pub(crate) fn run<H>(
         left: settings.max_body_bytes,
         peer,
         server_name,
+        listener: settings.listener,
         trailers: None,
         rejected: None,
     }));

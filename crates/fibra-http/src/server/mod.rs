@@ -298,6 +298,7 @@ impl<A: Acceptor> Server<A> {
         let (cmd_tx, cmd_rx) = fibra::sync::mpsc::channel::<Stop>();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<io::Result<Vec<SocketAddr>>>();
         let mut settings = self.settings;
+        settings.listener = 0;
         if let Some(n) = service.max_body_bytes() {
             settings.max_body_bytes = settings.max_body_bytes.max(n);
         }

@@ -146,8 +146,13 @@ pub(super) fn run_server<A, H>(
         .into_iter()
         .enumerate()
         .map(|(i, a)| spawn_accept_loop(i, a, settings.clone(), service.clone(), state.clone()))
-        .chain(added.into_iter().flat_map(|group| {
-            let (settings, service, state) = (&settings, &dyn_service, &state);
+        .chain(added.into_iter().enumerate().flat_map(|(k, group)| {
+            // Each added acceptor's connections know its index (`Request::listener`).
+            let settings = Arc::new(Settings {
+                listener: k + 1,
+                ..Settings::clone(&settings)
+            });
+            let (service, state) = (&dyn_service, &state);
             group.into_iter().enumerate().map(move |(i, a)| {
                 a.spawn_loop(i, settings.clone(), service.clone(), state.clone())
             })
