@@ -1,0 +1,959 @@
+//! The site file's keys, table by table: reads a parsed document into [`Config`], recording
+//! every error (wrong type, out of range, unknown key with the nearest valid one).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use fibra_http::IpNet;
+use toml::de::{DeTable, DeValue};
+
+use super::model::*;
+use super::reader::{Reader, Table, Val};
+
+const TOP: &[&str] = &["server", "acme", "site"];
+const SERVER: &[&str] = &[
+    "workers",
+    "header_timeout",
+    "idle_timeout",
+    "shutdown_timeout",
+    "drain_delay",
+    "error_log",
+    "pid_file",
+    "health",
+    "metrics",
+    "proxy_protocol",
+    "proxy_protocol_from",
+    "reuse_port",
+    "cache",
+    "compression",
+];
+const CACHE: &[&str] = &["entries", "ttl"];
+const COMPRESSION: &[&str] = &["enabled", "gzip_level"];
+const ACME: &[&str] = &["directory", "contact", "storage", "ca", "challenges"];
+const SITE: &[&str] = &[
+    "hosts",
+    "listen",
+    "default",
+    "tls",
+    "redirect_http",
+    "http2",
+    "access_log",
+    "route",
+];
+const CERT: &[&str] = &["cert", "key"];
+const ACCESS_LOG: &[&str] = &["path", "format"];
+const ROUTE: &[&str] = &[
+    "path",
+    "files",
+    "proxy",
+    "redirect",
+    "respond",
+    "headers",
+    "basic_auth",
+    "allow",
+    "deny",
+    "rate_limit",
+    "max_body",
+    "error_pages",
+];
+const ACTIONS: &[&str] = &["files", "proxy", "redirect", "respond"];
+const FILES: &[&str] = &[
+    "root",
+    "index",
+    "listing",
+    "try_files",
+    "cache_control",
+    "compress",
+    "allow_hidden",
+    "follow_symlinks",
+    "strip_prefix",
+];
+const PROXY: &[&str] = &[
+    "upstreams",
+    "policy",
+    "health",
+    "max_fails",
+    "fail_timeout",
+    "connect_timeout",
+    "timeout",
+    "keepalive",
+    "ca",
+    "headers_up",
+];
+const POLICIES: &[&str] = &["round_robin", "least_conn", "ip_hash", "first"];
+const HEALTH: &[&str] = &["path", "interval", "timeout"];
+const HEADERS: &[&str] = &["set", "add", "remove"];
+const BASIC_AUTH: &[&str] = &["realm", "users", "htpasswd"];
+const RATE_LIMIT: &[&str] = &["rate", "burst"];
+const REDIRECT: &[&str] = &["to", "code"];
+const RESPOND: &[&str] = &["status", "body", "type"];
+
+/// Reads the document `doc` of the file at `base` (relative paths are taken from the file's
+/// directory).
+pub(crate) fn read(r: &mut Reader<'_>, doc: &DeTable<'_>) -> Config {
+    let base = r.file().parent().map(Path::to_path_buf).unwrap_or_default();
+    let top = r.entries(doc, "", TOP);
+    let mut config = Config::default();
+    if let Some((key, v)) = top.get("server") {
+        if let Some(t) = r.table(v, &key, SERVER) {
+            config.server = server(r, &t, &base);
+        }
+    }
+    if let Some((key, v)) = top.get("acme") {
+        if let Some(t) = r.table(v, &key, ACME) {
+            config.acme = acme(r, &t, &base, v);
+        }
+    }
+    if let Some((key, v)) = top.get("site") {
+        for (key, v) in r.tables(v, &key) {
+            if let Some(t) = r.table(v, &key, SITE) {
+                config.sites.push(site(r, &t, &base, v));
+            }
+        }
+    }
+    config
+}
+
+/// `path` taken from the file's directory when relative.
+fn path_in(base: &Path, p: &str) -> PathBuf {
+    let p = Path::new(p);
+    match p.is_absolute() {
+        true => p.to_path_buf(),
+        false => base.join(p),
+    }
+}
+
+fn server(r: &mut Reader<'_>, t: &Table<'_, '_>, base: &Path) -> ServerConfig {
+    let mut s = ServerConfig::default();
+    for (name, key, v) in t.iter() {
+        match name {
+            "workers" => s.workers = r.integer(v, &key, 1, 4096).map(|n| n as usize),
+            "header_timeout" => set(&mut s.header_timeout, positive(r, v, &key)),
+            "idle_timeout" => set(&mut s.idle_timeout, positive(r, v, &key)),
+            "shutdown_timeout" => set(&mut s.shutdown_timeout, r.duration(v, &key)),
+            "drain_delay" => set(&mut s.drain_delay, r.duration(v, &key)),
+            "error_log" => set(&mut s.error_log, r.string(v, &key)),
+            "pid_file" => s.pid_file = r.string(v, &key).map(|p| path_in(base, &p)),
+            "health" => s.health = url_path(r, v, &key),
+            "metrics" => s.metrics = url_path(r, v, &key),
+            "proxy_protocol" => set(&mut s.proxy_protocol, r.boolean(v, &key)),
+            "proxy_protocol_from" => s.proxy_protocol_from = nets(r, v, &key),
+            "reuse_port" => set(&mut s.reuse_port, r.boolean(v, &key)),
+            "cache" => {
+                if let Some(t) = r.table(v, &key, CACHE) {
+                    for (name, key, v) in t.iter() {
+                        match name {
+                            "entries" => {
+                                if let Some(n) = r.integer(v, &key, 0, 10_000_000) {
+                                    s.cache.entries = n as usize;
+                                }
+                            }
+                            "ttl" => set(&mut s.cache.ttl, r.duration(v, &key)),
+                            _ => {}
+                        }
+                    }
+                }
+            }
+            "compression" => {
+                if let Some(t) = r.table(v, &key, COMPRESSION) {
+                    for (name, key, v) in t.iter() {
+                        match name {
+                            "enabled" => set(&mut s.compression.enabled, r.boolean(v, &key)),
+                            "gzip_level" => {
+                                if let Some(n) = r.integer(v, &key, 1, 9) {
+                                    s.compression.gzip_level = n as u32;
+                                }
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    s
+}
+
+fn set<T>(slot: &mut T, value: Option<T>) {
+    if let Some(v) = value {
+        *slot = v;
+    }
+}
+
+fn positive(r: &mut Reader<'_>, v: &Val<'_>, key: &str) -> Option<Duration> {
+    let d = r.duration(v, key)?;
+    if d.is_zero() {
+        r.error(v.span(), key, "must be longer than 0s");
+        return None;
+    }
+    Some(d)
+}
+
+/// A URL path (starting with `/`).
+fn url_path(r: &mut Reader<'_>, v: &Val<'_>, key: &str) -> Option<String> {
+    let s = r.string(v, key)?;
+    if !s.starts_with('/') {
+        r.error(v.span(), key, format!("{s:?}: a path must start with /"));
+        return None;
+    }
+    Some(s)
+}
+
+fn nets(r: &mut Reader<'_>, v: &Val<'_>, key: &str) -> Vec<IpNet> {
+    let Some(list) = r.strings(v, key) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (i, s) in list.iter().enumerate() {
+        match s.parse::<IpNet>() {
+            Ok(n) => out.push(n),
+            Err(e) => r.error(
+                item_span(v, i),
+                &format!("{key}[{i}]"),
+                format!("{s:?}: not an address or CIDR network ({e})"),
+            ),
+        }
+    }
+    out
+}
+
+/// The span of item `i` of an array (or of the value itself).
+fn item_span(v: &Val<'_>, i: usize) -> std::ops::Range<usize> {
+    match v.get_ref() {
+        DeValue::Array(a) => a.get(i).map_or(v.span(), |x| x.span()),
+        _ => v.span(),
+    }
+}
+
+fn acme(r: &mut Reader<'_>, t: &Table<'_, '_>, base: &Path, v: &Val<'_>) -> Option<AcmeConfig> {
+    let mut a = AcmeConfig {
+        directory: String::new(),
+        contact: Vec::new(),
+        storage: PathBuf::new(),
+        ca: None,
+        challenges: vec!["tls-alpn-01".into(), "http-01".into()],
+        at: r.pos(v.span().start),
+    };
+    let mut ok = true;
+    for (name, key, v) in t.iter() {
+        match name {
+            "directory" => match r.string(v, &key) {
+                Some(d) if d.starts_with("https://") || d.starts_with("http://") => a.directory = d,
+                Some(d) => {
+                    r.error(v.span(), &key, format!("{d:?}: expected an https:// URL"));
+                    ok = false;
+                }
+                None => ok = false,
+            },
+            "contact" => set(&mut a.contact, r.strings(v, &key)),
+            "storage" => {
+                if let Some(p) = r.string(v, &key) {
+                    a.storage = path_in(base, &p);
+                }
+            }
+            "ca" => a.ca = r.string(v, &key).map(|p| path_in(base, &p)),
+            "challenges" => {
+                if let Some(list) = r.strings(v, &key) {
+                    for (i, c) in list.iter().enumerate() {
+                        if c != "tls-alpn-01" && c != "http-01" {
+                            r.error(
+                                item_span(v, i),
+                                &format!("{key}[{i}]"),
+                                format!("{c:?}: expected \"tls-alpn-01\" or \"http-01\" (dns-01 is not offered)"),
+                            );
+                        }
+                    }
+                    if list.is_empty() {
+                        r.error(v.span(), &key, "at least one challenge is needed");
+                    }
+                    a.challenges = list;
+                }
+            }
+            _ => {}
+        }
+    }
+    for (name, missing) in [
+        ("directory", a.directory.is_empty()),
+        ("storage", a.storage.as_os_str().is_empty()),
+    ] {
+        if missing && ok {
+            r.error(v.span(), &format!("{}.{name}", t.key), "required");
+        }
+    }
+    Some(a)
+}
+
+fn listen(r: &mut Reader<'_>, v: &Val<'_>, key: &str) -> Vec<Listen> {
+    let Some(list) = r.strings(v, key) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (i, s) in list.iter().enumerate() {
+        if let Some(p) = s.strip_prefix("unix:") {
+            out.push(Listen::Unix(PathBuf::from(p)));
+        } else if s.starts_with('/') {
+            out.push(Listen::Unix(PathBuf::from(s)));
+        } else if let Some((host, port)) = s.rsplit_once(':') {
+            if host.is_empty() || port.parse::<u16>().is_err() {
+                r.error(
+                    item_span(v, i),
+                    &format!("{key}[{i}]"),
+                    format!("{s:?}: expected HOST:PORT (e.g. \"0.0.0.0:443\", \"[::]:80\") or a Unix socket path"),
+                );
+            } else {
+                out.push(Listen::Tcp(s.clone()));
+            }
+        } else {
+            r.error(
+                item_span(v, i),
+                &format!("{key}[{i}]"),
+                format!("{s:?}: expected HOST:PORT or a Unix socket path"),
+            );
+        }
+    }
+    out
+}
+
+fn site(r: &mut Reader<'_>, t: &Table<'_, '_>, base: &Path, v: &Val<'_>) -> SiteConfig {
+    let mut s = SiteConfig {
+        hosts: Vec::new(),
+        listen: Vec::new(),
+        default: false,
+        tls: None,
+        redirect_http: Vec::new(),
+        http2: true,
+        access_log: None,
+        routes: Vec::new(),
+        at: r.pos(v.span().start),
+        tls_at: r.pos(v.span().start),
+        key: t.key.clone(),
+    };
+    for (name, key, v) in t.iter() {
+        match name {
+            "hosts" => {
+                if let Some(hosts) = r.strings(v, &key) {
+                    for (i, h) in hosts.iter().enumerate() {
+                        match check_host(h) {
+                            Ok(h) => s.hosts.push(h),
+                            Err(e) => r.error(item_span(v, i), &format!("{key}[{i}]"), e),
+                        }
+                    }
+                }
+            }
+            "listen" => s.listen = listen(r, v, &key),
+            "default" => set(&mut s.default, r.boolean(v, &key)),
+            "http2" => set(&mut s.http2, r.boolean(v, &key)),
+            "redirect_http" => s.redirect_http = listen(r, v, &key),
+            "tls" => {
+                s.tls_at = r.pos(v.span().start);
+                s.tls = tls(r, v, &key, base);
+            }
+            "access_log" => s.access_log = access_log(r, v, &key),
+            "route" => {
+                for (key, v) in r.tables(v, &key) {
+                    if let Some(t) = r.table(v, &key, ROUTE) {
+                        if let Some(route) = route(r, &t, base, v) {
+                            s.routes.push(route);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    if s.listen.is_empty() {
+        r.error(
+            v.span(),
+            &format!("{}.listen", t.key),
+            "required: where the site is served (e.g. listen = [\"0.0.0.0:80\"])",
+        );
+    }
+    if s.hosts.is_empty() && !s.default {
+        r.error(
+            v.span(),
+            &format!("{}.hosts", t.key),
+            "a site without hosts must be the default (default = true)",
+        );
+    }
+    if !s.redirect_http.is_empty() && s.tls.is_none() {
+        r.error(
+            v.span(),
+            &format!("{}.redirect_http", t.key),
+            "redirecting to HTTPS needs tls on the site",
+        );
+    }
+    s
+}
+
+/// A host name as matched: lower case, no port, `*.` only in front.
+fn check_host(h: &str) -> Result<String, String> {
+    let lower = h.trim_end_matches('.').to_ascii_lowercase();
+    let name = lower.strip_prefix("*.").unwrap_or(&lower);
+    let valid = !name.is_empty()
+        && name
+            .split('.')
+            .all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'));
+    if !valid {
+        return Err(format!(
+            "{h:?}: expected a host name (\"example.com\") or a wildcard (\"*.example.com\")"
+        ));
+    }
+    Ok(lower)
+}
+
+fn tls(r: &mut Reader<'_>, v: &Val<'_>, key: &str, base: &Path) -> Option<Tls> {
+    match v.get_ref() {
+        DeValue::String(s) if s == "acme" => Some(Tls::Acme),
+        DeValue::String(s) => {
+            r.error(
+                v.span(),
+                key,
+                format!("{s:?}: expected \"acme\" or {{ cert = \"FILE\", key = \"FILE\" }}"),
+            );
+            None
+        }
+        DeValue::Table(_) | DeValue::Array(_) => {
+            let mut pairs = Vec::new();
+            for (key, v) in r.tables(v, key) {
+                let Some(t) = r.table(v, &key, CERT) else {
+                    continue;
+                };
+                let cert = t.get("cert").and_then(|(k, v)| r.string(v, &k));
+                let private = t.get("key").and_then(|(k, v)| r.string(v, &k));
+                match (cert, private) {
+                    (Some(c), Some(k)) => pairs.push(CertFiles {
+                        cert: path_in(base, &c),
+                        key: path_in(base, &k),
+                    }),
+                    _ => r.error(v.span(), &key, "needs both cert and key"),
+                }
+            }
+            (!pairs.is_empty()).then_some(Tls::Files(pairs))
+        }
+        _ => {
+            r.error(
+                v.span(),
+                key,
+                "expected \"acme\" or { cert = \"FILE\", key = \"FILE\" }",
+            );
+            None
+        }
+    }
+}
+
+fn access_log(r: &mut Reader<'_>, v: &Val<'_>, key: &str) -> Option<AccessLogConfig> {
+    if let DeValue::String(s) = v.get_ref() {
+        return Some(AccessLogConfig {
+            path: s.to_string(),
+            format: LogFormat::Combined,
+        });
+    }
+    let t = r.table(v, key, ACCESS_LOG)?;
+    let path = t.get("path").and_then(|(k, v)| r.string(v, &k));
+    let format = match t.get("format") {
+        None => Some(LogFormat::Combined),
+        Some((k, v)) => match r.string(v, &k).as_deref() {
+            Some("combined") => Some(LogFormat::Combined),
+            Some("json") => Some(LogFormat::Json),
+            Some(other) => {
+                r.error(
+                    v.span(),
+                    &k,
+                    format!("{other:?}: expected \"combined\" or \"json\""),
+                );
+                None
+            }
+            None => None,
+        },
+    };
+    if path.is_none() && t.get("path").is_none() {
+        r.error(v.span(), &format!("{key}.path"), "required");
+    }
+    Some(AccessLogConfig {
+        path: path?,
+        format: format?,
+    })
+}
+
+fn route(r: &mut Reader<'_>, t: &Table<'_, '_>, base: &Path, v: &Val<'_>) -> Option<RouteConfig> {
+    let at = r.pos(v.span().start);
+    let path = match t.get("path") {
+        None => {
+            r.error(
+                v.span(),
+                &format!("{}.path", t.key),
+                "required (\"/prefix/\" or \"=/exact\")",
+            );
+            None
+        }
+        Some((k, pv)) => {
+            let p = r.string(pv, &k)?;
+            match p.strip_prefix('=') {
+                Some(exact) if exact.starts_with('/') => Some(PathMatch::Exact(exact.to_owned())),
+                None if p.starts_with('/') => Some(PathMatch::Prefix(p)),
+                _ => {
+                    r.error(
+                        pv.span(),
+                        &k,
+                        format!("{p:?}: a route path starts with / (or =/ for an exact match)"),
+                    );
+                    None
+                }
+            }
+        }
+    };
+    let mut route = RouteConfig {
+        path: PathMatch::Prefix("/".into()),
+        action: None,
+        headers: HeaderRules::default(),
+        basic_auth: None,
+        allow: Vec::new(),
+        deny: Vec::new(),
+        rate_limit: None,
+        max_body: None,
+        error_pages: Vec::new(),
+        at,
+        key: t.key.clone(),
+    };
+    let actions: Vec<&str> = ACTIONS
+        .iter()
+        .copied()
+        .filter(|a| t.get(a).is_some())
+        .collect();
+    if actions.len() > 1 {
+        let (k, av) = t.get(actions[1]).expect("present");
+        r.error(
+            av.span(),
+            &k,
+            format!(
+                "a route has one action, this one has {}",
+                actions.join(" and ")
+            ),
+        );
+    }
+    for (name, key, v) in t.iter() {
+        match name {
+            "files" => route.action = files(r, v, &key, base).map(Action::Files),
+            "proxy" => route.action = proxy(r, v, &key, base).map(Action::Proxy),
+            "redirect" => route.action = redirect(r, v, &key),
+            "respond" => route.action = respond(r, v, &key),
+            "headers" => route.headers = headers(r, v, &key),
+            "basic_auth" => route.basic_auth = basic_auth(r, v, &key, base),
+            "allow" => route.allow = nets(r, v, &key),
+            "deny" => route.deny = nets(r, v, &key),
+            "rate_limit" => route.rate_limit = rate_limit(r, v, &key),
+            "max_body" => route.max_body = r.bytes(v, &key),
+            "error_pages" => route.error_pages = error_pages(r, v, &key, base),
+            _ => {}
+        }
+    }
+    route.path = path?;
+    Some(route)
+}
+
+fn files(r: &mut Reader<'_>, v: &Val<'_>, key: &str, base: &Path) -> Option<FilesConfig> {
+    // `files = "/srv/a"`: the root alone.
+    if let DeValue::String(root) = v.get_ref() {
+        return Some(files_default(path_in(base, root)));
+    }
+    let t = r.table(v, key, FILES)?;
+    let Some((k, rv)) = t.get("root") else {
+        r.error(
+            v.span(),
+            &format!("{key}.root"),
+            "required: the directory to serve",
+        );
+        return None;
+    };
+    let mut f = files_default(path_in(base, &r.string(rv, &k)?));
+    for (name, key, v) in t.iter() {
+        match name {
+            "index" => set(&mut f.index, r.string(v, &key)),
+            "listing" => set(&mut f.listing, r.boolean(v, &key)),
+            "try_files" => {
+                if let Some(list) = r.strings(v, &key) {
+                    for (i, c) in list.iter().enumerate() {
+                        let fallback_code = c.strip_prefix('=').and_then(|n| n.parse::<u16>().ok());
+                        if !c.starts_with('/')
+                            && !c.starts_with("{path}")
+                            && fallback_code.is_none()
+                        {
+                            r.error(
+                                item_span(v, i),
+                                &format!("{key}[{i}]"),
+                                format!("{c:?}: a candidate is \"{{path}}…\" or starts with / (the last may be \"=404\")"),
+                            );
+                        }
+                    }
+                    f.try_files = list;
+                }
+            }
+            "cache_control" => f.cache_control = r.string(v, &key),
+            "compress" => set(&mut f.compress, r.boolean(v, &key)),
+            "allow_hidden" => set(&mut f.allow_hidden, r.boolean(v, &key)),
+            "follow_symlinks" => set(&mut f.follow_symlinks, r.boolean(v, &key)),
+            "strip_prefix" => set(&mut f.strip_prefix, r.boolean(v, &key)),
+            _ => {}
+        }
+    }
+    Some(f)
+}
+
+fn files_default(root: PathBuf) -> FilesConfig {
+    FilesConfig {
+        root,
+        index: "index.html".into(),
+        listing: false,
+        try_files: Vec::new(),
+        cache_control: None,
+        compress: true,
+        allow_hidden: false,
+        follow_symlinks: false,
+        strip_prefix: false,
+    }
+}
+
+/// The defaults of a proxy route's settings.
+pub(crate) fn proxy_default(upstreams: Vec<String>) -> ProxyConfig {
+    ProxyConfig {
+        upstreams,
+        policy: "round_robin".into(),
+        health: None,
+        max_fails: 1,
+        fail_timeout: Duration::from_secs(10),
+        connect_timeout: Duration::from_secs(10),
+        timeout: Duration::from_secs(60),
+        keepalive: 64,
+        ca: None,
+        headers_up: HeaderRules::default(),
+        at: Default::default(),
+    }
+}
+
+fn proxy(r: &mut Reader<'_>, v: &Val<'_>, key: &str, base: &Path) -> Option<ProxyConfig> {
+    if let DeValue::String(u) = v.get_ref() {
+        let mut p = proxy_default(vec![u.to_string()]);
+        p.at = r.pos(v.span().start);
+        return Some(p);
+    }
+    let t = r.table(v, key, PROXY)?;
+    let mut p = proxy_default(Vec::new());
+    p.at = r.pos(v.span().start);
+    for (name, key, v) in t.iter() {
+        match name {
+            "upstreams" => {
+                if let Some(list) = r.strings(v, &key) {
+                    for (i, u) in list.iter().enumerate() {
+                        let lower = u.to_ascii_lowercase();
+                        if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+                            r.error(
+                                item_span(v, i),
+                                &format!("{key}[{i}]"),
+                                format!("{u:?}: expected http[s]://HOST:PORT[/PATH]"),
+                            );
+                        }
+                    }
+                    if list.is_empty() {
+                        r.error(v.span(), &key, "at least one upstream is needed");
+                    }
+                    p.upstreams = list;
+                }
+            }
+            "policy" => {
+                if let Some(s) = r.string(v, &key) {
+                    if POLICIES.contains(&s.as_str()) {
+                        p.policy = s;
+                    } else {
+                        let hint = super::reader::nearest(&s, POLICIES)
+                            .map(|n| format!(" (did you mean {n:?}?)"))
+                            .unwrap_or_default();
+                        r.error(
+                            v.span(),
+                            &key,
+                            format!("{s:?}: expected one of {}{hint}", POLICIES.join(", ")),
+                        );
+                    }
+                }
+            }
+            "health" => {
+                if let Some(t) = r.table(v, &key, HEALTH) {
+                    let path = match t.get("path") {
+                        Some((k, pv)) => url_path(r, pv, &k),
+                        None => {
+                            r.error(v.span(), &format!("{key}.path"), "required");
+                            None
+                        }
+                    };
+                    let interval = match t.get("interval") {
+                        Some((k, iv)) => positive(r, iv, &k),
+                        None => Some(Duration::from_secs(5)),
+                    };
+                    let timeout = match t.get("timeout") {
+                        Some((k, tv)) => positive(r, tv, &k),
+                        None => Some(Duration::from_secs(2)),
+                    };
+                    if let (Some(path), Some(interval), Some(timeout)) = (path, interval, timeout) {
+                        p.health = Some(HealthConfig {
+                            path,
+                            interval,
+                            timeout,
+                        });
+                    }
+                }
+            }
+            "max_fails" => set(
+                &mut p.max_fails,
+                r.integer(v, &key, 0, 1000).map(|n| n as u32),
+            ),
+            "fail_timeout" => set(&mut p.fail_timeout, positive(r, v, &key)),
+            "connect_timeout" => set(&mut p.connect_timeout, positive(r, v, &key)),
+            "timeout" => set(&mut p.timeout, positive(r, v, &key)),
+            "keepalive" => set(
+                &mut p.keepalive,
+                r.integer(v, &key, 0, 100_000).map(|n| n as usize),
+            ),
+            "ca" => p.ca = r.string(v, &key).map(|c| path_in(base, &c)),
+            "headers_up" => p.headers_up = headers(r, v, &key),
+            _ => {}
+        }
+    }
+    if t.get("upstreams").is_none() {
+        r.error(
+            v.span(),
+            &format!("{key}.upstreams"),
+            "required: the upstream URLs",
+        );
+        return None;
+    }
+    Some(p)
+}
+
+fn redirect(r: &mut Reader<'_>, v: &Val<'_>, key: &str) -> Option<Action> {
+    let t = r.table(v, key, REDIRECT)?;
+    let to = match t.get("to") {
+        Some((k, tv)) => r.string(tv, &k),
+        None => {
+            r.error(
+                v.span(),
+                &format!("{key}.to"),
+                "required: where to redirect",
+            );
+            None
+        }
+    };
+    let code = match t.get("code") {
+        Some((k, cv)) => {
+            let c = r.integer(cv, &k, 300, 399)? as u16;
+            if ![301, 302, 303, 307, 308].contains(&c) {
+                r.error(
+                    cv.span(),
+                    &k,
+                    format!("{c}: expected 301, 302, 303, 307 or 308"),
+                );
+                return None;
+            }
+            c
+        }
+        None => 302,
+    };
+    Some(Action::Redirect { to: to?, code })
+}
+
+fn respond(r: &mut Reader<'_>, v: &Val<'_>, key: &str) -> Option<Action> {
+    let t = r.table(v, key, RESPOND)?;
+    let mut status = 200u16;
+    let mut body = String::new();
+    let mut content_type = "text/plain; charset=utf-8".to_owned();
+    for (name, key, v) in t.iter() {
+        match name {
+            "status" => set(&mut status, r.integer(v, &key, 200, 599).map(|n| n as u16)),
+            "body" => set(&mut body, r.string(v, &key)),
+            "type" => set(&mut content_type, r.string(v, &key)),
+            _ => {}
+        }
+    }
+    Some(Action::Respond {
+        status,
+        body,
+        content_type,
+    })
+}
+
+fn headers(r: &mut Reader<'_>, v: &Val<'_>, key: &str) -> HeaderRules {
+    let mut h = HeaderRules::default();
+    let Some(t) = r.table(v, key, HEADERS) else {
+        return h;
+    };
+    for (name, key, v) in t.iter() {
+        match name {
+            "set" | "add" => {
+                let DeValue::Table(ft) = v.get_ref() else {
+                    r.error(
+                        v.span(),
+                        &key,
+                        "expected a table of \"Field-Name\" = \"value\"",
+                    );
+                    continue;
+                };
+                for (fk, fv) in ft.iter() {
+                    let fname: &str = fk.get_ref();
+                    let fkey = format!("{key}.{fname}");
+                    let Some(value) = r.string(fv, &fkey) else {
+                        continue;
+                    };
+                    if http::HeaderName::from_bytes(fname.as_bytes()).is_err() {
+                        r.error(
+                            fk.span(),
+                            &fkey,
+                            format!("{fname:?}: not a header field name"),
+                        );
+                        continue;
+                    }
+                    if http::HeaderValue::from_str(&value).is_err() {
+                        r.error(
+                            fv.span(),
+                            &fkey,
+                            "not a header field value (control characters?)",
+                        );
+                        continue;
+                    }
+                    let pair = (fname.to_owned(), value);
+                    match name {
+                        "set" => h.set.push(pair),
+                        _ => h.add.push(pair),
+                    }
+                }
+            }
+            "remove" => {
+                if let Some(list) = r.strings(v, &key) {
+                    for (i, n) in list.into_iter().enumerate() {
+                        if http::HeaderName::from_bytes(n.as_bytes()).is_err() {
+                            r.error(
+                                item_span(v, i),
+                                &format!("{key}[{i}]"),
+                                format!("{n:?}: not a header field name"),
+                            );
+                        } else {
+                            h.remove.push(n);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    h
+}
+
+fn basic_auth(r: &mut Reader<'_>, v: &Val<'_>, key: &str, base: &Path) -> Option<BasicAuthConfig> {
+    let t = r.table(v, key, BASIC_AUTH)?;
+    let mut b = BasicAuthConfig {
+        realm: "restricted".into(),
+        users: Vec::new(),
+        htpasswd: None,
+        at: r.pos(v.span().start),
+    };
+    for (name, key, v) in t.iter() {
+        match name {
+            "realm" => set(&mut b.realm, r.string(v, &key)),
+            "htpasswd" => b.htpasswd = r.string(v, &key).map(|p| path_in(base, &p)),
+            "users" => {
+                let DeValue::Table(ut) = v.get_ref() else {
+                    r.error(v.span(), &key, "expected a table of user = \"hash\"");
+                    continue;
+                };
+                for (uk, uv) in ut.iter() {
+                    let user: &str = uk.get_ref();
+                    if let Some(hash) = r.string(uv, &format!("{key}.{user}")) {
+                        b.users.push((user.to_owned(), hash));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    if b.users.is_empty() && b.htpasswd.is_none() {
+        r.error(v.span(), key, "needs users or an htpasswd file");
+        return None;
+    }
+    Some(b)
+}
+
+fn rate_limit(r: &mut Reader<'_>, v: &Val<'_>, key: &str) -> Option<RateLimitConfig> {
+    let t = r.table(v, key, RATE_LIMIT)?;
+    let (rate, rate_text) = match t.get("rate") {
+        Some((k, rv)) => {
+            let s = r.string(rv, &k)?;
+            match parse_rate(&s) {
+                Ok(n) => (n, s),
+                Err(e) => {
+                    r.error(rv.span(), &k, e);
+                    return None;
+                }
+            }
+        }
+        None => {
+            r.error(
+                v.span(),
+                &format!("{key}.rate"),
+                "required (\"5/s\", \"100/m\")",
+            );
+            return None;
+        }
+    };
+    let burst = match t.get("burst") {
+        Some((k, bv)) => r.integer(bv, &k, 1, 1_000_000)? as u32,
+        None => (rate.ceil() as u32).max(1),
+    };
+    Some(RateLimitConfig {
+        rate,
+        rate_text,
+        burst,
+    })
+}
+
+/// `"5/s"`, `"100/m"`, `"10/h"`: requests per second.
+pub fn parse_rate(s: &str) -> Result<f64, String> {
+    let (n, per) = s
+        .split_once('/')
+        .ok_or_else(|| format!("{s:?}: expected N/s, N/m or N/h"))?;
+    let n: f64 = n
+        .trim()
+        .parse()
+        .ok()
+        .filter(|n: &f64| *n > 0.0 && n.is_finite())
+        .ok_or_else(|| format!("{s:?}: expected a positive number before /"))?;
+    let secs = match per.trim() {
+        "s" => 1.0,
+        "m" => 60.0,
+        "h" => 3600.0,
+        p => return Err(format!("{s:?}: unknown period {p:?} (s, m, h)")),
+    };
+    Ok(n / secs)
+}
+
+fn error_pages(r: &mut Reader<'_>, v: &Val<'_>, key: &str, base: &Path) -> Vec<(u16, PathBuf)> {
+    let DeValue::Table(t) = v.get_ref() else {
+        r.error(v.span(), key, "expected a table of status = \"file\"");
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (k, fv) in t.iter() {
+        let code: &str = k.get_ref();
+        let ekey = format!("{key}.{code}");
+        match code.parse::<u16>() {
+            Ok(c) if (400..=599).contains(&c) => {
+                if let Some(p) = r.string(fv, &ekey) {
+                    out.push((c, path_in(base, &p)));
+                }
+            }
+            _ => r.error(
+                k.span(),
+                &ekey,
+                format!("{code:?}: expected a status from 400 to 599"),
+            ),
+        }
+    }
+    out
+}
