@@ -133,11 +133,11 @@ pub fn choose_config_with_resolver(resolver: Arc<CertResolver>) -> io::Result<Ar
     server_order.ignore_client_order = true;
     let server_order = Arc::new(server_order);
     Ok(Arc::new(move |hello: &ClientHello<'_>| {
-        if prefers_chacha(hello) {
+        Some(if prefers_chacha(hello) {
             client_order.clone()
         } else {
             server_order.clone()
-        }
+        })
     }))
 }
 

@@ -69,8 +69,14 @@ struct State<T> {
     first_len: u8,
 }
 
-/// Picks a connection's configuration from its ClientHello (see [`Tls::choosing`]).
-pub type ChooseConfig = dyn Fn(&ClientHello<'_>) -> Arc<ServerConfig> + Send + Sync;
+/// Picks a connection's configuration from its ClientHello (see [`Tls::choosing`]); `None`
+/// refuses the handshake with a fatal `unrecognized_name` alert (RFC 6066 §3), as a server
+/// with no site for the name the client asked for does.
+pub type ChooseConfig = dyn Fn(&ClientHello<'_>) -> Option<Arc<ServerConfig>> + Send + Sync;
+
+/// A fatal `unrecognized_name` alert (112) in a TLS 1.2-versioned alert record: what a refused
+/// ClientHello is answered with.
+const UNRECOGNIZED_NAME_ALERT: [u8; 7] = [21, 3, 3, 0, 2, 2, 112];
 
 /// A connection waiting for its ClientHello.
 struct Hello {
@@ -376,7 +382,14 @@ impl<T: Transport> State<T> {
                 }));
             }
         };
-        let config = (hello.choose)(&accepted.client_hello());
+        let Some(config) = (hello.choose)(&accepted.client_hello()) else {
+            self.hello = None;
+            let name = accepted.client_hello().server_name().map(str::to_owned);
+            let e = rustls::Error::General(format!("no site for the name {name:?}"));
+            return Err(self.refuse(e, false, |st| {
+                let _ = st.io.write_all(&UNRECOGNIZED_NAME_ALERT);
+            }));
+        };
         self.hello = None;
         match accepted.into_connection(config) {
             Ok(conn) => {
