@@ -132,6 +132,10 @@ impl Settings {
 
     /// Hands `entry` to the access-log sink and the `log` facade, as configured.
     pub(crate) fn log_access(&self, entry: &crate::access_log::LogEntry<'_>) {
+        let entry = &crate::access_log::LogEntry {
+            listener: self.listener,
+            ..*entry
+        };
         if let Some(sink) = &self.access_log_sink {
             sink.log(entry);
         }

@@ -7,6 +7,8 @@
 //!
 //! Untrusted fields (request line, Referer, User-Agent) are escaped nginx-style (`"`, `\`, and
 //! bytes outside printable ASCII become `\xHH`), so a request cannot forge log lines.
+//!
+//! [`AccessLog::open_json`] writes one JSON object per line instead (see `json.rs`).
 
 use std::fs::OpenOptions;
 use std::io::{self, Write};
@@ -25,6 +27,8 @@ struct Inner {
     /// Second of `stamp` and the rendered `[dd/Mon/yyyy:hh:mm:ss +0000]`.
     stamp_secs: u64,
     stamp: String,
+    /// JSON lines instead of the combined format.
+    json: bool,
 }
 
 impl Inner {
@@ -81,6 +85,14 @@ impl AccessLog {
         }
     }
 
+    /// [`open`](Self::open), writing one JSON object per line (`time`, `remote`, `host`,
+    /// `method`, `target`, `version`, `status`, `bytes`, `referer`, `user_agent`).
+    pub fn open_json(spec: &str) -> io::Result<AccessLog> {
+        let log = AccessLog::open(spec)?;
+        log.inner.lock().unwrap_or_else(|p| p.into_inner()).json = true;
+        Ok(log)
+    }
+
     /// Logs to any writer (tests use an in-memory one).
     pub fn to_writer(out: Box<dyn Write + Send>) -> AccessLog {
         let inner = Arc::new(Mutex::new(Inner {
@@ -88,6 +100,7 @@ impl AccessLog {
             buf: Vec::with_capacity(FLUSH_BYTES + 1024),
             stamp_secs: u64::MAX,
             stamp: String::new(),
+            json: false,
         }));
         let weak = Arc::downgrade(&inner);
         let spawned = std::thread::Builder::new()
@@ -104,6 +117,15 @@ impl AccessLog {
         let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let inner = &mut *g;
         let secs = e.time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        if inner.json {
+            super::json::line(e, secs, &mut inner.buf);
+            if inner.buf.len() >= FLUSH_BYTES {
+                if let Err(err) = inner.write_out() {
+                    log::warn!("access log write failed: {err}");
+                }
+            }
+            return;
+        }
         if secs != inner.stamp_secs {
             inner.stamp_secs = secs;
             inner.stamp = clf_time(secs);
@@ -235,6 +257,7 @@ mod tests {
             user_agent: Some(b"curl/8\n\"x\""),
             host: Some(b"example.test"),
             time: UNIX_EPOCH + Duration::from_secs(971_185_336),
+            listener: 0,
         };
         log.log(&entry);
         log.log(&LogEntry {

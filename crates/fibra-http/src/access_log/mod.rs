@@ -16,6 +16,7 @@ use std::net::SocketAddr;
 use std::time::SystemTime;
 
 mod combined;
+mod json;
 
 pub use combined::AccessLog;
 
@@ -45,6 +46,9 @@ pub struct LogEntry<'a> {
     pub host: Option<&'a [u8]>,
     /// When the request was answered.
     pub time: SystemTime,
+    /// The server's acceptor the connection came through ([`crate::Settings::listener`]),
+    /// which with [`host`](Self::host) tells a sink the site of a server with several.
+    pub listener: usize,
 }
 
 /// The fields of a request an entry takes from its head: where each protocol keeps them.
@@ -91,6 +95,7 @@ impl<'a> LogEntry<'a> {
             user_agent: fields.user_agent,
             host: fields.host,
             time: SystemTime::now(),
+            listener: 0,
         }
     }
 }
