@@ -2,4 +2,5 @@
 //! redirects, fixed answers), access rules (`allow`/`deny`, basic auth, rate limits) and
 //! response headers, served as one [`fibra_http::Service`].
 
+pub mod access;
 pub mod config;
