@@ -1,6 +1,28 @@
 //! The site file of `fibra serve --config`: virtual hosts, routes (files, balanced proxies,
 //! redirects, fixed answers), access rules (`allow`/`deny`, basic auth, rate limits) and
 //! response headers, served as one [`fibra_http::Service`].
+//!
+//! * [`config`]: the file read into a checked [`config::Config`] (every error with
+//!   `file:line:column` and its key path), and written back (`--print-config`).
+//! * [`Live`]: the running form, swapped whole on reload; what stays across reloads (file
+//!   caches, proxies' health, rate limits).
+//! * [`SiteService`]: a server's requests to their site (by address and `Host`) and route (by
+//!   the decoded path); [`choose_tls`] the TLS configuration by SNI; [`SiteLogs`] the access
+//!   log per site.
 
 pub mod access;
+pub mod action;
+mod build;
 pub mod config;
+pub mod hosts;
+mod live;
+pub mod normalize;
+pub mod route;
+pub mod routes;
+mod service;
+pub mod sites;
+mod upstreams;
+
+pub use build::check_files;
+pub use live::Live;
+pub use service::{choose_tls, Http01, SiteLogs, SiteService, ACME_CHALLENGE_PREFIX};

@@ -357,6 +357,15 @@ pub struct ProxyConfig {
     pub at: Pos,
 }
 
+impl ProxyConfig {
+    /// A proxy to `upstreams` with the defaults: round robin, no active health checks, an
+    /// upstream down for 10 s after 1 failure, connect timeout 10 s, timeout 60 s, 64 idle
+    /// connections per upstream and worker.
+    pub fn new(upstreams: Vec<String>) -> ProxyConfig {
+        super::schema::proxy_default(upstreams)
+    }
+}
+
 /// `[[site.route]]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RouteConfig {

@@ -1,0 +1,419 @@
+//! Building the running form ([`Sites`]) of a checked [`Config`]: what needs the disk
+//! (certificates and keys, password files, error pages, file roots, logs) is read here, and
+//! every failure is reported with the position of what caused it, as `--check-config` does.
+
+use std::io;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use fibra_files::{FileServer, FileServerConfig};
+use fibra_http::access_log::AccessLog;
+use fibra_http::http::{HeaderName, HeaderValue, StatusCode};
+use fibra_http::tls::{
+    certified_key_from_pem, choose_config_with_resolver, server_config_with_resolver, CertResolver,
+    ChooseConfig, ALPN_HTTP1,
+};
+
+use crate::access::{AccessList, BasicAuth, RateLimit};
+use crate::action::{Action, Candidate, FilesAction};
+use crate::config::{
+    self, Config, ConfigError, ConfigErrors, HeaderRules, Listen, LogFormat, PathMatch, Pos,
+    RouteConfig, SiteConfig, Tls,
+};
+use crate::hosts::HostTable;
+use crate::live::Kept;
+use crate::route::{ErrorPage, HeaderOps, Route};
+use crate::routes::RouteTable;
+use crate::sites::{Group, Mode, Site, Sites};
+
+/// The most client addresses a rate limiter tracks.
+const RATE_LIMIT_CLIENTS: usize = 100_000;
+
+struct Errors(Vec<ConfigError>);
+
+/// A site's serving form and its redirect-to-HTTPS form.
+type SiteForms = (Option<Arc<Site>>, Option<Arc<Site>>);
+
+impl Errors {
+    fn add(&mut self, at: &Pos, key: impl Into<String>, message: impl Into<String>) {
+        self.0.push(ConfigError {
+            at: at.clone(),
+            key: key.into(),
+            message: message.into(),
+        });
+    }
+}
+
+/// Builds `config` for the listening addresses `slots` (each of its addresses has one),
+/// reusing what `kept` has for unchanged settings; the new set of kept objects.
+pub(crate) fn build(
+    config: Config,
+    slots: &[Listen],
+    kept: &Kept,
+) -> Result<(Sites, Kept), ConfigErrors> {
+    let mut errors = Errors(Vec::new());
+    let mut now = Kept::default();
+    // Per site: its serving form, and its redirect form (for `redirect_http`).
+    let mut built: Vec<SiteForms> = Vec::new();
+    for site in &config.sites {
+        let serve = build_site(&config, site, kept, &mut now, &mut errors);
+        let redirect = match (&serve, site.redirect_http.is_empty()) {
+            (Some(_), false) => Some(Arc::new(Site {
+                name: site_name(site),
+                mode: Mode::RedirectHttps {
+                    port: https_port(site),
+                },
+                table: RouteTable::default(),
+                routes: Vec::new(),
+                certs: None,
+                tls: None,
+                log: None,
+            })),
+            _ => None,
+        };
+        built.push((serve.map(Arc::new), redirect));
+    }
+    if !errors.0.is_empty() {
+        errors.0.sort_by_key(|e| (e.at.line, e.at.col));
+        return Err(ConfigErrors(errors.0));
+    }
+    let mut groups: Vec<Option<Group>> = (0..slots.len()).map(|_| None).collect();
+    for (i, site) in config.sites.iter().enumerate() {
+        let (serve, redirect) = &built[i];
+        let entries = site
+            .listen
+            .iter()
+            .map(|l| (l, serve, site.tls.is_some()))
+            .chain(site.redirect_http.iter().map(|l| (l, redirect, false)));
+        for (l, s, tls) in entries {
+            let Some(s) = s else { continue };
+            let slot = slots
+                .iter()
+                .position(|x| x == l)
+                .expect("every address has a slot");
+            let group = groups[slot].get_or_insert_with(|| Group {
+                listen: l.clone(),
+                hosts: HostTable::default(),
+                sites: Vec::new(),
+                tls,
+            });
+            group
+                .hosts
+                .add(group.sites.len(), &site.hosts, site.default);
+            group.sites.push(s.clone());
+        }
+    }
+    Ok((Sites { groups, config }, now))
+}
+
+fn site_name(site: &SiteConfig) -> String {
+    match site.hosts.first() {
+        Some(h) => format!("{} ({h})", site.key),
+        None => format!("{} (default)", site.key),
+    }
+}
+
+/// The port of the site's first TCP address (443 if it has none).
+fn https_port(site: &SiteConfig) -> u16 {
+    site.listen
+        .iter()
+        .find_map(|l| match l {
+            Listen::Tcp(a) => a.rsplit_once(':').and_then(|(_, p)| p.parse().ok()),
+            Listen::Unix(_) => None,
+        })
+        .unwrap_or(443)
+}
+
+fn build_site(
+    config: &Config,
+    site: &SiteConfig,
+    kept: &Kept,
+    now: &mut Kept,
+    errors: &mut Errors,
+) -> Option<Site> {
+    let before = errors.0.len();
+    let (certs, tls) = match &site.tls {
+        Some(Tls::Files(pairs)) => {
+            let mut keys = Vec::new();
+            for p in pairs {
+                match certified_key_from_pem(&p.cert, &p.key) {
+                    Ok(k) => keys.push(k),
+                    Err(e) => errors.add(&site.tls_at, format!("{}.tls", site.key), e.to_string()),
+                }
+            }
+            match CertResolver::new(keys).and_then(|r| Ok((r.clone(), tls_config(r, site.http2)?)))
+            {
+                Ok((r, c)) => (Some(r), Some(c)),
+                Err(e) => {
+                    if errors.0.len() == before {
+                        errors.add(&site.tls_at, format!("{}.tls", site.key), e.to_string());
+                    }
+                    (None, None)
+                }
+            }
+        }
+        // Wired by the ACME manager (see `crate::acme_sites`).
+        Some(Tls::Acme) => (None, None),
+        None => (None, None),
+    };
+    let log = match &site.access_log {
+        None => None,
+        Some(l) => {
+            let opened = match l.format {
+                LogFormat::Combined => AccessLog::open(&l.path),
+                LogFormat::Json => AccessLog::open_json(&l.path),
+            };
+            match opened {
+                Ok(log) => Some(log),
+                Err(e) => {
+                    errors.add(&site.at, format!("{}.access_log", site.key), e.to_string());
+                    None
+                }
+            }
+        }
+    };
+    let https = site.tls.is_some();
+    let mut table = RouteTable::default();
+    let mut routes = Vec::new();
+    for r in &site.routes {
+        if let Some(route) = build_route(config, site, r, https, kept, now, errors) {
+            table.add(routes.len(), &r.path);
+            routes.push(route);
+        }
+    }
+    (errors.0.len() == before).then(|| Site {
+        name: site_name(site),
+        mode: Mode::Serve,
+        table,
+        routes,
+        certs,
+        tls,
+        log,
+    })
+}
+
+/// The TLS configuration of a site's certificates: Go's suite order, ALPN `h2` and
+/// `http/1.1` (only `http/1.1` with `http2 = false`).
+fn tls_config(resolver: Arc<CertResolver>, http2: bool) -> io::Result<Arc<ChooseConfig>> {
+    if http2 {
+        return choose_config_with_resolver(resolver);
+    }
+    let mut config = (*server_config_with_resolver(resolver)?).clone();
+    config.alpn_protocols = vec![ALPN_HTTP1.to_vec()];
+    let config = Arc::new(config);
+    Ok(Arc::new(move |_: &rustls::server::ClientHello<'_>| {
+        Some(config.clone())
+    }))
+}
+
+fn header_ops(rules: &HeaderRules) -> Option<HeaderOps> {
+    if rules.is_empty() {
+        return None;
+    }
+    let pair = |(n, v): &(String, String)| {
+        Some((
+            HeaderName::from_bytes(n.as_bytes()).ok()?,
+            HeaderValue::from_str(v).ok()?,
+        ))
+    };
+    Some(HeaderOps {
+        set: rules.set.iter().filter_map(pair).collect(),
+        add: rules.add.iter().filter_map(pair).collect(),
+        remove: rules
+            .remove
+            .iter()
+            .filter_map(|n| HeaderName::from_bytes(n.as_bytes()).ok())
+            .collect(),
+    })
+}
+
+/// The prefix a route's action sees (`=/x` → `/x`).
+fn prefix_of(path: &PathMatch) -> &str {
+    match path {
+        PathMatch::Exact(p) | PathMatch::Prefix(p) => p,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_route(
+    config: &Config,
+    site: &SiteConfig,
+    r: &RouteConfig,
+    https: bool,
+    kept: &Kept,
+    now: &mut Kept,
+    errors: &mut Errors,
+) -> Option<Route> {
+    let before = errors.0.len();
+    let action = match &r.action {
+        None => Some(Action::NotFound),
+        Some(config::Action::Files(f)) => {
+            let prefix = if f.strip_prefix {
+                prefix_of(&r.path).trim_end_matches('/').to_owned()
+            } else {
+                String::new()
+            };
+            let key = format!(
+                "{f:?}|{prefix}|{:?}|{:?}",
+                config.server.cache, config.server.compression
+            );
+            let server = match kept.files.get(&key).or_else(|| now.files.get(&key)) {
+                Some(s) => Some(s.clone()),
+                None => {
+                    let mut fc = FileServerConfig::new(f.root.clone());
+                    fc.prefix = prefix;
+                    fc.index = Some(f.index.clone()).filter(|i| !i.is_empty());
+                    fc.listing = f.listing;
+                    fc.cache_control = f.cache_control.clone();
+                    fc.allow_hidden = f.allow_hidden;
+                    fc.follow_symlinks = f.follow_symlinks;
+                    fc.cache_ttl = config.server.cache.ttl;
+                    fc.cache_capacity = config.server.cache.entries;
+                    fc.compress = (f.compress && config.server.compression.enabled).then(|| {
+                        fibra_files::compress::CompressConfig {
+                            level: config.server.compression.gzip_level,
+                            ..Default::default()
+                        }
+                    });
+                    match FileServer::new(fc) {
+                        Ok(s) => Some(Arc::new(s)),
+                        Err(e) => {
+                            errors.add(
+                                &r.at,
+                                format!("{}.files.root", r.key),
+                                format!("{}: {e}", f.root.display()),
+                            );
+                            None
+                        }
+                    }
+                }
+            };
+            server.map(|server| {
+                now.files.insert(key, server.clone());
+                Action::Files(FilesAction {
+                    server,
+                    try_files: f.try_files.iter().map(|c| Candidate::parse(c)).collect(),
+                })
+            })
+        }
+        Some(config::Action::Proxy(p)) => {
+            let prefix = prefix_of(&r.path);
+            let mut p_key = p.clone();
+            p_key.at = Pos::default();
+            let key = format!("{p_key:?}|{prefix}|{https}");
+            let proxy = match kept.proxies.get(&key).or_else(|| now.proxies.get(&key)) {
+                Some(proxy) => Ok(proxy.clone()),
+                None => crate::upstreams::proxy(p, prefix, https).map(Arc::new),
+            };
+            match proxy {
+                Ok(proxy) => {
+                    now.proxies.insert(key, proxy.clone());
+                    Some(Action::Proxy(proxy))
+                }
+                Err(e) => {
+                    errors.add(&p.at, format!("{}.proxy", r.key), e.to_string());
+                    None
+                }
+            }
+        }
+        Some(config::Action::Redirect { to, code }) => Some(Action::Redirect {
+            to: to.clone(),
+            code: StatusCode::from_u16(*code).unwrap_or(StatusCode::FOUND),
+        }),
+        Some(config::Action::Respond {
+            status,
+            body,
+            content_type,
+        }) => match HeaderValue::from_str(content_type) {
+            Ok(ct) => Some(Action::Respond {
+                status: StatusCode::from_u16(*status).unwrap_or(StatusCode::OK),
+                body: Bytes::from(body.clone().into_bytes()),
+                content_type: ct,
+            }),
+            Err(_) => {
+                errors.add(
+                    &r.at,
+                    format!("{}.respond.type", r.key),
+                    "not a header value",
+                );
+                None
+            }
+        },
+    };
+    let basic_auth = match &r.basic_auth {
+        None => None,
+        Some(b) => {
+            let made = match &b.htpasswd {
+                Some(file) => BasicAuth::from_htpasswd(&b.realm, file).map_err(|e| e.to_string()),
+                None => BasicAuth::new(&b.realm, b.users.clone()),
+            };
+            match made {
+                Ok(a) => Some(Arc::new(a)),
+                Err(e) => {
+                    errors.add(&b.at, format!("{}.basic_auth", r.key), e);
+                    None
+                }
+            }
+        }
+    };
+    let rate_limit = r.rate_limit.as_ref().map(|rl| {
+        let key = format!("{}|{}|{}|{}", site.key, r.path, rl.rate_text, rl.burst);
+        let limit = kept
+            .limits
+            .get(&key)
+            .cloned()
+            .unwrap_or_else(|| Arc::new(RateLimit::new(rl.rate, rl.burst, RATE_LIMIT_CLIENTS)));
+        now.limits.insert(key, limit.clone());
+        limit
+    });
+    let mut error_pages = Vec::new();
+    for (code, file) in &r.error_pages {
+        match std::fs::read(file) {
+            Ok(body) => error_pages.push(ErrorPage {
+                status: StatusCode::from_u16(*code).unwrap_or(StatusCode::NOT_FOUND),
+                body: Bytes::from(body),
+                content_type: HeaderValue::from_str(&fibra_files::meta::content_type(file))
+                    .unwrap_or(HeaderValue::from_static("text/html; charset=utf-8")),
+            }),
+            Err(e) => errors.add(
+                &r.at,
+                format!("{}.error_pages.{code}", r.key),
+                format!("{}: {e}", file.display()),
+            ),
+        }
+    }
+    let access = (!r.allow.is_empty() || !r.deny.is_empty()).then(|| AccessList {
+        allow: r.allow.clone(),
+        deny: r.deny.clone(),
+    });
+    let headers_up = match &r.action {
+        Some(config::Action::Proxy(p)) => header_ops(&p.headers_up),
+        _ => None,
+    };
+    if errors.0.len() != before {
+        return None;
+    }
+    Some(Route {
+        action: action?,
+        headers: header_ops(&r.headers),
+        headers_up,
+        access,
+        rate_limit,
+        basic_auth,
+        max_body: r.max_body,
+        error_pages,
+    })
+}
+
+/// Every error of `config`'s files (for `--check-config`): [`build`] on fresh state.
+pub fn check_files(config: &Config) -> Result<(), ConfigErrors> {
+    let mut slots: Vec<Listen> = Vec::new();
+    for site in &config.sites {
+        for l in site.listen.iter().chain(&site.redirect_http) {
+            if !slots.contains(l) {
+                slots.push(l.clone());
+            }
+        }
+    }
+    build(config.clone(), &slots, &Kept::default()).map(|_| ())
+}

@@ -1,0 +1,151 @@
+//! A route as it runs: the access checks (`allow`/`deny`, `rate_limit`, `basic_auth`,
+//! `max_body`), then the action, then the error pages and the response header rules.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use fibra_http::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
+use fibra_http::{Request, Response, ResponseBody};
+
+use crate::access::{AccessList, BasicAuth, RateLimit};
+use crate::action::{status_response, Action};
+
+/// Header rules, parsed.
+#[derive(Debug, Default, Clone)]
+pub struct HeaderOps {
+    /// Fields to set (replacing).
+    pub set: Vec<(HeaderName, HeaderValue)>,
+    /// Fields to add.
+    pub add: Vec<(HeaderName, HeaderValue)>,
+    /// Fields to remove.
+    pub remove: Vec<HeaderName>,
+}
+
+impl HeaderOps {
+    /// Applies the rules to `headers`.
+    pub fn apply(&self, headers: &mut HeaderMap) {
+        for name in &self.remove {
+            headers.remove(name);
+        }
+        for (name, value) in &self.set {
+            headers.insert(name.clone(), value.clone());
+        }
+        for (name, value) in &self.add {
+            headers.append(name.clone(), value.clone());
+        }
+    }
+}
+
+/// An error page: the file's bytes (read at start and on reload) and their type.
+#[derive(Debug, Clone)]
+pub struct ErrorPage {
+    /// The status it is for.
+    pub status: StatusCode,
+    /// The page.
+    pub body: Bytes,
+    /// Its Content-Type.
+    pub content_type: HeaderValue,
+}
+
+/// One route, ready to answer.
+pub struct Route {
+    /// What it does.
+    pub action: Action,
+    /// Response header rules.
+    pub headers: Option<HeaderOps>,
+    /// Request header rules (for a proxy route's upstream request).
+    pub headers_up: Option<HeaderOps>,
+    /// `allow`/`deny`.
+    pub access: Option<AccessList>,
+    /// `rate_limit` (process-wide state, kept across reloads).
+    pub rate_limit: Option<Arc<RateLimit>>,
+    /// `basic_auth`.
+    pub basic_auth: Option<Arc<BasicAuth>>,
+    /// `max_body`.
+    pub max_body: Option<u64>,
+    /// `error_pages`.
+    pub error_pages: Vec<ErrorPage>,
+}
+
+impl Route {
+    /// Answers `req` (whose client is at `ip`, if known).
+    pub fn handle(&self, req: Request, ip: Option<IpAddr>) -> Response {
+        let resp = match self.check(&req, ip) {
+            Some(refused) => refused,
+            None => {
+                let mut req = req;
+                if let Some(up) = &self.headers_up {
+                    up.apply(req.headers_mut());
+                }
+                self.action.run(req)
+            }
+        };
+        self.finish(resp)
+    }
+
+    /// The refusal of `req` by an access check, if one refuses it.
+    fn check(&self, req: &Request, ip: Option<IpAddr>) -> Option<Response> {
+        if let Some(access) = &self.access {
+            // A client without an IP address (a Unix socket) passes `deny`, not `allow`.
+            let permitted = match ip {
+                Some(ip) => access.permits(ip),
+                None => access.allow.is_empty(),
+            };
+            if !permitted {
+                return Some(status_response(StatusCode::FORBIDDEN));
+            }
+        }
+        if let (Some(limit), Some(ip)) = (&self.rate_limit, ip) {
+            if let Err(retry_after) = limit.check(ip, std::time::Instant::now()) {
+                return Some(crate::access::too_many(retry_after));
+            }
+        }
+        if let Some(auth) = &self.basic_auth {
+            if let Err(refused) = auth.check(req.headers()) {
+                return Some(refused);
+            }
+        }
+        if let Some(max) = self.max_body {
+            let declared = req
+                .headers()
+                .get(header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<u64>().ok());
+            if declared.is_some_and(|n| n > max) {
+                return Some(status_response(StatusCode::PAYLOAD_TOO_LARGE));
+            }
+        }
+        None
+    }
+
+    /// The error page for the response's status, then the header rules.
+    fn finish(&self, mut resp: Response) -> Response {
+        if !self.error_pages.is_empty() {
+            let status = resp.status();
+            if let Some(page) = self.error_pages.iter().find(|p| p.status == status) {
+                let mut paged = Response::new(
+                    ResponseBody::from(page.body.clone())
+                        .with_content_type(page.content_type.clone()),
+                );
+                *paged.status_mut() = status;
+                // Keep what tells the client how to go on.
+                for name in [
+                    header::WWW_AUTHENTICATE,
+                    header::RETRY_AFTER,
+                    header::ALLOW,
+                    header::LOCATION,
+                ] {
+                    if let Some(v) = resp.headers().get(&name) {
+                        paged.headers_mut().insert(name, v.clone());
+                    }
+                }
+                resp = paged;
+            }
+        }
+        if let Some(ops) = &self.headers {
+            ops.apply(resp.headers_mut());
+        }
+        resp
+    }
+}

@@ -1,0 +1,257 @@
+//! [`SiteService`]: one server's requests to their site and route. Per request: the served
+//! configuration (one atomic load), the address's group, the site by `Host` (421 when TLS's
+//! SNI chose another), the route by the decoded path, then the route.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use fibra_http::http::{header, HeaderValue, StatusCode};
+use fibra_http::tls::ChooseConfig;
+use fibra_http::{Request, Response, Service};
+
+use crate::action::{set_path, status_response};
+use crate::live::Live;
+use crate::normalize::normalize;
+use crate::sites::{Group, Mode, Site, Sites};
+
+/// Where ACME's http-01 challenges are asked for.
+pub const ACME_CHALLENGE_PREFIX: &str = "/.well-known/acme-challenge/";
+
+/// Answers `GET /.well-known/acme-challenge/TOKEN` (the key authorization), if pending.
+pub type Http01 = dyn Fn(&str) -> Option<String> + Send + Sync;
+
+/// The service of one server: its acceptors' addresses as slots of [`Live`].
+pub struct SiteService {
+    live: Arc<Live>,
+    /// Slot of each acceptor (index: `Request::listener`).
+    slots: Box<[usize]>,
+    /// Largest body any route accepts (known at start).
+    max_body: Option<u64>,
+    http01: Option<Arc<Http01>>,
+}
+
+impl SiteService {
+    /// The service for a server whose acceptor `i` listens on the address of slot
+    /// `slots[i]`.
+    pub fn new(live: Arc<Live>, slots: Vec<usize>) -> SiteService {
+        let config = &live.current().config;
+        let proxied = config
+            .sites
+            .iter()
+            .flat_map(|s| &s.routes)
+            .any(|r| matches!(r.action, Some(crate::config::Action::Proxy(_))));
+        SiteService {
+            live,
+            slots: slots.into_boxed_slice(),
+            max_body: proxied.then_some(u64::MAX),
+            http01: None,
+        }
+    }
+
+    /// Answers ACME http-01 challenges on plain-HTTP addresses with `http01`.
+    pub fn with_http01(mut self, http01: Arc<Http01>) -> SiteService {
+        self.http01 = Some(http01);
+        self
+    }
+
+    fn answer(&self, sites: &Sites, req: Request) -> Response {
+        let slot = self
+            .slots
+            .get(req.listener())
+            .copied()
+            .unwrap_or(usize::MAX);
+        let Some(group) = sites.group(slot) else {
+            return status_response(StatusCode::NOT_FOUND);
+        };
+        if !group.tls {
+            if let Some(r) = self.acme_challenge(&req) {
+                return r;
+            }
+        }
+        let host = request_host(&req);
+        let Some(i) = group.hosts.lookup(host) else {
+            return status_response(StatusCode::NOT_FOUND);
+        };
+        if group.tls && misdirected(group, i, &req) {
+            return status_response(StatusCode::MISDIRECTED_REQUEST);
+        }
+        let site = &group.sites[i];
+        match site.mode {
+            Mode::Serve => serve(site, req),
+            Mode::RedirectHttps { port } => redirect_https(&req, host, port),
+        }
+    }
+
+    fn acme_challenge(&self, req: &Request) -> Option<Response> {
+        let http01 = self.http01.as_ref()?;
+        let token = req.uri().path().strip_prefix(ACME_CHALLENGE_PREFIX)?;
+        let body = http01(token)?;
+        let mut r = Response::new(
+            fibra_http::ResponseBody::from(body)
+                .with_content_type(HeaderValue::from_static("application/octet-stream")),
+        );
+        *r.status_mut() = StatusCode::OK;
+        Some(r)
+    }
+}
+
+/// The host the request names (HTTP/2's `:authority` arrives as `Host`).
+fn request_host(req: &Request) -> Option<&str> {
+    if let Some(a) = req.uri().authority() {
+        return Some(a.as_str());
+    }
+    req.headers()
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+}
+
+/// Whether the site the `Host` names (`i`) is not the one TLS's SNI chose.
+fn misdirected(group: &Group, i: usize, req: &Request) -> bool {
+    match req.server_name() {
+        Some(sni) => group.hosts.lookup(Some(&sni)) != Some(i),
+        None => false,
+    }
+}
+
+fn serve(site: &Site, mut req: Request) -> Response {
+    let raw = req.uri().path();
+    let path = match normalize(raw) {
+        Ok(p) => p,
+        Err(_) => return status_response(StatusCode::BAD_REQUEST),
+    };
+    let Some(i) = site.table.lookup(&path) else {
+        return status_response(StatusCode::NOT_FOUND);
+    };
+    if let Cow::Owned(decoded) = path {
+        // The action sees the path the route matched (encoded again), not the raw one.
+        let query = req.uri().query().map(str::to_owned);
+        if set_path(&mut req, &encode_path(&decoded), query.as_deref()).is_err() {
+            return status_response(StatusCode::BAD_REQUEST);
+        }
+    }
+    let ip = req.peer_addr().map(|a| a.ip());
+    site.routes[i].handle(req, ip)
+}
+
+/// `decoded` with what a path may not hold literally percent-encoded.
+fn encode_path(decoded: &str) -> String {
+    let mut out = String::with_capacity(decoded.len());
+    for &b in decoded.as_bytes() {
+        let plain = b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/".contains(&b);
+        if plain {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The HTTPS URL of `req` on `port`: 301 for GET and HEAD, 308 for the others (the method and
+/// body are kept); 400 without a host.
+fn redirect_https(req: &Request, host: Option<&str>, port: u16) -> Response {
+    let Some(host) = host.map(crate::hosts::strip_port) else {
+        return status_response(StatusCode::BAD_REQUEST);
+    };
+    let target = req.uri().path_and_query().map_or("/", |pq| pq.as_str());
+    let location = match port {
+        443 => format!("https://{host}{target}"),
+        p => format!("https://{host}:{p}{target}"),
+    };
+    let status = if req.is_get_or_head() {
+        StatusCode::MOVED_PERMANENTLY
+    } else {
+        StatusCode::PERMANENT_REDIRECT
+    };
+    let mut r = status_response(status);
+    match HeaderValue::try_from(location) {
+        Ok(v) => {
+            r.headers_mut().insert(header::LOCATION, v);
+            r
+        }
+        Err(_) => status_response(StatusCode::BAD_REQUEST),
+    }
+}
+
+impl Service for SiteService {
+    fn call(&self, req: Request) -> Response {
+        let sites = self.live.load();
+        self.answer(&sites, req)
+    }
+
+    fn max_body_bytes(&self) -> Option<u64> {
+        self.max_body
+    }
+}
+
+/// The TLS configuration chooser of the address in `slot`: the site its SNI names (else the
+/// default) gives the configuration; no site: the handshake is refused (`unrecognized_name`).
+/// `acme` answers ClientHellos offering `acme-tls/1` first, when given.
+pub fn choose_tls(
+    live: Arc<Live>,
+    slot: usize,
+    acme: Option<Arc<ChooseConfig>>,
+) -> Arc<ChooseConfig> {
+    Arc::new(move |hello: &rustls::server::ClientHello<'_>| {
+        if let Some(acme) = &acme {
+            let offers_acme = hello
+                .alpn()
+                .is_some_and(|mut p| p.any(|p| p == fibra_http::tls::ALPN_ACME_TLS));
+            if offers_acme {
+                return acme(hello);
+            }
+        }
+        let sites = live.load();
+        let group = sites.group(slot)?;
+        let i = group.hosts.lookup(hello.server_name())?;
+        let choose = group.sites[i].tls.as_ref()?;
+        choose(hello)
+    })
+}
+
+/// The access-log sink of a server: each entry goes to the log of the site that answered it
+/// (by the acceptor's address and the entry's host), if that site has one.
+pub struct SiteLogs {
+    live: Arc<Live>,
+    slots: Box<[usize]>,
+}
+
+impl SiteLogs {
+    /// The sink for a server whose acceptor `i` listens on slot `slots[i]`.
+    pub fn new(live: Arc<Live>, slots: Vec<usize>) -> SiteLogs {
+        SiteLogs {
+            live,
+            slots: slots.into_boxed_slice(),
+        }
+    }
+}
+
+impl fibra_http::AccessLogSink for SiteLogs {
+    fn log(&self, entry: &fibra_http::access_log::LogEntry<'_>) {
+        let sites = self.live.load();
+        let Some(&slot) = self.slots.get(entry.listener) else {
+            return;
+        };
+        let Some(group) = sites.group(slot) else {
+            return;
+        };
+        let host = entry.host.and_then(|h| std::str::from_utf8(h).ok());
+        if let Some(i) = group.hosts.lookup(host) {
+            if let Some(log) = &group.sites[i].log {
+                log.log(entry);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decoded_paths_are_encoded_again_where_needed() {
+        assert_eq!(encode_path("/admin/x"), "/admin/x");
+        assert_eq!(encode_path("/a b/é"), "/a%20b/%C3%A9");
+        assert_eq!(encode_path("/q?#%"), "/q%3F%23%25");
+    }
+}

@@ -1,0 +1,70 @@
+//! The running form of a site file: per listening address (a slot), its sites by host name;
+//! per site, its routes, TLS configuration and access log.
+
+use std::sync::Arc;
+
+use fibra_http::access_log::AccessLog;
+use fibra_http::tls::{CertResolver, ChooseConfig};
+
+use crate::config::{Config, Listen};
+use crate::hosts::HostTable;
+use crate::route::Route;
+use crate::routes::RouteTable;
+
+/// Everything one configuration serves. Replaced whole on reload.
+pub struct Sites {
+    /// Per slot (see [`crate::Live::slot`]): the address's sites, `None` where this
+    /// configuration does not listen.
+    pub groups: Vec<Option<Group>>,
+    /// The configuration it was built from.
+    pub config: Config,
+}
+
+/// The sites of one listening address.
+pub struct Group {
+    /// The address.
+    pub listen: Listen,
+    /// Sites by name.
+    pub hosts: HostTable,
+    /// The sites (indices of `hosts`).
+    pub sites: Vec<Arc<Site>>,
+    /// Whether the address serves HTTPS.
+    pub tls: bool,
+}
+
+/// How a site answers on an address.
+pub enum Mode {
+    /// Its routes.
+    Serve,
+    /// Redirect to HTTPS on `port` (a `redirect_http` address).
+    RedirectHttps {
+        /// The HTTPS port (omitted from the URL when 443).
+        port: u16,
+    },
+}
+
+/// One site on one address.
+pub struct Site {
+    /// For messages: `site[0] (a.test)`.
+    pub name: String,
+    /// How it answers.
+    pub mode: Mode,
+    /// Routes by path.
+    pub table: RouteTable,
+    /// The routes.
+    pub routes: Vec<Route>,
+    /// Its certificates (file-based TLS).
+    pub certs: Option<Arc<CertResolver>>,
+    /// The TLS configuration a handshake for one of its names gets.
+    pub tls: Option<Arc<ChooseConfig>>,
+    /// Its access log.
+    pub log: Option<AccessLog>,
+}
+
+impl Sites {
+    /// The group of `slot`.
+    #[inline]
+    pub fn group(&self, slot: usize) -> Option<&Group> {
+        self.groups.get(slot).and_then(Option::as_ref)
+    }
+}
