@@ -49,6 +49,12 @@ fn take_named(name: &str, wanted: bool) -> io::Result<Vec<TcpListener>> {
     taken.into_iter().map(|(fd, _)| tcp_listener(fd)).collect()
 }
 
+/// The inherited listening sockets named `name` (a site file's address, see
+/// `site_listen::fd_name`); taken: asked again, none.
+pub fn take_named_listeners(name: &str) -> io::Result<Vec<TcpListener>> {
+    take_named(name, true)
+}
+
 /// The `--redirect-http` listener: the inherited one named [`REDIRECT`], else a new one on
 /// `addr:port`.
 pub fn redirect_listener(addr: &str, port: u16) -> io::Result<TcpListener> {
@@ -92,7 +98,7 @@ pub fn listeners(
 
 /// A listening socket as fibra's `TcpListener::bind_with` makes it (`SO_REUSEADDR`, backlog
 /// 1024), with `SO_REUSEPORT` if `reuse_port`.
-fn bind(addr: SocketAddr, reuse_port: bool) -> io::Result<TcpListener> {
+pub fn bind(addr: SocketAddr, reuse_port: bool) -> io::Result<TcpListener> {
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     socket.set_reuse_address(true)?;
     if reuse_port {

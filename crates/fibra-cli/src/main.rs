@@ -23,6 +23,8 @@ mod proxy_flags;
 mod serve;
 mod server_flags;
 mod signals;
+mod site_listen;
+mod site_serve;
 mod upgrade;
 
 use clap::{Parser, Subcommand};

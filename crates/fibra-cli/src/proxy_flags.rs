@@ -77,6 +77,31 @@ impl ProxyFlags {
         Ok(Some(proxy))
     }
 
+    /// The proxy routes of these flags as site-file proxy settings: (prefix, upstream URL,
+    /// settings) each (`--print-config`).
+    pub fn site_routes(&self) -> io::Result<Vec<(String, fibra_site::config::ProxyConfig)>> {
+        let mut out = Vec::new();
+        for spec in &self.proxy {
+            let Some((prefix, url)) = spec.split_once('=') else {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("--proxy {spec:?}: expected PREFIX=URL"),
+                ));
+            };
+            let mut p = fibra_site::config::ProxyConfig {
+                connect_timeout: secs("--proxy-connect-timeout", self.proxy_connect_timeout)?,
+                timeout: secs("--proxy-timeout", self.proxy_timeout)?,
+                keepalive: self.proxy_keepalive,
+                ca: self.proxy_ca.clone().map(crate::server_flags::absolute),
+                ..fibra_site::config::ProxyConfig::new(vec![url.to_owned()])
+            };
+            // One upstream: failures answer 502 as the flags' proxy does, never "down".
+            p.max_fails = 0;
+            out.push((prefix.to_owned(), p));
+        }
+        Ok(out)
+    }
+
     /// The request body limit: --proxy-max-body, else none with --proxy.
     pub fn max_body(&self) -> Option<u64> {
         match (self.proxy_max_body, self.proxy.is_empty()) {

@@ -15,6 +15,19 @@ use std::time::Duration;
 pub struct ServeArgs {
     /// Directory to serve (default: the current directory).
     dir: Option<PathBuf>,
+    /// Serve the sites of a site file (TOML, see docs/CONFIG.md: virtual hosts, routes,
+    /// balanced upstreams, TLS, ACME) instead of DIR and the per-site flags. SIGHUP reads it
+    /// again (a bad file keeps the old configuration, with every error logged).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["dir", "check_config", "print_config"])]
+    config: Option<PathBuf>,
+    /// Check a site file as starting with it would (syntax, keys, values, certificates and
+    /// keys, password files, error pages, file roots, addresses) and exit: 0 if it is good,
+    /// else 1 with every error as FILE:LINE:COLUMN: KEY: MESSAGE.
+    #[arg(long, value_name = "FILE", conflicts_with = "print_config")]
+    check_config: Option<PathBuf>,
+    /// Print the site file equivalent to the other flags given, and exit.
+    #[arg(long)]
+    print_config: bool,
     #[command(flatten)]
     server: ServerFlags,
     #[command(flatten)]
@@ -73,8 +86,95 @@ fn banner(root: &std::path::Path, listing: bool, workers: usize) -> String {
     )
 }
 
+/// The site file equivalent to the flags of `args` (`--print-config`).
+fn flags_config(args: &ServeArgs) -> std::io::Result<fibra_site::config::Config> {
+    use fibra_site::config::{
+        Action, CacheConfig, CompressionConfig, Config, FilesConfig, HeaderRules, PathMatch, Pos,
+        RouteConfig, SiteConfig, Tls,
+    };
+    let (mut server, listen, certs, redirect) = args.server.site_parts()?;
+    server.cache = CacheConfig {
+        entries: if args.no_cache { 0 } else { args.cache_entries },
+        ttl: Duration::try_from_secs_f64(args.cache_ttl).unwrap_or(Duration::from_secs(60)),
+    };
+    server.compression = CompressionConfig {
+        enabled: !args.no_compress,
+        gzip_level: args.gzip_level,
+    };
+    let dir = match &args.dir {
+        Some(d) => crate::server_flags::absolute(d.clone()),
+        None => std::env::current_dir()?,
+    };
+    let route = |path: PathMatch, action: Action, max_body: Option<u64>| RouteConfig {
+        path,
+        action: Some(action),
+        headers: HeaderRules::default(),
+        basic_auth: None,
+        allow: Vec::new(),
+        deny: Vec::new(),
+        rate_limit: None,
+        max_body,
+        error_pages: Vec::new(),
+        at: Pos::default(),
+        key: String::new(),
+    };
+    let mut routes = vec![route(
+        PathMatch::Prefix("/".into()),
+        Action::Files(FilesConfig {
+            root: dir,
+            index: args.index.clone(),
+            listing: !args.no_list,
+            try_files: Vec::new(),
+            cache_control: args.cache_control.clone(),
+            compress: true,
+            allow_hidden: args.allow_hidden,
+            follow_symlinks: args.follow_symlinks,
+            strip_prefix: false,
+        }),
+        None,
+    )];
+    for (prefix, proxy) in args.proxy.site_routes()? {
+        let max = args.proxy.max_body().filter(|&n| n != u64::MAX);
+        routes.push(route(PathMatch::Prefix(prefix), Action::Proxy(proxy), max));
+    }
+    let access_log = args
+        .access_log
+        .as_ref()
+        .map(|p| fibra_site::config::AccessLogConfig {
+            path: p.clone(),
+            format: fibra_site::config::LogFormat::Combined,
+        });
+    Ok(Config {
+        server,
+        acme: None,
+        sites: vec![SiteConfig {
+            hosts: Vec::new(),
+            listen: vec![listen],
+            default: true,
+            tls: (!certs.is_empty()).then_some(Tls::Files(certs)),
+            redirect_http: redirect.into_iter().collect(),
+            http2: true,
+            access_log,
+            routes,
+            at: Pos::default(),
+            tls_at: Pos::default(),
+            key: "site[0]".into(),
+        }],
+    })
+}
+
 /// Runs `fibra serve` until SIGINT/SIGTERM.
 pub fn run(args: ServeArgs) -> std::io::Result<()> {
+    if let Some(path) = args.check_config {
+        return crate::site_serve::check(&path);
+    }
+    if args.print_config {
+        print!("{}", fibra_site::config::print(&flags_config(&args)?));
+        return Ok(());
+    }
+    if let Some(path) = args.config {
+        return crate::site_serve::run(path);
+    }
     let dir = match args.dir {
         Some(d) => d,
         None => std::env::current_dir()?,

@@ -105,7 +105,7 @@ fn secs(flag: &str, s: f64) -> std::io::Result<Duration> {
 /// Raises the soft open-files limit to the hard one, as Go's runtime does at start (since
 /// 1.19): the default soft limit of 1024 holds neither many connections nor a file cache.
 /// Child processes inherit the raised limit. Failure leaves the limit as it was.
-fn raise_nofile_limit() {
+pub fn raise_nofile_limit() {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -118,6 +118,15 @@ fn raise_nofile_limit() {
         limit.rlim_cur = limit.rlim_max;
         // SAFETY: `limit` is a valid rlimit; setrlimit only reads it.
         unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) };
+    }
+}
+
+/// `p` from the current directory when relative (a site file takes relative paths from its
+/// own directory).
+pub fn absolute(p: PathBuf) -> PathBuf {
+    match p.is_absolute() {
+        true => p,
+        false => std::env::current_dir().map_or(p.clone(), |d| d.join(&p)),
     }
 }
 
@@ -147,6 +156,52 @@ fn warn_validity(name: &str, pairs: &[(PathBuf, PathBuf)]) {
 }
 
 impl ServerFlags {
+    /// These flags as the site file's `[server]` table, the one site's address, its
+    /// certificates and its redirect address (`--print-config`).
+    pub fn site_parts(
+        &self,
+    ) -> std::io::Result<(
+        fibra_site::config::ServerConfig,
+        fibra_site::config::Listen,
+        Vec<fibra_site::config::CertFiles>,
+        Option<fibra_site::config::Listen>,
+    )> {
+        use fibra_site::config::{CertFiles, Listen, ServerConfig};
+        let mut server = ServerConfig {
+            workers: Some(self.workers),
+            header_timeout: secs("--header-timeout", self.header_timeout)?,
+            idle_timeout: secs("--idle-timeout", self.idle_timeout)?,
+            shutdown_timeout: secs("--shutdown-timeout", self.shutdown_timeout)?,
+            drain_delay: secs("--drain-delay", self.drain_delay)?,
+            error_log: self.error_log.clone(),
+            pid_file: self.pid_file.clone(),
+            health: self.health.clone(),
+            metrics: self.metrics.clone(),
+            proxy_protocol: self.proxy_protocol,
+            proxy_protocol_from: self.proxy_protocol_from.clone(),
+            reuse_port: self.reuse_port,
+            ..ServerConfig::default()
+        };
+        server.proxy_protocol |= !self.proxy_protocol_from.is_empty();
+        let host = match self.addr.contains(':') {
+            true => format!("[{}]", self.addr),
+            false => self.addr.clone(),
+        };
+        let listen = Listen::Tcp(format!("{host}:{}", self.port));
+        let certs = self
+            .tls_pairs()?
+            .into_iter()
+            .map(|(cert, key)| CertFiles {
+                cert: absolute(cert),
+                key: absolute(key),
+            })
+            .collect();
+        let redirect = self
+            .redirect_http
+            .map(|p| Listen::Tcp(format!("{host}:{p}")));
+        Ok((server, listen, certs, redirect))
+    }
+
     /// Whether the server speaks HTTPS (--tls-cert given).
     pub fn is_tls(&self) -> bool {
         !self.tls_cert.is_empty()

@@ -10,10 +10,17 @@ mod module_graph;
 const LAYERS: module_graph::Layers = &[
     (
         "operations",
-        &["endpoints", "error_log", "listeners", "signals", "upgrade"],
+        &[
+            "endpoints",
+            "error_log",
+            "listeners",
+            "signals",
+            "site_listen",
+            "upgrade",
+        ],
     ),
     ("flags", &["proxy_flags", "server_flags"]),
-    ("commands", &["bench", "hello", "serve"]),
+    ("commands", &["bench", "hello", "serve", "site_serve"]),
 ];
 
 #[test]

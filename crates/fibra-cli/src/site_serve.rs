@@ -1,0 +1,439 @@
+//! `fibra serve --config FILE`: the sites of a site file (see `docs/CONFIG.md`) on one server
+//! and runtime, every address an acceptor of it. SIGHUP reads the file again (all or nothing:
+//! a bad file is logged and the old configuration keeps serving; requests in flight finish on
+//! the configuration they started with; new addresses open, removed ones stop accepting),
+//! SIGUSR2 hands the sockets to a new binary, SIGTERM/SIGINT shut down gracefully.
+
+use std::io;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use fibra_http::proxy_protocol::ProxyProtocolAcceptor;
+use fibra_http::tls::{ChooseConfig, TlsAcceptor};
+use fibra_http::{Server, ServerHandle, Service, TcpAcceptor, UnixAcceptor};
+use fibra_site::config::{self, Config, Listen, ServerConfig};
+use fibra_site::{choose_tls, Http01, Live, SiteLogs, SiteService};
+
+use crate::endpoints::Endpoints;
+use crate::signals;
+use crate::site_listen::{bind, fd_name, Bound, Closable};
+
+/// What every server of the process shares.
+struct Ctx {
+    live: Arc<Live>,
+    server: ServerConfig,
+    workers: usize,
+    endpoints: Arc<Endpoints>,
+    /// The `acme-tls/1` configuration chooser, with ACME sites.
+    acme_tls: Option<Arc<ChooseConfig>>,
+    /// http-01 answers, with ACME sites.
+    http01: Option<Arc<Http01>>,
+}
+
+/// Each worker's acceptor for `$bound`, as `$maker` (a `FnMut(usize) -> io::Result<_>`),
+/// then `$body`: one expansion per kind of address (TCP or Unix, TLS or not, PROXY
+/// protocol or not), each acceptor [`Closable`].
+macro_rules! with_acceptor {
+    ($ctx:expr, $bound:expr, |$maker:ident| $body:expr) => {{
+        let ctx: &Ctx = $ctx;
+        let b: &Bound = $bound;
+        let slot = ctx.live.slot(&b.listen);
+        let closed = b.closed.clone();
+        let tls = ctx
+            .live
+            .current()
+            .group(slot)
+            .is_some_and(|g| g.tls)
+            .then(|| choose_tls(ctx.live.clone(), slot, ctx.acme_tls.clone()));
+        let trusted = (!ctx.server.proxy_protocol_from.is_empty())
+            .then(|| Arc::<[fibra_http::IpNet]>::from(ctx.server.proxy_protocol_from.clone()));
+        let pp = ctx.server.proxy_protocol || trusted.is_some();
+        let proxied = move |a: TcpAcceptor| match &trusted {
+            Some(t) => ProxyProtocolAcceptor::trusting(a, t.clone()),
+            None => ProxyProtocolAcceptor::new(a),
+        };
+        match (&b.unix, tls, pp) {
+            (Some(u), tls, _) => {
+                let u = u.try_clone()?;
+                match tls {
+                    None => {
+                        let $maker = move |_w: usize| {
+                            let l = fibra::net::UnixListener::from_std(u.try_clone()?)?;
+                            Ok(Closable::new(
+                                UnixAcceptor::from_listener(l),
+                                closed.clone(),
+                            ))
+                        };
+                        $body
+                    }
+                    Some(t) => {
+                        let $maker = move |_w: usize| {
+                            let l = fibra::net::UnixListener::from_std(u.try_clone()?)?;
+                            let a =
+                                TlsAcceptor::choosing(UnixAcceptor::from_listener(l), t.clone());
+                            Ok(Closable::new(a, closed.clone()))
+                        };
+                        $body
+                    }
+                }
+            }
+            (None, tls, pp) => {
+                let ls: Vec<TcpListener> = b
+                    .tcp
+                    .iter()
+                    .map(|l| l.try_clone())
+                    .collect::<io::Result<_>>()?;
+                let tcp = move |w: usize| TcpAcceptor::from_std(ls[w % ls.len()].try_clone()?);
+                match (tls, pp) {
+                    (None, false) => {
+                        let $maker = move |w: usize| Ok(Closable::new(tcp(w)?, closed.clone()));
+                        $body
+                    }
+                    (None, true) => {
+                        let $maker =
+                            move |w: usize| Ok(Closable::new(proxied(tcp(w)?), closed.clone()));
+                        $body
+                    }
+                    (Some(t), false) => {
+                        let $maker = move |w: usize| {
+                            let a = TlsAcceptor::choosing(tcp(w)?, t.clone());
+                            Ok(Closable::new(a, closed.clone()))
+                        };
+                        $body
+                    }
+                    (Some(t), true) => {
+                        let $maker = move |w: usize| {
+                            let a = TlsAcceptor::choosing(proxied(tcp(w)?), t.clone());
+                            Ok(Closable::new(a, closed.clone()))
+                        };
+                        $body
+                    }
+                }
+            }
+        }
+    }};
+}
+
+/// Starts one server (one runtime) on `bounds`.
+fn start(ctx: &Ctx, bounds: &[&Bound]) -> io::Result<ServerHandle> {
+    let slots: Vec<usize> = bounds.iter().map(|b| ctx.live.slot(&b.listen)).collect();
+    let mut service = SiteService::new(ctx.live.clone(), slots.clone());
+    let logs = SiteLogs::new(ctx.live.clone(), slots);
+    if let Some(h) = &ctx.http01 {
+        service = service.with_http01(h.clone());
+    }
+    let max_body = service.max_body_bytes();
+    let handler = ctx.endpoints.clone().wrap(move |req| service.call(req));
+    let s = &ctx.server;
+    with_acceptor!(ctx, bounds[0], |main| {
+        let mut server = Server::with_acceptor(main);
+        for b in &bounds[1..] {
+            with_acceptor!(ctx, b, |more| {
+                server = server.also_acceptor(more);
+            });
+        }
+        let server = server
+            .workers(ctx.workers)
+            .header_timeout(s.header_timeout)
+            .idle_timeout(s.idle_timeout)
+            .access_log_sink(logs);
+        let server = match max_body {
+            Some(n) => server.max_body_bytes(n),
+            None => server,
+        };
+        let server = match s.metrics.is_some() {
+            true => server.on_error(crate::endpoints::on_server_error),
+            false => server,
+        };
+        server.serve(handler)
+    })
+}
+
+/// Every address of `config`, in file order, once.
+fn addresses(config: &Config) -> Vec<Listen> {
+    let mut out: Vec<Listen> = Vec::new();
+    for site in &config.sites {
+        for l in site.listen.iter().chain(&site.redirect_http) {
+            if !out.contains(l) {
+                out.push(l.clone());
+            }
+        }
+    }
+    out
+}
+
+/// The position of the first site listening on `l`, for messages.
+fn where_listened(config: &Config, l: &Listen) -> String {
+    config
+        .sites
+        .iter()
+        .find(|s| s.listen.contains(l) || s.redirect_http.contains(l))
+        .map(|s| format!("{}: {}.listen: ", s.at, s.key))
+        .unwrap_or_default()
+}
+
+/// Binds every address of `config` (a failure names the site and the address).
+fn bind_all(config: &Config, ls: &[Listen], workers: usize) -> io::Result<Vec<Bound>> {
+    ls.iter()
+        .map(|l| {
+            bind(l, workers, config.server.reuse_port)
+                .map_err(|e| io::Error::new(e.kind(), format!("{}{e}", where_listened(config, l))))
+        })
+        .collect()
+}
+
+/// `fibra serve --check-config FILE`: exit 0, or every error (as starting would report it).
+pub fn check(path: &Path) -> io::Result<()> {
+    let config = config::load(path)?;
+    fibra_site::check_files(&config)?;
+    let workers = config.server.workers.unwrap_or(1);
+    // Addresses another process holds fail as they would at start.
+    let bound = bind_all(&config, &addresses(&config), workers)?;
+    drop(bound);
+    for l in addresses(&config) {
+        if let Listen::Unix(p) = l {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+    println!(
+        "fibra serve: {}: configuration OK ({} site(s))",
+        path.display(),
+        config.sites.len()
+    );
+    Ok(())
+}
+
+/// The servers running and what they listen on.
+struct Running {
+    servers: Vec<(ServerHandle, Vec<Listen>)>,
+    bound: Vec<Bound>,
+}
+
+impl Running {
+    fn listening(&self) -> Vec<Listen> {
+        self.bound
+            .iter()
+            .filter(|b| !b.closed.load(Ordering::Acquire))
+            .map(|b| b.listen.clone())
+            .collect()
+    }
+}
+
+/// Runs `fibra serve --config FILE` until SIGINT/SIGTERM (or a SIGUSR2 handover).
+pub fn run(path: PathBuf) -> io::Result<()> {
+    let config = config::load(&path)?;
+    crate::error_log::install(&config.server.error_log)?;
+    signals::block_server_signals()?;
+    crate::server_flags::raise_nofile_limit();
+    let live = Live::new(config.clone())?;
+    let workers = config
+        .server
+        .workers
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let endpoints = Endpoints::new(config.server.health.clone(), config.server.metrics.clone());
+    let ctx = Ctx {
+        live: live.clone(),
+        server: config.server.clone(),
+        workers,
+        endpoints: endpoints.clone(),
+        acme_tls: None,
+        http01: None,
+    };
+    let ls = addresses(&config);
+    let bound = bind_all(&config, &ls, workers)?;
+    let refs: Vec<&Bound> = bound.iter().collect();
+    let handle = start(&ctx, &refs)?;
+    endpoints.set_connections(handle.connection_count());
+    for b in &bound {
+        match b.local_addr() {
+            Some(a) => println!("fibra serve: {} on {a}", b.listen),
+            None => println!("fibra serve: {}", b.listen),
+        }
+    }
+    println!(
+        "fibra serve: {} site(s) from {} ({workers} worker{})",
+        config.sites.len(),
+        path.display(),
+        if workers == 1 { "" } else { "s" }
+    );
+    if let Some(p) = &config.server.pid_file {
+        std::fs::write(p, format!("{}\n", std::process::id()))
+            .map_err(|e| io::Error::new(e.kind(), format!("pid_file {}: {e}", p.display())))?;
+    }
+    crate::upgrade::signal_ready();
+    let mut running = Running {
+        servers: vec![(handle, ls)],
+        bound,
+    };
+    let mut current = config;
+    let handed_over = loop {
+        match signals::wait_for_server_signal() {
+            signals::ServerSignal::Shutdown(sig) => {
+                endpoints.set_draining();
+                if !current.server.drain_delay.is_zero() {
+                    eprintln!(
+                        "fibra serve: {sig}, draining for {:?}",
+                        current.server.drain_delay
+                    );
+                    std::thread::sleep(current.server.drain_delay);
+                }
+                eprintln!(
+                    "fibra serve: {sig}, shutting down (requests in flight have {:?} to finish)",
+                    current.server.shutdown_timeout
+                );
+                break false;
+            }
+            signals::ServerSignal::Reload => match reload(&ctx, &path, &current, &mut running) {
+                Ok(next) => current = next,
+                Err(e) => {
+                    for line in e.to_string().lines() {
+                        eprintln!("fibra serve: SIGHUP: {line}");
+                    }
+                    eprintln!("fibra serve: SIGHUP: the configuration is unchanged");
+                }
+            },
+            signals::ServerSignal::Upgrade => {
+                let open: Vec<&Bound> = running
+                    .bound
+                    .iter()
+                    .filter(|b| !b.closed.load(Ordering::Acquire))
+                    .collect();
+                let mut handed = Vec::new();
+                let mut names = Vec::new();
+                for b in &open {
+                    for l in &b.tcp {
+                        handed.push(l);
+                        names.push(fd_name(&b.listen));
+                    }
+                }
+                let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                match crate::upgrade::start_new_binary(&handed, &names) {
+                    Ok(pid) => {
+                        for (h, _) in &running.servers {
+                            h.begin_drain();
+                        }
+                        endpoints.set_draining();
+                        eprintln!(
+                            "fibra serve: SIGUSR2, the new binary (pid {pid}) serves; draining"
+                        );
+                        break true;
+                    }
+                    Err(e) => eprintln!("fibra serve: SIGUSR2, upgrade failed, still serving: {e}"),
+                }
+            }
+        }
+    };
+    let grace = current.server.shutdown_timeout;
+    let servers = std::mem::take(&mut running.servers);
+    drop(running);
+    for (h, _) in &servers {
+        match handed_over {
+            true => h.drain(crate::upgrade::IDLE_GRACE, grace),
+            false => h.shutdown(grace),
+        }
+    }
+    for (h, _) in servers {
+        h.join();
+    }
+    if let Some(p) = &current.server.pid_file {
+        let ours = format!("{}\n", std::process::id());
+        if std::fs::read_to_string(p).is_ok_and(|x| x == ours) {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+    Ok(())
+}
+
+/// The keys of `[server]` a reload cannot apply (SIGUSR2 does).
+fn restart_keys(old: &ServerConfig, new: &ServerConfig) -> Vec<&'static str> {
+    let mut keys = Vec::new();
+    if old.workers != new.workers {
+        keys.push("workers");
+    }
+    if old.header_timeout != new.header_timeout {
+        keys.push("header_timeout");
+    }
+    if old.idle_timeout != new.idle_timeout {
+        keys.push("idle_timeout");
+    }
+    if old.error_log != new.error_log {
+        keys.push("error_log");
+    }
+    if old.proxy_protocol != new.proxy_protocol
+        || old.proxy_protocol_from != new.proxy_protocol_from
+    {
+        keys.push("proxy_protocol");
+    }
+    if old.reuse_port != new.reuse_port {
+        keys.push("reuse_port");
+    }
+    if old.health != new.health || old.metrics != new.metrics {
+        keys.push("health/metrics");
+    }
+    keys
+}
+
+/// SIGHUP: the file read and built again, new addresses bound and served, then the new
+/// configuration swapped in, then removed addresses closed. Any error before the swap
+/// leaves everything as it was.
+fn reload(ctx: &Ctx, path: &Path, current: &Config, running: &mut Running) -> io::Result<Config> {
+    let next = config::load(path)?;
+    let listening = running.listening();
+    let wanted = addresses(&next);
+    // An address that stays must keep its kind: its acceptor cannot change.
+    let tls_of = |c: &Config, l: &Listen| {
+        c.sites
+            .iter()
+            .any(|s| s.listen.contains(l) && s.tls.is_some())
+    };
+    for l in wanted.iter().filter(|l| listening.contains(l)) {
+        if tls_of(current, l) != tls_of(&next, l) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{}{l}: switching between HTTP and HTTPS needs a restart (SIGUSR2)",
+                    where_listened(&next, l)
+                ),
+            ));
+        }
+    }
+    let new_ls: Vec<Listen> = wanted
+        .iter()
+        .filter(|l| !listening.contains(l))
+        .cloned()
+        .collect();
+    let new_bound = bind_all(&next, &new_ls, ctx.workers)?;
+    ctx.live.reload(next.clone())?;
+    if !new_bound.is_empty() {
+        let refs: Vec<&Bound> = new_bound.iter().collect();
+        let h = start(ctx, &refs)?;
+        running.servers.push((h, new_ls.clone()));
+        for b in &new_bound {
+            eprintln!("fibra serve: SIGHUP: now listening on {}", b.listen);
+        }
+    }
+    running.bound.extend(new_bound);
+    for b in &running.bound {
+        if !wanted.contains(&b.listen) && !b.closed.swap(true, Ordering::AcqRel) {
+            eprintln!(
+                "fibra serve: SIGHUP: no longer listening on {} (open connections finish)",
+                b.listen
+            );
+        }
+    }
+    let keys = restart_keys(&current.server, &next.server);
+    if !keys.is_empty() {
+        eprintln!(
+            "fibra serve: SIGHUP: [server] {} changed: needs a restart (SIGUSR2 applies it); kept as before",
+            keys.join(", ")
+        );
+    }
+    eprintln!(
+        "fibra serve: SIGHUP, reloaded {} ({} site(s))",
+        path.display(),
+        next.sites.len()
+    );
+    Ok(next)
+}
