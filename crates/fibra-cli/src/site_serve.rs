@@ -151,6 +151,18 @@ fn start(ctx: &Ctx, bounds: &[&Bound]) -> io::Result<ServerHandle> {
     })
 }
 
+/// The URL of a bound address (`http://127.0.0.1:8080/`, `https://…`, `unix:/run/x.sock`).
+fn url(live: &Live, b: &Bound) -> String {
+    let tls = live
+        .current()
+        .group(live.slot(&b.listen))
+        .is_some_and(|g| g.tls);
+    match b.local_addr() {
+        Some(a) => format!("{}://{a}/", if tls { "https" } else { "http" }),
+        None => b.listen.to_string(),
+    }
+}
+
 /// Every address of `config`, in file order, once.
 fn addresses(config: &Config) -> Vec<Listen> {
     let mut out: Vec<Listen> = Vec::new();
@@ -213,11 +225,7 @@ struct Running {
 
 impl Running {
     fn listening(&self) -> Vec<Listen> {
-        self.bound
-            .iter()
-            .filter(|b| !b.closed.load(Ordering::Acquire))
-            .map(|b| b.listen.clone())
-            .collect()
+        self.bound.iter().map(|b| b.listen.clone()).collect()
     }
 }
 
@@ -246,17 +254,16 @@ pub fn run(path: PathBuf) -> io::Result<()> {
     let refs: Vec<&Bound> = bound.iter().collect();
     let handle = start(&ctx, &refs)?;
     endpoints.set_connections(handle.connection_count());
-    for b in &bound {
-        match b.local_addr() {
-            Some(a) => println!("fibra serve: {} on {a}", b.listen),
-            None => println!("fibra serve: {}", b.listen),
-        }
-    }
     println!(
-        "fibra serve: {} site(s) from {} ({workers} worker{})",
+        "fibra serve: {} site(s) from {} ({workers} worker{}) on {}",
         config.sites.len(),
         path.display(),
-        if workers == 1 { "" } else { "s" }
+        if workers == 1 { "" } else { "s" },
+        bound
+            .iter()
+            .map(|b| url(&live, b))
+            .collect::<Vec<_>>()
+            .join(" ")
     );
     if let Some(p) = &config.server.pid_file {
         std::fs::write(p, format!("{}\n", std::process::id()))
@@ -411,17 +418,39 @@ fn reload(ctx: &Ctx, path: &Path, current: &Config, running: &mut Running) -> io
         let h = start(ctx, &refs)?;
         running.servers.push((h, new_ls.clone()));
         for b in &new_bound {
-            eprintln!("fibra serve: SIGHUP: now listening on {}", b.listen);
+            eprintln!(
+                "fibra serve: SIGHUP: now listening on {} ({})",
+                b.listen,
+                url(&ctx.live, b)
+            );
         }
     }
     running.bound.extend(new_bound);
-    for b in &running.bound {
-        if !wanted.contains(&b.listen) && !b.closed.swap(true, Ordering::AcqRel) {
+    // Removed addresses: the acceptors drop their descriptors at their next look, and the
+    // copies kept here go now, so the socket closes; open connections finish.
+    running.bound.retain(|b| {
+        let keep = wanted.contains(&b.listen);
+        if !keep {
+            b.closed.store(true, Ordering::Release);
             eprintln!(
                 "fibra serve: SIGHUP: no longer listening on {} (open connections finish)",
                 b.listen
             );
         }
+        keep
+    });
+    // A server started by a reload whose addresses are all gone is shut down gracefully.
+    let grace = next.server.shutdown_timeout;
+    let (idle, busy): (Vec<_>, Vec<_>) = std::mem::take(&mut running.servers)
+        .into_iter()
+        .enumerate()
+        .partition(|(i, (_, ls))| *i > 0 && !ls.iter().any(|l| wanted.contains(l)));
+    running.servers = busy.into_iter().map(|(_, s)| s).collect();
+    for (_, (h, _)) in idle {
+        std::thread::spawn(move || {
+            h.shutdown(grace);
+            h.join();
+        });
     }
     let keys = restart_keys(&current.server, &next.server);
     if !keys.is_empty() {

@@ -1,0 +1,216 @@
+//! `fibra serve --config FILE`, `--check-config FILE` and `--print-config` as an operator
+//! runs them: bad files refused with every error (the same message at check and at start),
+//! the flags' equivalent file, and SIGHUP reloads (all or nothing; new addresses open,
+//! removed ones stop accepting).
+
+mod serve_util;
+
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use serve_util::{fibra, get, start, Site, PATIENCE};
+
+fn run(args: &[&str]) -> Output {
+    fibra(args).output().expect("run fibra")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// `--check-config FILE` and `--config FILE` both fail, with the same errors.
+fn refused_alike(file: &str) -> String {
+    let check = run(&["serve", "--check-config", file]);
+    assert_eq!(check.status.code(), Some(1), "{}", stderr(&check));
+    let started = run(&["serve", "--config", file]);
+    assert_eq!(started.status.code(), Some(1), "{}", stderr(&started));
+    assert_eq!(stderr(&check), stderr(&started));
+    stderr(&check)
+}
+
+#[test]
+fn bad_files_fail_check_and_start_with_the_same_errors() {
+    let site = Site::new("config-bad");
+    let file = site.path().join("site.toml");
+    std::fs::write(
+        &file,
+        "[[site]]\nhosts = [\"a.test\"]\nlisten = [\"127.0.0.1:0\"]\ndefault = true\nlisten_on = 1\n\n\
+         [[site]]\nhosts = [\"a.test\"]\nlisten = [\"127.0.0.1:0\"]\ndefault = true\n",
+    )
+    .unwrap();
+    let f = file.to_str().unwrap();
+    let err = refused_alike(f);
+    assert!(
+        err.contains(&format!(
+            "{f}:5:1: site[0].listen_on: unknown key \"listen_on\" (did you mean \"listen\"?)"
+        )),
+        "{err}"
+    );
+    // Fixed, the cross-site errors show (both at once).
+    std::fs::write(
+        &file,
+        "[[site]]\nhosts = [\"a.test\"]\nlisten = [\"127.0.0.1:0\"]\ndefault = true\n\n\
+         [[site]]\nhosts = [\"a.test\"]\nlisten = [\"127.0.0.1:0\"]\ndefault = true\n",
+    )
+    .unwrap();
+    let err = refused_alike(f);
+    assert!(
+        err.contains(&format!(
+            "{f}:6:1: site[1].hosts: host \"a.test\" on 127.0.0.1:0 is already site[0]'s (line 1)"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "{f}:6:1: site[1].default: 127.0.0.1:0 already has a default site: site[0] (line 1)"
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_address_another_process_holds_and_a_bad_htpasswd_fail_alike() {
+    let site = Site::new("config-held");
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = held.local_addr().unwrap();
+    site.write(
+        "users.htpasswd",
+        b"alice:$2y$04$abcdefghijklmnopqrstuuQ0L9r6nM7ZlY0c5Kc5n1h8yQm1s0u4a\nbob\n",
+    );
+    let file = site.path().join("site.toml");
+    std::fs::write(
+        &file,
+        format!("[[site]]\nlisten = [\"{addr}\"]\ndefault = true\n[[site.route]]\npath = \"/\"\nrespond = {{ body = \"x\" }}\n"),
+    )
+    .unwrap();
+    let f = file.to_str().unwrap();
+    let err = refused_alike(f);
+    assert!(
+        err.contains(&format!("{f}:1:1: site[0].listen: cannot listen on {addr}")),
+        "{err}"
+    );
+    std::fs::write(
+        &file,
+        "[[site]]\nlisten = [\"127.0.0.1:0\"]\ndefault = true\n[[site.route]]\npath = \"/\"\nbasic_auth = { htpasswd = \"users.htpasswd\" }\nrespond = { body = \"x\" }\n",
+    )
+    .unwrap();
+    let err = refused_alike(f);
+    assert!(
+        err.contains(&format!("{f}:6:14: site[0].route[0].basic_auth: ")),
+        "{err}"
+    );
+    assert!(
+        err.contains("users.htpasswd") && err.contains(":2:"),
+        "{err}"
+    );
+    drop(held);
+}
+
+#[test]
+fn print_config_writes_the_file_the_flags_mean() {
+    let site = Site::new("config-print");
+    site.write("www/index.html", b"hello from the file\n");
+    let www = site.path().join("www");
+    let printed = run(&[
+        "serve",
+        www.to_str().unwrap(),
+        "--port",
+        "0",
+        "--workers",
+        "1",
+        "--no-list",
+        "--cache-control",
+        "max-age=60",
+        "--proxy",
+        "/api/=http://127.0.0.1:9/",
+        "--print-config",
+    ]);
+    assert!(printed.status.success(), "{}", stderr(&printed));
+    let text = String::from_utf8(printed.stdout).unwrap();
+    for want in [
+        "workers = 1",
+        "listen = [\"127.0.0.1:0\"]",
+        "default = true",
+        "listing = false",
+        "cache_control = \"max-age=60\"",
+        "path = \"/api/\"",
+        "upstreams = [\"http://127.0.0.1:9/\"]",
+    ] {
+        assert!(text.contains(want), "{want} not in\n{text}");
+    }
+    let file = site.path().join("printed.toml");
+    std::fs::write(&file, &text).unwrap();
+    let f = file.to_str().unwrap();
+    let check = run(&["serve", "--check-config", f]);
+    assert!(check.status.success(), "{}", stderr(&check));
+    let server = start(&["serve", "--config", f]);
+    let r = get(&server.addr, "/");
+    assert!(
+        r.starts_with("HTTP/1.1 200") && r.ends_with("hello from the file\n"),
+        "{r}"
+    );
+    assert!(
+        r.contains("cache-control: max-age=60") || r.contains("Cache-Control: max-age=60"),
+        "{r}"
+    );
+}
+
+fn wait_for(mut f: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < PATIENCE {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+#[test]
+fn sighup_reloads_all_or_nothing_and_opens_and_closes_addresses() {
+    let site = Site::new("config-reload");
+    let file = site.path().join("site.toml");
+    let f = file.to_str().unwrap().to_owned();
+    let one = "[[site]]\nlisten = [\"127.0.0.1:0\"]\ndefault = true\n[[site.route]]\npath = \"/\"\nrespond = { body = \"one\\n\" }\n";
+    std::fs::write(&file, one).unwrap();
+    let mut server = start(&["serve", "--config", &f]);
+    let addr = server.addr.clone();
+    assert!(get(&addr, "/").ends_with("one\n"));
+    // The address stays (the same text); a route changes and one is added; a second address
+    // opens.
+    let extra = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let two = format!(
+        "[[site]]\nlisten = [\"127.0.0.1:0\", \"{extra}\"]\ndefault = true\n[[site.route]]\npath = \"/\"\nrespond = {{ body = \"two\\n\" }}\n[[site.route]]\npath = \"/new/\"\nrespond = {{ body = \"new\\n\" }}\n"
+    );
+    std::fs::write(&file, &two).unwrap();
+    server.signal(libc::SIGHUP);
+    server.stderr_line_with("reloaded");
+    assert!(get(&addr, "/").ends_with("two\n"));
+    assert!(get(&addr, "/new/x").ends_with("new\n"));
+    assert!(get(&extra.to_string(), "/").ends_with("two\n"));
+    // A bad file: every error logged, the old configuration keeps serving.
+    std::fs::write(
+        &file,
+        "[[site]]\nlisten = [\"127.0.0.1:0\"]\ndefault = yes\n",
+    )
+    .unwrap();
+    server.signal(libc::SIGHUP);
+    let line = server.stderr_line_with("SIGHUP:");
+    assert!(line.contains(&format!("{f}:3:11")), "{line}");
+    server.stderr_line_with("the configuration is unchanged");
+    assert!(get(&addr, "/new/x").ends_with("new\n"));
+    // The second address goes: it stops accepting, the first goes on.
+    std::fs::write(&file, one).unwrap();
+    server.signal(libc::SIGHUP);
+    server.stderr_line_with("reloaded");
+    assert!(get(&addr, "/").ends_with("one\n"));
+    assert!(
+        wait_for(|| std::net::TcpStream::connect(extra).is_err()),
+        "{extra} still accepts"
+    );
+    server.signal(libc::SIGTERM);
+    assert!(server.wait_exit().success());
+}
