@@ -124,6 +124,7 @@ fn start(ctx: &Ctx, bounds: &[&Bound]) -> io::Result<ServerHandle> {
     if let Some(h) = &ctx.http01 {
         service = service.with_http01(h.clone());
     }
+    service = service.counting(ctx.server.metrics.is_some());
     let max_body = service.max_body_bytes();
     let handler = ctx.endpoints.clone().wrap(move |req| service.call(req));
     let s = &ctx.server;
@@ -149,6 +150,26 @@ fn start(ctx: &Ctx, bounds: &[&Bound]) -> io::Result<ServerHandle> {
         };
         server.serve(handler)
     })
+}
+
+/// The per-site series of the metrics: responses by site and status class.
+fn site_series(live: &Live) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::from(
+        "# HELP fibra_site_responses_total Responses by site (of the site file) and status class.\n\
+         # TYPE fibra_site_responses_total counter\n",
+    );
+    for (name, counters) in live.current().counters() {
+        let name = name.replace('\\', "\\\\").replace('"', "\\\"");
+        for (i, n) in counters.get().iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "fibra_site_responses_total{{site=\"{name}\",class=\"{}xx\"}} {n}",
+                i + 1
+            );
+        }
+    }
+    out
 }
 
 /// The URL of a bound address (`http://127.0.0.1:8080/`, `https://…`, `unix:/run/x.sock`).
@@ -254,6 +275,8 @@ pub fn run(path: PathBuf) -> io::Result<()> {
     let refs: Vec<&Bound> = bound.iter().collect();
     let handle = start(&ctx, &refs)?;
     endpoints.set_connections(handle.connection_count());
+    let counted = live.clone();
+    endpoints.set_extra(move || site_series(&counted));
     println!(
         "fibra serve: {} site(s) from {} ({workers} worker{}) on {}",
         config.sites.len(),

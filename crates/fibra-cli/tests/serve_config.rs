@@ -214,3 +214,41 @@ fn sighup_reloads_all_or_nothing_and_opens_and_closes_addresses() {
     server.signal(libc::SIGTERM);
     assert!(server.wait_exit().success());
 }
+
+#[test]
+fn health_and_metrics_work_with_a_site_label() {
+    let site = Site::new("config-metrics");
+    let file = site.path().join("site.toml");
+    std::fs::write(
+        &file,
+        "[server]\nhealth = \"/healthz\"\nmetrics = \"/metrics\"\n\n\
+         [[site]]\nhosts = [\"a.test\"]\nlisten = [\"127.0.0.1:0\"]\ndefault = true\n[[site.route]]\npath = \"/\"\nrespond = { body = \"a\" }\n\n\
+         [[site]]\nhosts = [\"b.test\"]\nlisten = [\"127.0.0.1:0\"]\n[[site.route]]\npath = \"=/\"\nrespond = { body = \"b\" }\n",
+    )
+    .unwrap();
+    let server = start(&["serve", "--config", file.to_str().unwrap()]);
+    let ask = |host: &str, path: &str| {
+        use std::io::{Read, Write};
+        let mut s = serve_util::connect(&server.addr);
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        out
+    };
+    assert!(ask("a.test", "/").ends_with("\r\n\r\na"));
+    assert!(ask("b.test", "/").ends_with("\r\n\r\nb"));
+    assert!(ask("b.test", "/missing").starts_with("HTTP/1.1 404"));
+    assert!(ask("a.test", "/healthz").starts_with("HTTP/1.1 200"));
+    let metrics = ask("a.test", "/metrics");
+    for want in [
+        "fibra_site_responses_total{site=\"site[0] (a.test)\",class=\"2xx\"} 1",
+        "fibra_site_responses_total{site=\"site[1] (b.test)\",class=\"2xx\"} 1",
+        "fibra_site_responses_total{site=\"site[1] (b.test)\",class=\"4xx\"} 1",
+    ] {
+        assert!(metrics.contains(want), "{want} not in\n{metrics}");
+    }
+}

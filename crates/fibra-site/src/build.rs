@@ -58,8 +58,9 @@ pub(crate) fn build(
     for site in &config.sites {
         let serve = build_site(&config, site, kept, &mut now, &mut errors);
         let redirect = match (&serve, site.redirect_http.is_empty()) {
-            (Some(_), false) => Some(Arc::new(Site {
+            (Some(s), false) => Some(Arc::new(Site {
                 name: site_name(site),
+                counters: s.counters.clone(),
                 mode: Mode::RedirectHttps {
                     port: https_port(site),
                 },
@@ -181,8 +182,12 @@ fn build_site(
             routes.push(route);
         }
     }
+    let name = site_name(site);
+    let counters = kept.counters.get(&name).cloned().unwrap_or_default();
+    now.counters.insert(name.clone(), counters.clone());
     (errors.0.len() == before).then(|| Site {
-        name: site_name(site),
+        counters,
+        name,
         mode: Mode::Serve,
         table,
         routes,

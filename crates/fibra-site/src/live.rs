@@ -20,6 +20,8 @@ pub(crate) struct Kept {
     pub(crate) proxies: HashMap<String, Arc<fibra_proxy::Proxy>>,
     /// Rate limiters by site, route and settings.
     pub(crate) limits: HashMap<String, Arc<crate::access::RateLimit>>,
+    /// Sites' response counters by site name.
+    pub(crate) counters: HashMap<String, Arc<crate::sites::SiteCounters>>,
 }
 
 /// The served configuration. See the module docs.

@@ -28,6 +28,8 @@ pub struct SiteService {
     /// Largest body any route accepts (known at start).
     max_body: Option<u64>,
     http01: Option<Arc<Http01>>,
+    /// Count responses per site (metrics on).
+    count: bool,
 }
 
 impl SiteService {
@@ -45,7 +47,14 @@ impl SiteService {
             slots: slots.into_boxed_slice(),
             max_body: proxied.then_some(u64::MAX),
             http01: None,
+            count: false,
         }
+    }
+
+    /// Counts each site's responses by status class ([`crate::sites::SiteCounters`]).
+    pub fn counting(mut self, count: bool) -> SiteService {
+        self.count = count;
+        self
     }
 
     /// Answers ACME http-01 challenges on plain-HTTP addresses with `http01`.
@@ -76,10 +85,14 @@ impl SiteService {
             return status_response(StatusCode::MISDIRECTED_REQUEST);
         }
         let site = &group.sites[i];
-        match site.mode {
+        let resp = match site.mode {
             Mode::Serve => serve(site, req),
             Mode::RedirectHttps { port } => redirect_https(&req, host, port),
+        };
+        if self.count {
+            site.counters.count(resp.status().as_u16());
         }
+        resp
     }
 
     fn acme_challenge(&self, req: &Request) -> Option<Response> {
