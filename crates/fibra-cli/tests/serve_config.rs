@@ -252,3 +252,87 @@ fn health_and_metrics_work_with_a_site_label() {
         assert!(metrics.contains(want), "{want} not in\n{metrics}");
     }
 }
+
+#[test]
+fn redirect_http_sends_plain_clients_to_https_and_sites_log_json_lines() {
+    use std::io::{Read, Write};
+    use std::sync::Arc;
+    let site = Site::new("config-redirect");
+    let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    site.write("cert.pem", ck.cert.pem().as_bytes());
+    site.write("key.pem", ck.signing_key.serialize_pem().as_bytes());
+    let plain = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    // The HTTPS port is named (the redirect's URL is made from the site file's address).
+    let secure = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let file = site.path().join("site.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[[site]]\nhosts = [\"localhost\"]\nlisten = [\"{secure}\"]\ndefault = true\n\
+             tls = {{ cert = \"cert.pem\", key = \"key.pem\" }}\nredirect_http = [\"{plain}\"]\n\
+             access_log = {{ path = \"access.jsonl\", format = \"json\" }}\n\
+             [[site.route]]\npath = \"/\"\nrespond = {{ body = \"secure\\n\" }}\n"
+        ),
+    )
+    .unwrap();
+    let mut server = start(&["serve", "--config", file.to_str().unwrap()]);
+    let https = server.addr.clone();
+    let https_port = https.rsplit_once(':').unwrap().1.to_owned();
+    assert!(
+        server.line.contains(&format!("http://{plain}/")),
+        "{}",
+        server.line
+    );
+    let ask_plain = |method: &str| {
+        let mut s = serve_util::connect(&plain.to_string());
+        write!(s, "{method} /x?y=1 HTTP/1.1\r\nHost: localhost:{}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", plain.port()).unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        out
+    };
+    let get = ask_plain("GET");
+    assert!(get.starts_with("HTTP/1.1 301"), "{get}");
+    assert!(
+        get.contains(&format!("https://localhost:{https_port}/x?y=1")),
+        "{get}"
+    );
+    assert!(ask_plain("POST").starts_with("HTTP/1.1 308"));
+    // Over TLS, the site.
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ck.cert.der().clone()).unwrap();
+    let config = rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let conn =
+        rustls::ClientConnection::new(Arc::new(config), "localhost".try_into().unwrap()).unwrap();
+    let mut tls = rustls::StreamOwned::new(conn, serve_util::connect(&https));
+    tls.write_all(
+        b"GET /page HTTP/1.1\r\nHost: localhost\r\nUser-Agent: t\"q\r\nConnection: close\r\n\r\n",
+    )
+    .unwrap();
+    let mut out = String::new();
+    tls.read_to_string(&mut out).unwrap();
+    assert!(
+        out.starts_with("HTTP/1.1 200") && out.ends_with("secure\n"),
+        "{out}"
+    );
+    server.signal(libc::SIGTERM);
+    assert!(server.wait_exit().success());
+    let log = std::fs::read_to_string(site.path().join("access.jsonl")).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    // The site's requests on both addresses, as JSON.
+    assert_eq!(lines.len(), 3, "{log}");
+    assert!(
+        lines.iter().any(|l| l.contains("\"target\":\"/page\"")
+            && l.contains("\"status\":200")
+            && l.contains("\"user_agent\":\"t\\\"q\"")),
+        "{log}"
+    );
+    assert!(lines.iter().any(|l| l.contains("\"status\":301")), "{log}");
+}

@@ -68,7 +68,8 @@ pub(crate) fn build(
                 routes: Vec::new(),
                 certs: None,
                 tls: None,
-                log: None,
+                // Its redirects go to the site's log.
+                log: s.log.clone(),
             })),
             _ => None,
         };
