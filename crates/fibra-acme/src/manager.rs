@@ -69,7 +69,7 @@ pub struct Status {
     pub names: Vec<String>,
     /// Which certificate is served.
     pub served: Served,
-    /// When the served certificate expires.
+    /// When the served certificate expires; `None` for the self-signed fallback.
     pub not_after: Option<SystemTime>,
     /// When the next attempt to obtain one is due; `None` while one runs.
     pub next_attempt: Option<SystemTime>,
