@@ -99,7 +99,11 @@ impl Attempt<'_> {
 
     /// Has the authorization at `url` validated, unless it is already.
     fn authorize(&self, url: &str) -> io::Result<()> {
-        let authz = self.client.get(url)?.json()?;
+        let authz = self
+            .client
+            .get(url)
+            .map_err(|e| context(e, "reading an authorization"))?
+            .json()?;
         let name = authz["identifier"]["value"]
             .as_str()
             .unwrap_or("?")

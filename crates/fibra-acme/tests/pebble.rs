@@ -109,6 +109,14 @@ fn first_issue(test: &str, kind: ChallengeKind, wiring: Wiring, name: &str) {
     assert_eq!(mode(&cert_dir.join("key.pem")), 0o600);
     assert_eq!(mode(&cert_dir), 0o700);
     assert_eq!(mode(&dir.join("account.key")), 0o600);
+    // The account URL beside the key, for the next start.
+    let account: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("account.json")).unwrap()).unwrap();
+    let url = account["url"].as_str().unwrap();
+    assert!(
+        url.starts_with(&format!("https://127.0.0.1:{}/", pebble.acme_port)),
+        "{url}"
+    );
 }
 
 #[test]

@@ -202,6 +202,8 @@ impl Pebble {
             .arg("-config")
             .arg(&config_path)
             .args(["-dnsserver", &format!("127.0.0.1:{}", self.dns_port)])
+            // Rejects what upcoming ACME changes will (a challenge POST other than `{}`...).
+            .arg("-strict")
             .env("PEBBLE_VA_NOSLEEP", "1")
             .env("PEBBLE_WFE_NONCEREJECT", "0")
             .stdout(self.log("pebble.log"))
