@@ -18,10 +18,13 @@ pub const LETS_ENCRYPT_STAGING: &str = "https://acme-staging-v02.api.letsencrypt
 pub struct AcmeConfig {
     /// The URL of the server's directory (e.g. [`LETS_ENCRYPT`]); `https://` only.
     pub directory: String,
-    /// The account's contact URLs, e.g. `mailto:admin@example.com` (may be empty).
+    /// The account's contact URLs, e.g. `mailto:admin@example.com` (may be empty). The
+    /// account registers with `termsOfServiceAgreed`: using this client with a CA agrees to
+    /// its terms of service (the directory's `meta.termsOfService`).
     pub contact: Vec<String>,
     /// Where the account key and the certificates are kept (see the crate docs for the
-    /// layout): created if missing; folders 0700, key files 0600.
+    /// layout): created if missing; folders 0700 (an existing one is made 0700: give it a
+    /// folder of its own), key files 0600.
     pub storage: PathBuf,
     /// A PEM bundle of the CA certificates to trust for the directory's HTTPS (a private
     /// ACME server, Pebble in tests); `None`: the system's roots.

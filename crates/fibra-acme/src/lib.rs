@@ -36,7 +36,8 @@
 //! ACME traffic is a few small requests per certificate every few weeks. It runs on its
 //! own `std::thread` per certificate, never on the server's worker fibers, where a blocking
 //! request would stall every connection of that worker. The client is this crate's
-//! (about a thousand lines): HTTP/1.1 over `std::net::TcpStream` and a rustls `StreamOwned`,
+//! (about 2,500 lines with their docs): HTTP/1.1 over `std::net::TcpStream` and a rustls
+//! `StreamOwned`,
 //! JWS ES256 with aws-lc-rs, CSRs and the challenge certificate with rcgen, JSON with
 //! serde_json. The existing Rust clients are asynchronous (instant-acme brings tokio, hyper
 //! and hyper-rustls; others bring reqwest), a second I/O stack in a server that has its own.
