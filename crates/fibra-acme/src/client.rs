@@ -216,7 +216,10 @@ impl Client {
             return Ok(url.clone());
         }
         let directory = self.directory()?;
-        let payload = json!({ "termsOfServiceAgreed": true, "contact": self.contact });
+        let mut payload = json!({ "termsOfServiceAgreed": true });
+        if !self.contact.is_empty() {
+            payload["contact"] = json!(self.contact);
+        }
         let response = self
             .post(&directory.new_account, Signer::Jwk, Some(&payload), None)
             .map_err(|e| context(e, "registering the account"))?;

@@ -207,11 +207,12 @@ mod tests {
 
     impl TempDir {
         fn new(name: &str) -> TempDir {
-            let dir = std::env::temp_dir().join(format!(
-                "fibra-acme-{name}-{}-{:?}",
-                std::process::id(),
-                std::time::SystemTime::now()
-            ));
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .subsec_nanos();
+            let dir = std::env::temp_dir()
+                .join(format!("fibra-acme-{name}-{}-{nanos}", std::process::id()));
             TempDir(dir)
         }
     }
