@@ -4,22 +4,25 @@
 # certificate. Site a (hosts = ["localhost"], the default site) and site b (hosts =
 # ["b.test"]) each have their own self-signed certificate (openssl, P-256). Generation G of
 # the file:
-#   a: "=/" answers "a G" (any other path 404), "=/gG" answers "route gG" (so each reload adds one route and
-#      removes the one before), "=/odd" exists in odd generations only;
+#   a: "=/" answers "a G" (any other path 404), "=/gG" answers "route gG" (so each reload
+#      adds one route and removes the one before), "=/odd" exists in odd generations only;
 #   b: "/" answers "b G";
 #   and a's certificate and key files are replaced (same paths) by a fresh pair.
 # Load: `wrk -t1 -c50` on https://localhost:PORT/ (SNI localhost, keep-alive) and, so that
 # handshakes meet the certificate swaps, `wrk -t1 -c4` with "Connection: close" (a new TLS
-# connection per request), both for SECONDS.
+# connection per request), both for SECONDS, both counting answers by body: each must have
+# had answers from every generation (the keep-alive connections opened before the first
+# SIGHUP included).
 #
 #   bench/site_reload.sh [SECONDS] [RELOADS]     (defaults: 20, 10; the first SIGHUP at 2 s)
 #
 # After each SIGHUP the script waits for "SIGHUP, reloaded" in fibra's output (the time
 # taken is printed) and checks with curl and openssl s_client: a's body, the added route
 # (200) and the removed one (404), b's body (curl --resolve b.test), and the certificates
-# sent for SNI localhost and b.test (fingerprints) against a's new file and b's file. Passes when both wrk runs saw 0 non-2xx and 0 socket
-# errors, every reload was applied (no "configuration is unchanged" line) and every check
-# passed, the last ones after the load stopped included.
+# sent for SNI localhost and b.test (fingerprints) against a's new file and b's file.
+# Passes when both wrk runs saw 0 non-2xx, 0 socket errors and every generation's body,
+# every reload was applied (no "configuration is unchanged" line) and every check passed,
+# the last ones after the load stopped included.
 #
 # Not pinned. Needs wrk, curl and openssl; see bench/lib/site_ops.sh for FIBRA, NO_BUILD
 # and where the results (fibra's output, site.toml, wrk-*.txt, reloads.txt, summary.txt)
@@ -120,10 +123,10 @@ check 0 >"$OUT/reloads.txt" || fail=1
 cat "$OUT/reloads.txt"
 
 T0=$(now)
-wrk -t1 -c50 -d"${SECS}s" -s "$ROOT/bench/lua/statuses.lua" "$A/" >"$OUT/wrk-keepalive.txt" 2>&1 &
+wrk -t1 -c50 -d"${SECS}s" -s "$ROOT/bench/lua/statuses.lua" "$A/" -- bodies >"$OUT/wrk-keepalive.txt" 2>&1 &
 WRK1=$!
 wrk -t1 -c4 -d"${SECS}s" -H "Connection: close" -s "$ROOT/bench/lua/statuses.lua" "$A/" \
-  >"$OUT/wrk-close.txt" 2>&1 &
+  -- bodies >"$OUT/wrk-close.txt" 2>&1 &
 WRK2=$!
 at() { sleep "$(awk -v t0="$T0" -v s="$1" -v n="$(now)" 'BEGIN {d = t0 + s - n; print (d > 0 ? d : 0)}')"; }
 
@@ -179,6 +182,11 @@ for w in keepalive close; do
   [ "$NON2XX" = 0 ] || { say "FAIL: wrk ($w): $NON2XX non-2xx of $RESPONSES"; grep '^statuses: bad' "$OUT/wrk-$w.txt" | head -5; fail=1; }
   [ "$SOCKET_ERRORS" = 0 ] || { say "FAIL: wrk ($w): $SOCKET_ERRORS socket errors"; fail=1; }
   [ "$RESPONSES" -gt 0 ] || { say "FAIL: wrk ($w): no responses"; fail=1; }
+  missing=""
+  for g in $(seq 0 "$RELOADS"); do
+    grep -q "^statuses: body [0-9]* a $g \?$" "$OUT/wrk-$w.txt" || missing+=" $g"
+  done
+  [ -z "$missing" ] || { say "FAIL: wrk ($w): no answer from generation(s)$missing"; fail=1; }
 done
 [ "$(reloaded)" = "$RELOADS" ] || { say "FAIL: $(reloaded) reloads applied, not $RELOADS"; fail=1; }
 [ "$(refused)" = 0 ] || { say "FAIL: $(refused) reloads refused"; fail=1; }

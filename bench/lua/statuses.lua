@@ -5,7 +5,10 @@
 -- event times), and the first 50 non-2xx responses, each with its time and the first bytes
 -- of its body.
 --
---   wrk -t1 -c50 -d20s -s bench/lua/statuses.lua URL
+--   wrk -t1 -c50 -d20s -s bench/lua/statuses.lua URL [-- bodies]
+--
+-- With "bodies", 2xx responses are counted by body too (its first 40 bytes, at most 64
+-- different ones), printed as "statuses: body N TEXT" (to see which configuration answered).
 --
 -- Output lines (grep-able): "statuses: 200 N", "statuses: non-2xx N",
 -- "statuses: socket errors connect A read B write C timeout D",
@@ -28,6 +31,9 @@ local threads = {}
 
 -- Per thread (each has its own Lua state); read back in done() with thread:get().
 counts = {}
+bodies = {}
+distinct = 0
+by_body = false
 first = {}
 last = {}
 bad = {}
@@ -36,8 +42,21 @@ function setup(thread)
   table.insert(threads, thread)
 end
 
+function init(args)
+  by_body = args[1] == "bodies"
+end
+
 function response(status, headers, body)
   counts[status] = (counts[status] or 0) + 1
+  if by_body and status >= 200 and status <= 299 then
+    local text = (body or ""):sub(1, 40):gsub("[\r\n]+", " ")
+    if bodies[text] then
+      bodies[text] = bodies[text] + 1
+    elseif distinct < 64 then
+      bodies[text] = 1
+      distinct = distinct + 1
+    end
+  end
   if status < 200 or status > 299 then
     local t = now()
     first[status] = first[status] or t
@@ -50,8 +69,11 @@ function response(status, headers, body)
 end
 
 function done(summary, latency, requests)
-  local total, all, list, from, to = {}, 0, {}, {}, {}
+  local total, all, list, from, to, seen = {}, 0, {}, {}, {}, {}
   for _, t in ipairs(threads) do
+    for text, n in pairs(t:get("bodies")) do
+      seen[text] = (seen[text] or 0) + n
+    end
     for status, n in pairs(t:get("counts")) do
       total[status] = (total[status] or 0) + n
     end
@@ -84,6 +106,12 @@ function done(summary, latency, requests)
       io.write(string.format("statuses: span %d %d %.3f %.3f\n", status, total[status],
         from[status], to[status]))
     end
+  end
+  local texts = {}
+  for text in pairs(seen) do texts[#texts + 1] = text end
+  table.sort(texts)
+  for _, text in ipairs(texts) do
+    io.write(string.format("statuses: body %d %s\n", seen[text], text))
   end
   table.sort(list)
   for _, line in ipairs(list) do
