@@ -11,10 +11,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use fibra_http::proxy_protocol::ProxyProtocolAcceptor;
-use fibra_http::tls::{ChooseConfig, TlsAcceptor};
+use fibra_http::tls::{AlpnHook, TlsAcceptor, ALPN_ACME_TLS};
 use fibra_http::{Server, ServerHandle, Service, TcpAcceptor, UnixAcceptor};
 use fibra_site::config::{self, Config, Listen, ServerConfig};
-use fibra_site::{choose_tls, Http01, Live, SiteLogs, SiteService};
+use fibra_site::{choose_tls, Live, SiteLogs, SiteService};
 
 use crate::endpoints::Endpoints;
 use crate::signals;
@@ -26,10 +26,6 @@ struct Ctx {
     server: ServerConfig,
     workers: usize,
     endpoints: Arc<Endpoints>,
-    /// The `acme-tls/1` configuration chooser, with ACME sites.
-    acme_tls: Option<Arc<ChooseConfig>>,
-    /// http-01 answers, with ACME sites.
-    http01: Option<Arc<Http01>>,
 }
 
 /// Each worker's acceptor for `$bound`, as `$maker` (a `FnMut(usize) -> io::Result<_>`),
@@ -46,7 +42,11 @@ macro_rules! with_acceptor {
             .current()
             .group(slot)
             .is_some_and(|g| g.tls)
-            .then(|| choose_tls(ctx.live.clone(), slot, ctx.acme_tls.clone()));
+            .then(|| choose_tls(ctx.live.clone(), slot));
+        // ACME's tls-alpn-01 validations are closed after their handshake, never served.
+        let hook = Arc::new(AlpnHook::new(ALPN_ACME_TLS, |name| {
+            log::info!("ACME tls-alpn-01 validation for {name:?}")
+        }));
         let trusted = (!ctx.server.proxy_protocol_from.is_empty())
             .then(|| Arc::<[fibra_http::IpNet]>::from(ctx.server.proxy_protocol_from.clone()));
         let pp = ctx.server.proxy_protocol || trusted.is_some();
@@ -72,7 +72,8 @@ macro_rules! with_acceptor {
                         let $maker = move |_w: usize| {
                             let l = fibra::net::UnixListener::from_std(u.try_clone()?)?;
                             let a =
-                                TlsAcceptor::choosing(UnixAcceptor::from_listener(l), t.clone());
+                                TlsAcceptor::choosing(UnixAcceptor::from_listener(l), t.clone())
+                                    .alpn_hook(hook.clone());
                             Ok(Closable::new(a, closed.clone()))
                         };
                         $body
@@ -98,14 +99,16 @@ macro_rules! with_acceptor {
                     }
                     (Some(t), false) => {
                         let $maker = move |w: usize| {
-                            let a = TlsAcceptor::choosing(tcp(w)?, t.clone());
+                            let a =
+                                TlsAcceptor::choosing(tcp(w)?, t.clone()).alpn_hook(hook.clone());
                             Ok(Closable::new(a, closed.clone()))
                         };
                         $body
                     }
                     (Some(t), true) => {
                         let $maker = move |w: usize| {
-                            let a = TlsAcceptor::choosing(proxied(tcp(w)?), t.clone());
+                            let a = TlsAcceptor::choosing(proxied(tcp(w)?), t.clone())
+                                .alpn_hook(hook.clone());
                             Ok(Closable::new(a, closed.clone()))
                         };
                         $body
@@ -119,12 +122,9 @@ macro_rules! with_acceptor {
 /// Starts one server (one runtime) on `bounds`.
 fn start(ctx: &Ctx, bounds: &[&Bound]) -> io::Result<ServerHandle> {
     let slots: Vec<usize> = bounds.iter().map(|b| ctx.live.slot(&b.listen)).collect();
-    let mut service = SiteService::new(ctx.live.clone(), slots.clone());
+    let service =
+        SiteService::new(ctx.live.clone(), slots.clone()).counting(ctx.server.metrics.is_some());
     let logs = SiteLogs::new(ctx.live.clone(), slots);
-    if let Some(h) = &ctx.http01 {
-        service = service.with_http01(h.clone());
-    }
-    service = service.counting(ctx.server.metrics.is_some());
     let max_body = service.max_body_bytes();
     let handler = ctx.endpoints.clone().wrap(move |req| service.call(req));
     let s = &ctx.server;
@@ -267,8 +267,6 @@ pub fn run(path: PathBuf) -> io::Result<()> {
         server: config.server.clone(),
         workers,
         endpoints: endpoints.clone(),
-        acme_tls: None,
-        http01: None,
     };
     let ls = addresses(&config);
     let bound = bind_all(&config, &ls, workers)?;

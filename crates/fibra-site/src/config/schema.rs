@@ -29,7 +29,14 @@ const SERVER: &[&str] = &[
 ];
 const CACHE: &[&str] = &["entries", "ttl"];
 const COMPRESSION: &[&str] = &["enabled", "gzip_level"];
-const ACME: &[&str] = &["directory", "contact", "storage", "ca", "challenges"];
+const ACME: &[&str] = &[
+    "directory",
+    "contact",
+    "storage",
+    "ca",
+    "challenges",
+    "profile",
+];
 const SITE: &[&str] = &[
     "hosts",
     "listen",
@@ -233,6 +240,7 @@ fn acme(r: &mut Reader<'_>, t: &Table<'_, '_>, base: &Path, v: &Val<'_>) -> Opti
         storage: PathBuf::new(),
         ca: None,
         challenges: vec!["tls-alpn-01".into(), "http-01".into()],
+        profile: None,
         at: r.pos(v.span().start),
     };
     let mut ok = true;
@@ -253,6 +261,7 @@ fn acme(r: &mut Reader<'_>, t: &Table<'_, '_>, base: &Path, v: &Val<'_>) -> Opti
                 }
             }
             "ca" => a.ca = r.string(v, &key).map(|p| path_in(base, &p)),
+            "profile" => a.profile = r.string(v, &key),
             "challenges" => {
                 if let Some(list) = r.strings(v, &key) {
                     for (i, c) in list.iter().enumerate() {
