@@ -53,13 +53,24 @@ pub(crate) fn build(
 ) -> Result<(Sites, Kept), ConfigErrors> {
     let mut errors = Errors(Vec::new());
     let mut now = Kept::default();
+    let acme_wanted = config
+        .sites
+        .iter()
+        .any(|s| matches!(s.tls, Some(Tls::Acme)));
+    if let (Some(table), true) = (&config.acme, acme_wanted) {
+        match crate::acme_sites::client(table, kept.acme.as_ref()) {
+            Ok(c) => now.acme = Some(c),
+            Err(e) => errors.add(&table.at, "acme", e.to_string()),
+        }
+    }
     // Per site: its serving form, and its redirect form (for `redirect_http`).
     let mut built: Vec<SiteForms> = Vec::new();
     for site in &config.sites {
         let serve = build_site(&config, site, kept, &mut now, &mut errors);
         let redirect = match (&serve, site.redirect_http.is_empty()) {
-            (Some(_), false) => Some(Arc::new(Site {
+            (Some(s), false) => Some(Arc::new(Site {
                 name: site_name(site),
+                counters: s.counters.clone(),
                 mode: Mode::RedirectHttps {
                     port: https_port(site),
                 },
@@ -67,7 +78,8 @@ pub(crate) fn build(
                 routes: Vec::new(),
                 certs: None,
                 tls: None,
-                log: None,
+                // Its redirects go to the site's log.
+                log: s.log.clone(),
             })),
             _ => None,
         };
@@ -103,7 +115,17 @@ pub(crate) fn build(
             group.sites.push(s.clone());
         }
     }
-    Ok((Sites { groups, config }, now))
+    let acme = now.acme.as_ref().map(|c| c.acme.clone());
+    let acme_tls = now.acme.as_ref().map(|c| c.challenge.clone());
+    Ok((
+        Sites {
+            groups,
+            config,
+            acme,
+            acme_tls,
+        },
+        now,
+    ))
 }
 
 fn site_name(site: &SiteConfig) -> String {
@@ -152,8 +174,19 @@ fn build_site(
                 }
             }
         }
-        // Wired by the ACME manager (see `crate::acme_sites`).
-        Some(Tls::Acme) => (None, None),
+        Some(Tls::Acme) => match acme_cert(site, kept, now) {
+            Ok(r) => match tls_config(r.clone(), site.http2) {
+                Ok(c) => (Some(r), Some(c)),
+                Err(e) => {
+                    errors.add(&site.tls_at, format!("{}.tls", site.key), e.to_string());
+                    (None, None)
+                }
+            },
+            Err(e) => {
+                errors.add(&site.tls_at, format!("{}.tls", site.key), e.to_string());
+                (None, None)
+            }
+        },
         None => (None, None),
     };
     let log = match &site.access_log {
@@ -181,8 +214,12 @@ fn build_site(
             routes.push(route);
         }
     }
+    let name = site_name(site);
+    let counters = kept.counters.get(&name).cloned().unwrap_or_default();
+    now.counters.insert(name.clone(), counters.clone());
     (errors.0.len() == before).then(|| Site {
-        name: site_name(site),
+        counters,
+        name,
         mode: Mode::Serve,
         table,
         routes,
@@ -190,6 +227,28 @@ fn build_site(
         tls,
         log,
     })
+}
+
+/// The certificate resolver of an ACME site: the one kept for its names, else a newly
+/// managed certificate (stored, or a self-signed fallback while the first is ordered).
+fn acme_cert(site: &SiteConfig, kept: &Kept, now: &mut Kept) -> io::Result<Arc<CertResolver>> {
+    let key = site.hosts.join(" ");
+    if let Some(c) = kept.certs.get(&key).or_else(|| now.certs.get(&key)) {
+        if now.acme.is_some()
+            && kept.acme.as_ref().map(Arc::as_ptr) == now.acme.as_ref().map(Arc::as_ptr)
+        {
+            let c = c.clone();
+            now.certs.insert(key, c.clone());
+            return Ok(c.resolver.clone());
+        }
+    }
+    let client = now
+        .acme
+        .clone()
+        .ok_or_else(|| io::Error::other("no [acme] client (see the [acme] table's error)"))?;
+    let cert = Arc::new(crate::acme_sites::manage(&client, site.hosts.clone())?);
+    now.certs.insert(key, cert.clone());
+    Ok(cert.resolver.clone())
 }
 
 /// The TLS configuration of a site's certificates: Go's suite order, ALPN `h2` and

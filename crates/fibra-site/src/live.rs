@@ -20,6 +20,12 @@ pub(crate) struct Kept {
     pub(crate) proxies: HashMap<String, Arc<fibra_proxy::Proxy>>,
     /// Rate limiters by site, route and settings.
     pub(crate) limits: HashMap<String, Arc<crate::access::RateLimit>>,
+    /// The ACME client of the `[acme]` table.
+    pub(crate) acme: Option<Arc<crate::acme_sites::Client>>,
+    /// ACME sites' certificates by their names.
+    pub(crate) certs: HashMap<String, Arc<crate::acme_sites::SiteCert>>,
+    /// Sites' response counters by site name.
+    pub(crate) counters: HashMap<String, Arc<crate::sites::SiteCounters>>,
 }
 
 /// The served configuration. See the module docs.
@@ -40,6 +46,8 @@ impl Live {
             sites: ArcSwap::from_pointee(Sites {
                 groups: Vec::new(),
                 config: Config::default(),
+                acme: None,
+                acme_tls: None,
             }),
             slots: Mutex::new(Vec::new()),
             kept: Mutex::new(Kept::default()),

@@ -29,7 +29,14 @@ const SERVER: &[&str] = &[
 ];
 const CACHE: &[&str] = &["entries", "ttl"];
 const COMPRESSION: &[&str] = &["enabled", "gzip_level"];
-const ACME: &[&str] = &["directory", "contact", "storage", "ca", "challenges"];
+const ACME: &[&str] = &[
+    "directory",
+    "contact",
+    "storage",
+    "ca",
+    "challenges",
+    "profile",
+];
 const SITE: &[&str] = &[
     "hosts",
     "listen",
@@ -233,6 +240,7 @@ fn acme(r: &mut Reader<'_>, t: &Table<'_, '_>, base: &Path, v: &Val<'_>) -> Opti
         storage: PathBuf::new(),
         ca: None,
         challenges: vec!["tls-alpn-01".into(), "http-01".into()],
+        profile: None,
         at: r.pos(v.span().start),
     };
     let mut ok = true;
@@ -253,6 +261,7 @@ fn acme(r: &mut Reader<'_>, t: &Table<'_, '_>, base: &Path, v: &Val<'_>) -> Opti
                 }
             }
             "ca" => a.ca = r.string(v, &key).map(|p| path_in(base, &p)),
+            "profile" => a.profile = r.string(v, &key),
             "challenges" => {
                 if let Some(list) = r.strings(v, &key) {
                     for (i, c) in list.iter().enumerate() {
@@ -349,7 +358,7 @@ fn site(r: &mut Reader<'_>, t: &Table<'_, '_>, base: &Path, v: &Val<'_>) -> Site
                 s.tls_at = r.pos(v.span().start);
                 s.tls = tls(r, v, &key, base);
             }
-            "access_log" => s.access_log = access_log(r, v, &key),
+            "access_log" => s.access_log = access_log(r, v, &key, base),
             "route" => {
                 for (key, v) in r.tables(v, &key) {
                     if let Some(t) = r.table(v, &key, ROUTE) {
@@ -442,10 +451,18 @@ fn tls(r: &mut Reader<'_>, v: &Val<'_>, key: &str, base: &Path) -> Option<Tls> {
     }
 }
 
-fn access_log(r: &mut Reader<'_>, v: &Val<'_>, key: &str) -> Option<AccessLogConfig> {
+/// A log's path: `-` (stdout), else taken from the file's directory when relative.
+fn log_path(base: &Path, p: &str) -> String {
+    match p {
+        "-" => p.to_owned(),
+        p => path_in(base, p).display().to_string(),
+    }
+}
+
+fn access_log(r: &mut Reader<'_>, v: &Val<'_>, key: &str, base: &Path) -> Option<AccessLogConfig> {
     if let DeValue::String(s) = v.get_ref() {
         return Some(AccessLogConfig {
-            path: s.to_string(),
+            path: log_path(base, s),
             format: LogFormat::Combined,
         });
     }
@@ -471,7 +488,7 @@ fn access_log(r: &mut Reader<'_>, v: &Val<'_>, key: &str) -> Option<AccessLogCon
         r.error(v.span(), &format!("{key}.path"), "required");
     }
     Some(AccessLogConfig {
-        path: path?,
+        path: log_path(base, &path?),
         format: format?,
     })
 }
