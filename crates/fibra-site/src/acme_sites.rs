@@ -67,11 +67,14 @@ fn same_table(a: &AcmeConfig, b: &AcmeConfig) -> bool {
         && a.profile == b.profile
 }
 
+/// Until the resolver exists, the certificate to put in it; then the resolver.
+type Installing = (Option<Arc<CertifiedKey>>, Option<Arc<CertResolver>>);
+
 /// The managed certificate for `names`.
 pub(crate) fn manage(client: &Client, names: Vec<String>) -> io::Result<SiteCert> {
     // The first certificate comes before `manage` returns; later ones from the ACME thread.
     // One lock over both, so none is lost between the two.
-    let state: Arc<Mutex<(Option<Arc<CertifiedKey>>, Option<Arc<CertResolver>>)>> = Arc::default();
+    let state: Arc<Mutex<Installing>> = Arc::default();
     let on_cert = {
         let state = state.clone();
         move |key: Arc<CertifiedKey>| {

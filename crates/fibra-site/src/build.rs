@@ -312,9 +312,10 @@ fn build_route(
             } else {
                 String::new()
             };
+            // The route's response header rules are rendered into the files' heads.
             let key = format!(
-                "{f:?}|{prefix}|{:?}|{:?}",
-                config.server.cache, config.server.compression
+                "{f:?}|{prefix}|{:?}|{:?}|{:?}",
+                config.server.cache, config.server.compression, r.headers
             );
             let server = match kept.files.get(&key).or_else(|| now.files.get(&key)) {
                 Some(s) => Some(s.clone()),
@@ -328,6 +329,7 @@ fn build_route(
                     fc.follow_symlinks = f.follow_symlinks;
                     fc.cache_ttl = config.server.cache.ttl;
                     fc.cache_capacity = config.server.cache.entries;
+                    fc.headers = header_ops(&r.headers).unwrap_or_default();
                     fc.compress = (f.compress && config.server.compression.enabled).then(|| {
                         fibra_files::compress::CompressConfig {
                             level: config.server.compression.gzip_level,
@@ -452,8 +454,10 @@ fn build_route(
     if errors.0.len() != before {
         return None;
     }
+    let action = action?;
     Some(Route {
-        action: action?,
+        action_applies_headers: matches!(action, Action::Files(_)),
+        action,
         headers: header_ops(&r.headers),
         headers_up,
         access,
