@@ -45,10 +45,8 @@ fn the_new_binary_takes_every_address_and_the_new_file() {
     // A change a reload cannot apply (workers), and a new body.
     write("new", 2);
     // SAFETY: sends a signal to a process this test started.
-    assert_eq!(
-        unsafe { libc::kill(old_pid as libc::pid_t, libc::SIGUSR2) },
-        0
-    );
+    let sent = unsafe { libc::kill(old_pid as libc::pid_t, libc::SIGUSR2) };
+    assert_eq!(sent, 0);
     let new_pid = wait_for(|| read_pid(&pid_file).filter(|&p| p != old_pid)).expect("a new pid");
     assert!(
         wait_for(|| (!alive(old_pid)).then_some(())).is_some(),
