@@ -49,10 +49,10 @@ pub struct Route {
 impl Route {
     /// Answers `req` (whose client is at `ip`, if known).
     pub fn handle(&self, req: Request, ip: Option<IpAddr>) -> Response {
-        match self.check(&req, ip) {
+        let mut req = req;
+        match self.check(&mut req, ip) {
             Some(refused) => self.finish(refused, false),
             None => {
-                let mut req = req;
                 if let Some(up) = &self.headers_up {
                     up.apply(req.headers_mut());
                 }
@@ -63,7 +63,7 @@ impl Route {
     }
 
     /// The refusal of `req` by an access check, if one refuses it.
-    fn check(&self, req: &Request, ip: Option<IpAddr>) -> Option<Response> {
+    fn check(&self, req: &mut Request, ip: Option<IpAddr>) -> Option<Response> {
         if let Some(access) = &self.access {
             // A client without an IP address (a Unix socket) passes `deny`, not `allow`.
             let permitted = match ip {
@@ -93,6 +93,9 @@ impl Route {
             if declared.is_some_and(|n| n > max) {
                 return Some(status_response(StatusCode::PAYLOAD_TOO_LARGE));
             }
+            // A chunked (or HTTP/2) body that grows past it fails as it is read: the server
+            // answers 413.
+            req.body_mut().limit(max);
         }
         None
     }

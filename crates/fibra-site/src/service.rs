@@ -22,8 +22,7 @@ pub struct SiteService {
     live: Arc<Live>,
     /// Slot of each acceptor (index: `Request::listener`).
     slots: Box<[usize]>,
-    /// Largest body any route accepts (known at start).
-    max_body: Option<u64>,
+
     /// Count responses per site (metrics on).
     count: bool,
 }
@@ -32,16 +31,9 @@ impl SiteService {
     /// The service for a server whose acceptor `i` listens on the address of slot
     /// `slots[i]`.
     pub fn new(live: Arc<Live>, slots: Vec<usize>) -> SiteService {
-        let config = &live.current().config;
-        let proxied = config
-            .sites
-            .iter()
-            .flat_map(|s| &s.routes)
-            .any(|r| matches!(r.action, Some(crate::config::Action::Proxy(_))));
         SiteService {
             live,
             slots: slots.into_boxed_slice(),
-            max_body: proxied.then_some(u64::MAX),
             count: false,
         }
     }
@@ -183,8 +175,11 @@ impl Service for SiteService {
         self.answer(&sites, req)
     }
 
+    /// No limit of the server's: each route sets its own (`max_body`, with
+    /// `Body::limit`), and a route without one streams its body to its upstream (the
+    /// other actions read no body).
     fn max_body_bytes(&self) -> Option<u64> {
-        self.max_body
+        Some(u64::MAX)
     }
 }
 
