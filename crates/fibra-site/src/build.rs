@@ -44,20 +44,32 @@ impl Errors {
     }
 }
 
+/// What a build is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Purpose {
+    /// Serving: logs opened, ACME certificates managed.
+    Serve,
+    /// `--check-config`: everything read and checked, nothing created (no log file, no ACME
+    /// storage or order).
+    Check,
+}
+
 /// Builds `config` for the listening addresses `slots` (each of its addresses has one),
 /// reusing what `kept` has for unchanged settings; the new set of kept objects.
 pub(crate) fn build(
     config: Config,
     slots: &[Listen],
     kept: &Kept,
+    purpose: Purpose,
 ) -> Result<(Sites, Kept), ConfigErrors> {
     let mut errors = Errors(Vec::new());
     let mut now = Kept::default();
+    now.checking = purpose == Purpose::Check;
     let acme_wanted = config
         .sites
         .iter()
         .any(|s| matches!(s.tls, Some(Tls::Acme)));
-    if let (Some(table), true) = (&config.acme, acme_wanted) {
+    if let (Some(table), true, Purpose::Serve) = (&config.acme, acme_wanted, purpose) {
         match crate::acme_sites::client(table, kept.acme.as_ref()) {
             Ok(c) => now.acme = Some(c),
             Err(e) => errors.add(&table.at, "acme", e.to_string()),
@@ -158,6 +170,12 @@ fn build_site(
         Some(Tls::Files(pairs)) => {
             let mut keys = Vec::new();
             for p in pairs {
+                if !now.checking {
+                    // Served anyway, as nginx does; clients will refuse it.
+                    if let Some(w) = fibra_http::tls::validity_warning(&p.cert) {
+                        log::warn!("{}: {w} (serving it anyway)", site_name(site));
+                    }
+                }
                 match certified_key_from_pem(&p.cert, &p.key) {
                     Ok(k) => keys.push(k),
                     Err(e) => errors.add(&site.tls_at, format!("{}.tls", site.key), e.to_string()),
@@ -174,6 +192,8 @@ fn build_site(
                 }
             }
         }
+        // Checking: the [acme] table was checked as read; nothing is ordered.
+        Some(Tls::Acme) if now.checking => (None, None),
         Some(Tls::Acme) => match acme_cert(site, kept, now) {
             Ok(r) => match tls_config(r.clone(), site.http2) {
                 Ok(c) => (Some(r), Some(c)),
@@ -191,6 +211,12 @@ fn build_site(
     };
     let log = match &site.access_log {
         None => None,
+        Some(l) if now.checking => {
+            if let Err(e) = log_writable(&l.path) {
+                errors.add(&site.at, format!("{}.access_log", site.key), e);
+            }
+            None
+        }
         Some(l) => {
             let opened = match l.format {
                 LogFormat::Combined => AccessLog::open(&l.path),
@@ -227,6 +253,27 @@ fn build_site(
         tls,
         log,
     })
+}
+
+/// Whether a log at `path` could be written, without creating it: an existing file opens
+/// for appending, else its directory exists.
+fn log_writable(path: &str) -> Result<(), String> {
+    if path == "-" {
+        return Ok(());
+    }
+    let p = std::path::Path::new(path);
+    if p.exists() {
+        return std::fs::OpenOptions::new()
+            .append(true)
+            .open(p)
+            .map(drop)
+            .map_err(|e| format!("{path}: {e}"));
+    }
+    let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
+    match dir.map(std::path::Path::is_dir) {
+        Some(false) => Err(format!("{path}: its directory does not exist")),
+        _ => Ok(()),
+    }
 }
 
 /// The certificate resolver of an ACME site: the one kept for its names, else a newly
@@ -339,11 +386,7 @@ fn build_route(
                     match FileServer::new(fc) {
                         Ok(s) => Some(Arc::new(s)),
                         Err(e) => {
-                            errors.add(
-                                &r.at,
-                                format!("{}.files.root", r.key),
-                                format!("{}: {e}", f.root.display()),
-                            );
+                            errors.add(&r.at, format!("{}.files.root", r.key), e.to_string());
                             None
                         }
                     }
@@ -454,10 +497,8 @@ fn build_route(
     if errors.0.len() != before {
         return None;
     }
-    let action = action?;
     Some(Route {
-        action_applies_headers: matches!(action, Action::Files(_)),
-        action,
+        action: action?,
         headers: header_ops(&r.headers),
         headers_up,
         access,
@@ -478,5 +519,5 @@ pub fn check_files(config: &Config) -> Result<(), ConfigErrors> {
             }
         }
     }
-    build(config.clone(), &slots, &Kept::default()).map(|_| ())
+    build(config.clone(), &slots, &Kept::default(), Purpose::Check).map(|_| ())
 }

@@ -27,11 +27,9 @@ pub struct ErrorPage {
 pub struct Route {
     /// What it does.
     pub action: Action,
-    /// Response header rules.
+    /// Response header rules (a `files` action's file server has them too, rendered into
+    /// its cached heads: they are applied here only to the other answers).
     pub headers: Option<HeaderOps>,
-    /// Whether the action applies `headers` itself (a file server renders them into its
-    /// cached heads): then they are applied here only to the other answers.
-    pub action_applies_headers: bool,
     /// Request header rules (for a proxy route's upstream request).
     pub headers_up: Option<HeaderOps>,
     /// `allow`/`deny`.
@@ -56,8 +54,8 @@ impl Route {
                 if let Some(up) = &self.headers_up {
                     up.apply(req.headers_mut());
                 }
-                let resp = self.action.run(req);
-                self.finish(resp, self.action_applies_headers)
+                let (resp, applied) = self.action.run(req);
+                self.finish(resp, applied)
             }
         }
     }
