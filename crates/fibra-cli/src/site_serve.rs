@@ -334,8 +334,15 @@ pub fn run(path: PathBuf) -> io::Result<()> {
                 let mut handed = Vec::new();
                 let mut names = Vec::new();
                 for b in &open {
-                    for l in &b.tcp {
-                        handed.push(l);
+                    use std::os::fd::AsFd;
+                    // TCP sockets and Unix ones alike, each under its address's name.
+                    let fds = b
+                        .tcp
+                        .iter()
+                        .map(|l| l.as_fd())
+                        .chain(b.unix.iter().map(|u| u.as_fd()));
+                    for fd in fds {
+                        handed.push(fd);
                         names.push(fd_name(&b.listen));
                     }
                 }

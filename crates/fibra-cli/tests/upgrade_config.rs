@@ -27,7 +27,7 @@ fn the_new_binary_takes_every_address_and_the_new_file() {
             &file,
             format!(
                 "[server]\nworkers = {workers}\npid_file = \"fibra.pid\"\nhealth = \"/healthz\"\n\n\
-                 [[site]]\nlisten = [\"127.0.0.1:{}\", \"127.0.0.1:{}\"]\ndefault = true\n\
+                 [[site]]\nlisten = [\"127.0.0.1:{}\", \"127.0.0.1:{}\", \"unix:fibra.sock\"]\ndefault = true\n\
                  [[site.route]]\npath = \"/\"\nrespond = {{ body = \"{body}\" }}\n",
                 ports[0], ports[1]
             ),
@@ -42,6 +42,7 @@ fn the_new_binary_takes_every_address_and_the_new_file() {
     for a in &addrs {
         assert!(get(a, "/").ends_with("old"));
     }
+    assert!(unix_get(&dir.join("fibra.sock")).ends_with("old"));
     // A change a reload cannot apply (workers), and a new body.
     write("new", 2);
     // SAFETY: sends a signal to a process this test started.
@@ -63,4 +64,16 @@ fn the_new_binary_takes_every_address_and_the_new_file() {
     unsafe { libc::kill(new_pid as libc::pid_t, libc::SIGTERM) };
     assert!(wait_for(|| (!alive(new_pid)).then_some(())).is_some());
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn unix_get(path: &std::path::Path) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::os::unix::net::UnixStream::connect(path).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
 }

@@ -63,8 +63,10 @@ pub(crate) fn build(
     purpose: Purpose,
 ) -> Result<(Sites, Kept), ConfigErrors> {
     let mut errors = Errors(Vec::new());
-    let mut now = Kept::default();
-    now.checking = purpose == Purpose::Check;
+    let mut now = Kept {
+        checking: purpose == Purpose::Check,
+        ..Kept::default()
+    };
     let acme_wanted = config
         .sites
         .iter()
