@@ -127,7 +127,7 @@ impl ResolvesServerCert for ChallengeResolver {
 /// let challenge = challenge_server_config(acme.clone())?;
 /// let sites = choose_config_with_resolver(resolver)?;
 /// let choose: Arc<ChooseConfig> = Arc::new(move |hello| {
-///     if offers_acme_tls(hello) { challenge.clone() } else { sites(hello) }
+///     if offers_acme_tls(hello) { Some(challenge.clone()) } else { sites(hello) }
 /// });
 /// Server::bind("0.0.0.0:443")
 ///     .tls_choosing(choose)

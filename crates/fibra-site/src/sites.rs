@@ -19,6 +19,10 @@ pub struct Sites {
     pub groups: Vec<Option<Group>>,
     /// The configuration it was built from.
     pub config: Config,
+    /// The ACME client, with `tls = "acme"` sites: it answers their challenges.
+    pub acme: Option<Arc<fibra_acme::Acme>>,
+    /// The configuration of a ClientHello offering `acme-tls/1`.
+    pub acme_tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// The sites of one listening address.

@@ -336,7 +336,7 @@ impl Site {
                 let sites = choose_config_with_resolver(resolver.clone()).unwrap();
                 let choose: Arc<ChooseConfig> = Arc::new(move |hello| {
                     if offers_acme_tls(hello) {
-                        challenge.clone()
+                        Some(challenge.clone())
                     } else {
                         sites(hello)
                     }
