@@ -179,8 +179,9 @@ impl Proxy {
     /// for retries and for what is answered when no upstream is up.
     ///
     /// Fails (`InvalidInput`) as [`route`](Self::route) does, and on an empty list of
-    /// upstreams or an active check with a path not starting with `/` or a zero interval or
-    /// timeout; fails if a checker thread cannot be started.
+    /// upstreams or an active check with a path not starting with `/` (or holding spaces or
+    /// control characters) or a zero interval or timeout; fails if a checker thread cannot
+    /// be started.
     pub fn route_balanced(
         self,
         prefix: &str,
@@ -194,8 +195,10 @@ impl Proxy {
             ));
         }
         if let Some(active) = &balance.active {
-            let why = if !active.path.starts_with('/') {
-                Some("the path must start with /")
+            let why = if !active.path.starts_with('/')
+                || !active.path.bytes().all(|b| b.is_ascii_graphic())
+            {
+                Some("the path must start with / and hold no spaces or control characters")
             } else if active.interval.is_zero() || active.timeout.is_zero() {
                 Some("the interval and the timeout must not be zero")
             } else {

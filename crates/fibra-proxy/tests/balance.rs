@@ -435,6 +435,9 @@ fn bad_balanced_routes_are_refused() {
     let mut no_slash = checked(Duration::from_secs(1));
     no_slash.active.as_mut().unwrap().path = "health".into();
     assert!(refused(&[&url], no_slash).contains("must start with /"));
+    let mut injected = checked(Duration::from_secs(1));
+    injected.active.as_mut().unwrap().path = "/h HTTP/1.1\r\nX: y".into();
+    assert!(refused(&[&url], injected).contains("no spaces or control characters"));
     let zero = checked(Duration::ZERO);
     assert!(refused(&[&url], zero).contains("must not be zero"));
 }

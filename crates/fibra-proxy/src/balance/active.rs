@@ -143,6 +143,7 @@ pub(crate) fn start(
 fn run(probe: Probe, state: Weak<MemberState>, stop: &Stop, interval: Duration) {
     let mut first = true;
     loop {
+        let started = Instant::now();
         let result = probe.check();
         if stop.is_stopped() {
             return;
@@ -158,7 +159,7 @@ fn run(probe: Probe, state: Weak<MemberState>, stop: &Stop, interval: Duration) 
         state.set_active(result);
         drop(state);
         first = false;
-        if stop.wait(interval) {
+        if stop.wait(interval.saturating_sub(started.elapsed())) {
             return;
         }
     }
