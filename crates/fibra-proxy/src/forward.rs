@@ -25,7 +25,7 @@ use std::io::{Read, Write};
 
 use http::{Method, StatusCode};
 
-use crate::balance::{Group, NoneUp, OwnedLease};
+use crate::balance::{Group, Lease, NoneUp, OwnedLease};
 use crate::error_log::{self, Kind};
 use crate::headers::{put_request_head, response_head, upgrade_request, BodyOut, Forwarding};
 use crate::pool;
@@ -80,20 +80,20 @@ fn replayable(req: &Request, body: BodyOut, sent: u64) -> bool {
 }
 
 /// The client's IP address, for the ip-hash policy.
-fn client_ip(req: &Request) -> Option<std::net::IpAddr> {
+pub(crate) fn client_ip(req: &Request) -> Option<std::net::IpAddr> {
     req.peer_addr().map(|a| a.ip())
 }
 
-/// Forwards `req` to an upstream of `route`'s group, and answers with the upstream's
-/// response (or 502/503/504).
-pub(crate) fn forward(settings: &Settings, route: &Route<Group>, mut req: Request) -> Response {
+/// Forwards `req` to the upstream of `lease`, one of `route`'s group, with `target` (its
+/// rewriting of the request's), and answers with the upstream's response (or 502/504).
+pub(crate) fn forward<'r>(
+    settings: &Settings,
+    route: &'r Route<Group>,
+    mut req: Request,
+    mut lease: Lease<'r>,
+    mut target: String,
+) -> Response {
     let group = &route.to;
-    let mut lease = match group.pick(|| client_ip(&req), None) {
-        Ok(lease) => lease,
-        Err(none) => return settings.none_up(group, none),
-    };
-    let mut up = group.upstream(lease.index());
-    let mut target = route.rewrite(up.path.as_deref(), req.uri().path(), req.uri().query());
     let is_head = req.method() == Method::HEAD;
     let body = body_out(&req);
     let fwd = Forwarding {
@@ -102,16 +102,19 @@ pub(crate) fn forward(settings: &Settings, route: &Route<Group>, mut req: Reques
         trust: settings.trust_forwarded,
     };
     let upgrade = upgrade_request(&req).cloned();
-    let mut pooled = pool::take(up.id, settings.idle_timeout);
     let mut sent = 0u64;
     let mut retried = false;
-    let (mut conn, range, framing) = 'exchange: loop {
-        let failure = 'attempt: {
+    // Each turn of the outer loop is one upstream (the second, if any, a retry on another
+    // one), of the inner loop one connection to it.
+    let (mut conn, range, framing) = 'upstream: loop {
+        let up = lease.upstream();
+        let mut pooled = pool::take(up.id, settings.idle_timeout);
+        let failure = loop {
             let mut conn = match pooled.take() {
                 Some(c) => c,
                 None => match UpConn::connect(up, &settings.timeouts, settings.tls.as_ref()) {
                     Ok(c) => c,
-                    Err(f) => break 'attempt f,
+                    Err(f) => break f,
                 },
             };
             conn.start(is_head);
@@ -139,14 +142,14 @@ pub(crate) fn forward(settings: &Settings, route: &Route<Group>, mut req: Reques
                 Err(e) => Err(e),
             };
             match outcome {
-                Ok((range, _, framing)) => break 'exchange (conn, range, framing),
+                Ok((range, _, framing)) => break 'upstream (conn, range, framing),
                 Err(SendError::Client) => return error(StatusCode::BAD_REQUEST, "Bad Request\n"),
                 Err(SendError::Upstream(f)) => {
                     // The keep-alive race: the upstream closed the idle connection.
                     if conn.reused && !conn.answered && replayable(&req, body, sent) {
-                        continue 'exchange; // `pooled` is empty now: a fresh connection
+                        continue; // `pooled` is empty now: a fresh connection
                     }
-                    f
+                    break f;
                 }
             }
         };
@@ -156,18 +159,17 @@ pub(crate) fn forward(settings: &Settings, route: &Route<Group>, mut req: Reques
         }
         if !retried && group.len() > 1 && replayable(&req, body, sent) {
             if let Ok(next) = group.pick(|| client_ip(&req), Some(lease.index())) {
-                let next_up = group.upstream(next.index());
-                settings.retrying(up, &failure, next_up);
+                settings.retrying(up, &failure, next.upstream());
+                let base = next.upstream().path.as_deref();
+                target = route.rewrite(base, req.uri().path(), req.uri().query());
                 lease = next;
-                up = next_up;
-                target = route.rewrite(up.path.as_deref(), req.uri().path(), req.uri().query());
-                pooled = pool::take(up.id, settings.idle_timeout);
                 retried = true;
                 continue;
             }
         }
         return settings.failed(up, &failure);
     };
+    let up = lease.upstream();
     group.succeeded(&lease);
     let head = match response_head(conn.bytes(range)) {
         Ok(h) if h.status != StatusCode::SWITCHING_PROTOCOLS => h,
@@ -359,7 +361,7 @@ impl Settings {
     /// Reports that no upstream of `group` is up and answers 502, or 503 with `Retry-After`
     /// when active checks found them all down.
     #[cold]
-    fn none_up(&self, group: &Group, none: NoneUp) -> Response {
+    pub(crate) fn none_up(&self, group: &Group, none: NoneUp) -> Response {
         let (status, why) = match none {
             NoneUp::Failing => (StatusCode::BAD_GATEWAY, "no upstream is up"),
             NoneUp::Unhealthy { .. } => (

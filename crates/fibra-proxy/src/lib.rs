@@ -350,11 +350,21 @@ impl Proxy {
     /// Forwards `req` if a route takes its path, answering with the upstream's response
     /// (or the proxy's own 301, 400, 502, 503 or 504); gives the request back otherwise.
     pub fn handle(&self, req: Request) -> Result<Response, Request> {
-        let Some(route) = route::longest(&self.routes, req.uri().path()) else {
+        let path = req.uri().path();
+        let Some(route) = route::longest(&self.routes, path) else {
             return Err(req);
         };
-        Ok(match route.refusal(req.uri().path(), req.uri().query()) {
-            None => forward::forward(&self.settings, route, req),
+        let query = req.uri().query();
+        Ok(match route.refusal(path, query) {
+            None => {
+                let group = &route.to;
+                let lease = match group.pick(|| forward::client_ip(&req), None) {
+                    Ok(lease) => lease,
+                    Err(none) => return Ok(self.settings.none_up(group, none)),
+                };
+                let target = route.rewrite(lease.upstream().path.as_deref(), path, query);
+                forward::forward(&self.settings, route, req, lease, target)
+            }
             Some(Refusal::Redirect(location)) => {
                 let mut r = forward::error(StatusCode::MOVED_PERMANENTLY, "Moved Permanently\n");
                 if let Ok(v) = http::HeaderValue::try_from(location) {

@@ -106,6 +106,8 @@ pub(crate) struct Group {
     active: Option<ActiveHealth>,
     /// The round-robin counter (least-conn's ties and ip-hash without an address too).
     turn: AtomicUsize,
+    /// One upstream and no checks: [`pick`](Self::pick) has nothing to decide.
+    lone: bool,
     /// The checker threads, while there are some: stopped when the group is dropped.
     checkers: Option<Checkers>,
 }
@@ -127,13 +129,19 @@ impl fmt::Debug for Group {
 #[derive(Debug)]
 pub(crate) struct Lease<'a> {
     index: usize,
+    upstream: &'a Upstream,
     counted: Option<&'a Arc<MemberState>>,
 }
 
-impl Lease<'_> {
+impl<'a> Lease<'a> {
     /// Which upstream of the group.
     pub(crate) fn index(&self) -> usize {
         self.index
+    }
+
+    /// The upstream.
+    pub(crate) fn upstream(&self) -> &'a Upstream {
+        self.upstream
     }
 
     /// The same hold, for a response body or a tunnel that outlives the handler.
@@ -171,6 +179,7 @@ impl Group {
     /// A group of `upstreams` (each with its URL as given), balanced by `balance`. Its checks,
     /// if any, start with [`start_checks`](Self::start_checks).
     pub(crate) fn new(upstreams: Vec<(Upstream, String)>, balance: Balance) -> Group {
+        let upstreams_len = upstreams.len();
         Group {
             id: route::next_id(),
             members: upstreams
@@ -181,6 +190,7 @@ impl Group {
                     state: Arc::new(MemberState::new()),
                 })
                 .collect(),
+            lone: upstreams_len == 1 && balance.active.is_none(),
             policy: balance.policy,
             passive: balance.passive,
             active: balance.active,
@@ -208,11 +218,6 @@ impl Group {
         self.members.iter_mut().map(|m| &mut m.upstream)
     }
 
-    /// Upstream `i`.
-    pub(crate) fn upstream(&self, i: usize) -> &Upstream {
-        &self.members[i].upstream
-    }
-
     /// How many upstreams it has.
     pub(crate) fn len(&self) -> usize {
         self.members.len()
@@ -236,12 +241,21 @@ impl Group {
         client: impl FnOnce() -> Option<IpAddr>,
         except: Option<usize>,
     ) -> Result<Lease<'_>, NoneUp> {
+        // `route`'s path: as cheap as it was before groups.
+        if self.lone && except.is_none() {
+            return Ok(Lease {
+                index: 0,
+                upstream: &self.members[0].upstream,
+                counted: None,
+            });
+        }
         if self.members.len() == 1 {
-            if except.is_some() || (self.active.is_some() && !self.members[0].state.active_up()) {
+            if except.is_some() || !self.members[0].state.active_up() {
                 return Err(self.none_up());
             }
             return Ok(Lease {
                 index: 0,
+                upstream: &self.members[0].upstream,
                 counted: None,
             });
         }
@@ -260,6 +274,7 @@ impl Group {
                 state.in_flight.fetch_add(1, Ordering::Relaxed);
                 Ok(Lease {
                     index: i,
+                    upstream: &members[i].upstream,
                     counted: Some(state),
                 })
             }
@@ -282,8 +297,8 @@ impl Group {
 
     /// The upstream of `lease` answered (with a response head).
     pub(crate) fn succeeded(&self, lease: &Lease<'_>) {
-        if lease.counted.is_some() {
-            self.members[lease.index].state.passive.succeeded();
+        if let Some(state) = lease.counted {
+            state.passive.succeeded();
         }
     }
 

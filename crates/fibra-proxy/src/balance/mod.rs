@@ -24,7 +24,7 @@ mod group;
 mod passive;
 mod policy;
 
-pub(crate) use group::{Group, NoneUp, OwnedLease};
+pub(crate) use group::{Group, Lease, NoneUp, OwnedLease};
 pub use policy::{Policy, UnknownPolicy};
 
 /// Passive health: requests that fail count against their upstream, and one that fails
