@@ -14,7 +14,7 @@ mod util;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -97,14 +97,23 @@ fn named(name: &'static str) -> Named {
     }
 }
 
-/// A loopback address on which nothing listens (bound, read and released; a dial that
-/// connects to itself there is refused by fibra).
-fn dead_url() -> String {
-    let addr = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
-    format!("http://{addr}/")
+/// A loopback port on which nothing listens, for as long as this is held: bound without
+/// listening, so connects to it are refused, and no other socket (another test's upstream,
+/// or a dial that would connect to itself) can take the port meanwhile.
+struct DeadPort {
+    _socket: socket2::Socket,
+    url: String,
+}
+
+fn dead() -> DeadPort {
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    socket.bind(&any.into()).unwrap();
+    let addr = socket.local_addr().unwrap().as_socket().unwrap();
+    DeadPort {
+        _socket: socket,
+        url: format!("http://{addr}/"),
+    }
 }
 
 /// A proxy balancing `/` over `urls`, whose `on_error` reports are collected.
@@ -257,8 +266,8 @@ fn first_takes_the_first_up_and_the_next_when_it_is_down() {
     let (proxy, _) = balanced(&[a.url(), b.url()], policy(Policy::First));
     let srv = front(proxy);
     assert_eq!(spread(srv.addr, "/x", 5), counts(&[("A", 5)]));
-    let dead = dead_url();
-    let (proxy, errors) = balanced(&[dead.clone(), b.url()], policy(Policy::First));
+    let dead = dead();
+    let (proxy, errors) = balanced(&[dead.url.clone(), b.url()], policy(Policy::First));
     let srv = front(proxy);
     assert_eq!(spread(srv.addr, "/x", 5), counts(&[("B", 5)]));
     assert!(errors.lock().unwrap().is_empty(), "{errors:?}");
@@ -267,8 +276,8 @@ fn first_takes_the_first_up_and_the_next_when_it_is_down() {
 #[test]
 fn a_get_fails_over_to_another_upstream_and_the_dead_one_is_marked_down() {
     let b = named("B");
-    let dead = dead_url();
-    let (proxy, errors) = balanced(&[dead.clone(), b.url()], Balance::default());
+    let dead = dead();
+    let (proxy, errors) = balanced(&[dead.url.clone(), b.url()], Balance::default());
     let proxy = Arc::new(proxy);
     let srv = {
         let proxy = proxy.clone();
@@ -281,10 +290,10 @@ fn a_get_fails_over_to_another_upstream_and_the_dead_one_is_marked_down() {
         errors.lock().unwrap().is_empty(),
         "retried, so nothing answered 502: {errors:?}"
     );
-    let down = state_of(&proxy, &dead);
+    let down = state_of(&proxy, &dead.url);
     match &down.health {
         Health::Down(why) => assert!(why.contains("connecting"), "{why}"),
-        h => panic!("{dead} is {h:?}"),
+        h => panic!("{} is {h:?}", dead.url),
     }
     assert_eq!(state_of(&proxy, &b.url()).health, Health::Up);
     assert_eq!(b.hits.load(Ordering::SeqCst), 10);
@@ -293,7 +302,7 @@ fn a_get_fails_over_to_another_upstream_and_the_dead_one_is_marked_down() {
 #[test]
 fn a_request_with_a_body_is_not_sent_to_another_upstream() {
     let b = named("B");
-    let dead = dead_url();
+    let dead = dead();
     // Never out: the dead upstream stays first for each request.
     let balance = Balance {
         policy: Policy::First,
@@ -303,7 +312,7 @@ fn a_request_with_a_body_is_not_sent_to_another_upstream() {
         },
         active: None,
     };
-    let (proxy, errors) = balanced(&[dead.clone(), b.url()], balance);
+    let (proxy, errors) = balanced(&[dead.url.clone(), b.url()], balance);
     let srv = front(proxy);
     for method in ["POST", "PUT"] {
         let req = format!("{method} /x HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello");
@@ -319,8 +328,8 @@ fn a_request_with_a_body_is_not_sent_to_another_upstream() {
 
 #[test]
 fn all_upstreams_down_is_a_bad_gateway() {
-    let (d1, d2) = (dead_url(), dead_url());
-    let (proxy, errors) = balanced(&[d1, d2], Balance::default());
+    let (d1, d2) = (dead(), dead());
+    let (proxy, errors) = balanced(&[d1.url.clone(), d2.url.clone()], Balance::default());
     let srv = front(proxy);
     for _ in 0..3 {
         let (status, all) = get_closing(srv.addr, "/x");
