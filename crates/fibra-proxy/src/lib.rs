@@ -160,12 +160,14 @@ impl Proxy {
 
     /// Sends requests whose path starts with `prefix` to `upstream`,
     /// `http://HOST[:PORT][/PATH]` or `https://…` (see the module docs for how the target is
-    /// rewritten). `HOST` is resolved now. (A group of one upstream: no policy, no passive
-    /// health; its connects back off as the module docs say.) The first `https://` route loads the system's
+    /// rewritten). `HOST` is resolved now. The first `https://` route loads the system's
     /// root certificates unless [`upstream_ca`](Self::upstream_ca) or
     /// [`upstream_tls_config`](Self::upstream_tls_config) came before (failing if there are
     /// none). Fails (`InvalidInput`, naming the URL) on a prefix not starting
     /// with `/`, a prefix routed twice, an unsupported URL or a name that does not resolve.
+    ///
+    /// The route is a balanced group of one upstream without policy or passive health: a
+    /// failing upstream is never taken out, its connects back off as the module docs say.
     pub fn route(self, prefix: &str, upstream: &str) -> io::Result<Proxy> {
         self.add_route(prefix, &[upstream], Balance::default())
     }

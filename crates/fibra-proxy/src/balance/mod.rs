@@ -53,8 +53,9 @@ impl Default for PassiveHealth {
 
 /// Active health: each upstream is sent `GET path` (HTTP/1.1, `Host` its URL's authority,
 /// over TLS for `https://`) every `interval`, the first at once, by one thread per upstream
-/// for the process; a `2xx` answer within `timeout` marks it up, anything else down. An
-/// upstream is taken as up until its first check has answered.
+/// for the process; a `2xx` answer within `timeout` marks it up (and back in at once if
+/// failed requests had taken it out: it answers), anything else down. An upstream is taken
+/// as up until its first check has answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ActiveHealth {
     /// The path checked, starting with `/` (a query may follow). Default `/`.
