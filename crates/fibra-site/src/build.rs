@@ -26,6 +26,9 @@ use crate::route::{ErrorPage, HeaderOps, Route};
 use crate::routes::RouteTable;
 use crate::sites::{Group, Mode, Site, Sites};
 
+/// The most bytes of file contents the shared file cache holds in memory.
+const FILE_CACHE_BYTES: u64 = 64 << 20;
+
 /// The most client addresses a rate limiter tracks.
 const RATE_LIMIT_CLIENTS: usize = 100_000;
 
@@ -66,6 +69,19 @@ pub(crate) fn build(
     let mut now = Kept {
         checking: purpose == Purpose::Check,
         ..Kept::default()
+    };
+    // One file cache for every root (entries and bytes bounded for all sites together).
+    let cache = &config.server.cache;
+    now.file_cache = match &kept.file_cache {
+        Some((c, shared)) if c == cache => Some((c.clone(), shared.clone())),
+        _ => Some((
+            cache.clone(),
+            Arc::new(fibra_files::cache::FileCache::new(
+                cache.ttl,
+                cache.entries,
+                FILE_CACHE_BYTES,
+            )),
+        )),
     };
     let acme_wanted = config
         .sites
@@ -379,6 +395,7 @@ fn build_route(
                     fc.cache_ttl = config.server.cache.ttl;
                     fc.cache_capacity = config.server.cache.entries;
                     fc.headers = header_ops(&r.headers).unwrap_or_default();
+                    fc.shared_cache = now.file_cache.as_ref().map(|(_, c)| c.clone());
                     fc.compress = (f.compress && config.server.compression.enabled).then(|| {
                         fibra_files::compress::CompressConfig {
                             level: config.server.compression.gzip_level,

@@ -14,6 +14,11 @@ use crate::sites::Sites;
 /// Objects kept across reloads while their settings stay the same.
 #[derive(Default)]
 pub(crate) struct Kept {
+    /// The file cache every `files` route shares, with the settings it was made for.
+    pub(crate) file_cache: Option<(
+        crate::config::CacheConfig,
+        Arc<fibra_files::cache::FileCache>,
+    )>,
     /// File servers by their settings.
     pub(crate) files: HashMap<String, Arc<fibra_files::FileServer>>,
     /// Proxies by their settings.

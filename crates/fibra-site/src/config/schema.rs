@@ -218,11 +218,7 @@ fn nets(r: &mut Reader<'_>, v: &Val<'_>, key: &str) -> Vec<IpNet> {
     for (i, s) in list.iter().enumerate() {
         match s.parse::<IpNet>() {
             Ok(n) => out.push(n),
-            Err(e) => r.error(
-                item_span(v, i),
-                &format!("{key}[{i}]"),
-                format!("not an address or CIDR network: {e}"),
-            ),
+            Err(e) => r.error(item_span(v, i), &format!("{key}[{i}]"), e.to_string()),
         }
     }
     out

@@ -258,7 +258,8 @@ fn bad_values_are_refused_with_their_reason() {
         "\"ftp://x\": expected http[s]://HOST:PORT[/PATH]",
         "\"least_con\": expected one of round_robin, least_conn, ip_hash, first (did you mean \"least_conn\"?)",
         "rate \"5/week\": the unit is not s, m or h",
-        "allow[0]: not an address or CIDR network: 10.0.0.0/33",
+        "allow[0]: \"10.0.0.0/33\"",
+        "the prefix is longer than 32 bits",
         "\"Bad Name\": not a header field name",
     ] {
         assert!(all.contains(want), "{want} not in\n{all}");
