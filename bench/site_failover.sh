@@ -12,10 +12,10 @@
 #     idempotent GETs retried on the other upstream the count is 0; STRICT=1 demands that;
 #   - both upstreams served before the kill, and upstream 2 alone while 1 was down;
 #   - the restarted upstream served again within one health interval (+ SLACK s, default
-#     0.2, for the 100 ms sampling) of answering its /health.
+#     0.2, for the sampling and the check's own round trip) of answering its /health.
 # Proof of the last: each upstream runs with --metrics; a sampler reads both upstreams'
 # fibra_requests_total{class="2xx"} (proxied requests only: /health and /metrics are not
-# counted) every 100 ms into samples.txt with the time. The restarted process counts from 0,
+# counted) every 20 ms into samples.txt with the time. The restarted process counts from 0,
 # so its first non-zero sample is the first request it got.
 #
 # Not pinned: fibra, the upstreams and wrk share the cores; rates are not performance
@@ -30,7 +30,7 @@ IN_FLIGHT=${IN_FLIGHT:-0.5}
 SLACK=${SLACK:-0.2}
 INTERVAL=1
 source "$ROOT/bench/lib/site_ops.sh"
-site_ops_init site-failover wrk curl awk setsid
+site_ops_init site-failover wrk curl awk setsid python3
 
 FRONT=$(free_port)
 U1=$(free_port)
@@ -60,18 +60,30 @@ spawn front "$FIBRA" serve --config "$OUT/site.toml"
 wait_ok "http://127.0.0.1:$FRONT/plaintext"
 sleep $((INTERVAL + 1)) # a health check of each upstream has run
 
-count() { # PORT : the upstream's 2xx counter, or - when it does not answer
-  curl -s -m 0.5 "http://127.0.0.1:$1/metrics" 2>/dev/null |
-    awk '/^fibra_requests_total\{class="2xx"\}/ {n = $2} END {print (n == "" ? "-" : n)}'
-}
+# Every 20 ms: the time, upstream 1's and 2's 2xx counters ("-": not answering), read over
+# one keep-alive connection each; the time is taken right after upstream 1's reading.
 sampler() {
-  set +e # an upstream that is down answers "-", it does not end the sampler
-  while :; do
-    local a b
-    a=$(count "$U1")
-    echo "$(now) $a $(count "$U2")"
-    sleep 0.1
-  done
+  python3 -u - "$U1" "$U2" <<'PY'
+import http.client, re, sys, time
+ports = [int(p) for p in sys.argv[1:]]
+conns = {}
+count = re.compile(rb'^fibra_requests_total\{class="2xx"\} (\d+)', re.M)
+def read(port):
+    try:
+        c = conns.get(port) or http.client.HTTPConnection("127.0.0.1", port, timeout=0.5)
+        conns[port] = c
+        c.request("GET", "/metrics")
+        m = count.search(c.getresponse().read())
+        return m.group(1).decode() if m else "-"
+    except Exception:
+        conns.pop(port, None)
+        return "-"
+while True:
+    first = read(ports[0])
+    t = time.time()
+    print("%.3f %s %s" % (t, first, read(ports[1])))
+    time.sleep(0.02)
+PY
 }
 sampler >"$OUT/samples.txt" &
 SAMPLER=$!
@@ -136,7 +148,7 @@ fi
 
 # Who served when: requests per second of each upstream, from the samples.
 say ""
-say "requests per second by upstream (from the 100 ms samples; - : not answering)"
+say "requests per second by upstream (from the 20 ms samples; - : not answering)"
 awk -v t0="$T0" -v secs="$SECS" '
   { s = int($1 - t0); if (s < 0 || s >= secs) next
     for (i = 2; i <= 3; i++) {
@@ -162,8 +174,14 @@ say "while upstream 1 was down: upstream 2 served $down"
 # The restarted upstream: its first sample with a request, against its /health answering.
 first=$(awk -v b="$T_BACK" '$1 > b && $2 != "-" && $2 > 0 {print $1, $2; exit}' "$OUT/samples.txt")
 say ""
-say "samples around the restart (time from wrk's start, upstream 1's and 2's counters):"
-awk -v b="$T_BACK" -v t0="$T0" '$1 > b - 0.3 && $1 < b + 2.5 {printf "  %+.3f %s %s\n", $1 - t0, $2, $3}' \
+say "samples around the restart (time from wrk's start, upstream 1's and 2's counters): the"
+say "last before it, the first after /health answered, and those from 0.2 s before the first"
+say "request to 0.1 s after it"
+awk -v b="$T_BACK" -v r="$T_READY" -v f="${first%% *}" -v t0="$T0" '
+  $1 < b {last = $0; next}
+  !shown && $1 > r {split(last, l, " "); printf "  %+.3f %s %s\n", l[1] - t0, l[2], l[3]
+                    printf "  %+.3f %s %s\n", $1 - t0, $2, $3; shown = 1; next}
+  f != "" && $1 >= f - 0.2 && $1 <= f + 0.1 {printf "  %+.3f %s %s\n", $1 - t0, $2, $3}' \
   "$OUT/samples.txt" | tee -a "$OUT/summary.txt"
 if [ -z "$first" ]; then
   say "FAIL: the restarted upstream 1 got no request before the end"
