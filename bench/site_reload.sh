@@ -159,6 +159,8 @@ wait "$WRK1" || rc1=$?
 wait "$WRK2" || rc2=$?
 after=$(check "$RELOADS") || fail=1
 echo "after the load: $after" | tee -a "$OUT/reloads.txt"
+echo "  a's last certificate file (SHA-256): $(file_fp a)" | tee -a "$OUT/reloads.txt"
+echo "  sent for SNI localhost (s_client):   $(served_fp localhost)" | tee -a "$OUT/reloads.txt"
 
 {
   echo
