@@ -19,8 +19,8 @@
 # so its first non-zero sample is the first request it got.
 #
 # Not pinned: fibra, the upstreams and wrk share the cores; rates are not performance
-# figures. Needs wrk, curl and python3; see bench/lib/site_ops.sh for FIBRA, NO_BUILD and where the
-# results (logs, site.toml, samples.txt, wrk.txt, summary.txt) are kept.
+# figures. Needs wrk, curl and python3; see bench/lib/site_ops.sh for FIBRA, NO_BUILD and
+# where the results (logs, site.toml, samples.txt, wrk.txt, summary.txt) are kept.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 SECS=${1:-20}
