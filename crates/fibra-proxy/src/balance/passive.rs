@@ -86,6 +86,11 @@ impl PassiveState {
             return None;
         }
         let now = clock_ms();
+        // Already out: requests in flight when it went out fail too; they neither put it out
+        // again (pushing its return further) nor log it again.
+        if now < self.down_until_ms.load(Ordering::Relaxed) {
+            return None;
+        }
         let window = millis(health.fail_timeout);
         let fails = self.fails.load(Ordering::Relaxed);
         let since = self.since_ms.load(Ordering::Relaxed);
@@ -141,6 +146,9 @@ mod tests {
         assert!(!s.is_up());
         assert_eq!(s.why(), "refused");
         assert!(s.down_for().unwrap() > Duration::from_secs(590));
+        // More failures while out (requests that were in flight) change nothing.
+        assert_eq!(s.failed(&h, || "later".into()), None);
+        assert_eq!(s.why(), "refused");
         s.clear();
         assert!(s.is_up());
         assert_eq!(s.down_for(), None);
