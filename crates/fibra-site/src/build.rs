@@ -274,8 +274,8 @@ fn build_site(
 }
 
 /// Whether a log at `path` could be written, without creating it: an existing file opens
-/// for appending, else its directory exists.
-fn log_writable(path: &str) -> Result<(), String> {
+/// for appending, else its directory exists (`-`: a standard stream).
+pub fn log_writable(path: &str) -> Result<(), String> {
     if path == "-" {
         return Ok(());
     }
@@ -426,7 +426,7 @@ fn build_route(
             let key = format!("{p_key:?}|{prefix}|{https}");
             let proxy = match kept.proxies.get(&key).or_else(|| now.proxies.get(&key)) {
                 Some(proxy) => Ok(proxy.clone()),
-                None => crate::upstreams::proxy(p, prefix, https).map(Arc::new),
+                None => crate::upstreams::proxy(p, prefix, https, !now.checking).map(Arc::new),
             };
             match proxy {
                 Ok(proxy) => {
