@@ -246,17 +246,16 @@ impl FileServer {
         query: Option<&str>,
         headers: &HeaderMap,
     ) -> Answer {
-        match (&self.rules, self.answer_as_is(method, path, query, headers)) {
-            // A whole cached file's head has the rules already (`render_head`).
-            (Some(rules), Answer::Reply(mut r)) => {
-                rules.apply(&mut r.headers);
-                Answer::Reply(r)
-            }
-            (_, answer) => answer,
+        let mut answer = self.answer_as_is(method, path, query, headers);
+        // A whole cached file's head has the rules already (`render_head`).
+        if let (Some(rules), Answer::Reply(r)) = (&self.rules, &mut answer) {
+            rules.apply(&mut r.headers);
         }
+        answer
     }
 
     /// [`answer`](Self::answer) before the field rules.
+    #[inline(always)]
     fn answer_as_is(
         &self,
         method: &Method,

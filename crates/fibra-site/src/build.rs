@@ -21,7 +21,7 @@ use crate::config::{
     RouteConfig, SiteConfig, Tls,
 };
 use crate::hosts::HostTable;
-use crate::live::Kept;
+use crate::kept::Kept;
 use crate::route::{ErrorPage, HeaderOps, Route};
 use crate::routes::RouteTable;
 use crate::sites::{Group, Mode, Site, Sites};

@@ -16,6 +16,7 @@ pub mod action;
 mod build;
 pub mod config;
 pub mod hosts;
+mod kept;
 mod live;
 pub mod normalize;
 pub mod route;
