@@ -35,7 +35,7 @@ fn leaf(
         }
         None => ClientConfig::builder()
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AnyCert))
+            .with_custom_certificate_verifier(Arc::new(pebble_util::AcceptAny))
             .with_no_client_auth(),
     };
     let tcp = TcpStream::connect(("127.0.0.1", port)).ok()?;
@@ -50,43 +50,6 @@ fn leaf(
         tls.conn.complete_io(&mut tls.sock).ok()?;
     }
     tls.conn.peer_certificates().map(|c| c[0].clone())
-}
-
-#[derive(Debug)]
-struct AnyCert;
-
-impl rustls::client::danger::ServerCertVerifier for AnyCert {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: rustls::pki_types::UnixTime,
-    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-        Ok(rustls::client::danger::ServerCertVerified::assertion())
-    }
-    fn verify_tls12_signature(
-        &self,
-        _: &[u8],
-        _: &CertificateDer<'_>,
-        _: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        Ok(rustls::client::danger::HandshakeSignatureValid::assertion())
-    }
-    fn verify_tls13_signature(
-        &self,
-        _: &[u8],
-        _: &CertificateDer<'_>,
-        _: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        Ok(rustls::client::danger::HandshakeSignatureValid::assertion())
-    }
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        rustls::crypto::aws_lc_rs::default_provider()
-            .signature_verification_algorithms
-            .supported_schemes()
-    }
 }
 
 fn site_file(

@@ -483,7 +483,7 @@ fn https_get(config: Arc<ClientConfig>, port: u16, path: &str) -> String {
 
 /// Accepts any server certificate: to look at what a server shows.
 #[derive(Debug)]
-struct AcceptAny;
+pub struct AcceptAny;
 
 impl ServerCertVerifier for AcceptAny {
     fn verify_server_cert(

@@ -50,26 +50,22 @@ fn string_or_null(v: Option<&[u8]>, out: &mut Vec<u8>) {
     }
 }
 
+/// `b` as the JSON escape `\u00HH`.
+fn escaped(b: u8, out: &mut Vec<u8>) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.extend_from_slice(&[b'\\', b'u', b'0', b'0']);
+    out.extend_from_slice(&[HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+}
+
 /// `v` as a JSON string.
 fn string(v: &[u8], out: &mut Vec<u8>) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     out.push(b'"');
     for chunk in v.utf8_chunks() {
         for c in chunk.valid().chars() {
             match c {
                 '"' => out.extend_from_slice(b"\\\""),
                 '\\' => out.extend_from_slice(b"\\\\"),
-                c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                    let b = c as u8;
-                    out.extend_from_slice(&[
-                        b'\\',
-                        b'u',
-                        b'0',
-                        b'0',
-                        HEX[usize::from(b >> 4)],
-                        HEX[usize::from(b & 15)],
-                    ]);
-                }
+                c if (c as u32) < 0x20 || c == '\u{7f}' => escaped(c as u8, out),
                 c => {
                     let mut buf = [0; 4];
                     out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
@@ -77,14 +73,7 @@ fn string(v: &[u8], out: &mut Vec<u8>) {
             }
         }
         for &b in chunk.invalid() {
-            out.extend_from_slice(&[
-                b'\\',
-                b'u',
-                b'0',
-                b'0',
-                HEX[usize::from(b >> 4)],
-                HEX[usize::from(b & 15)],
-            ]);
+            escaped(b, out);
         }
     }
     out.push(b'"');
