@@ -53,7 +53,7 @@ fn string_or_null(v: Option<&[u8]>, out: &mut Vec<u8>) {
 /// `b` as the JSON escape `\u00HH`.
 fn escaped(b: u8, out: &mut Vec<u8>) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    out.extend_from_slice(&[b'\\', b'u', b'0', b'0']);
+    out.extend_from_slice(b"\\u00");
     out.extend_from_slice(&[HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
 }
 
