@@ -25,6 +25,9 @@ struct Ctx {
     live: Arc<Live>,
     server: ServerConfig,
     workers: usize,
+    /// Whether a site had an access log at start: then every server hands its entries to
+    /// the sites' logs (a reload that adds the first log needs a restart).
+    logging: bool,
     endpoints: Arc<Endpoints>,
 }
 
@@ -133,8 +136,12 @@ fn start(ctx: &Ctx, bounds: &[&Bound], config: &Config) -> io::Result<ServerHand
         let server = server
             .workers(ctx.workers)
             .header_timeout(s.header_timeout)
-            .idle_timeout(s.idle_timeout)
-            .access_log_sink(logs);
+            .idle_timeout(s.idle_timeout);
+        // Without a site's log, no entry is made at all (the engine skips that work).
+        let server = match ctx.logging {
+            true => server.access_log_sink(logs),
+            false => server,
+        };
         let server = match max_body {
             Some(n) => server.max_body_bytes(n),
             None => server,
@@ -145,6 +152,11 @@ fn start(ctx: &Ctx, bounds: &[&Bound], config: &Config) -> io::Result<ServerHand
         };
         server.serve(handler)
     })
+}
+
+/// Whether a site of `config` has an access log.
+fn has_logs(config: &Config) -> bool {
+    config.sites.iter().any(|s| s.access_log.is_some())
 }
 
 /// Whether `config` serves HTTPS on `l`.
@@ -288,6 +300,7 @@ pub fn run(path: PathBuf) -> io::Result<()> {
         live: live.clone(),
         server: config.server.clone(),
         workers,
+        logging: has_logs(&config),
         endpoints: endpoints.clone(),
     };
     let ls = addresses(&config);
@@ -515,7 +528,10 @@ fn reload(ctx: &Ctx, path: &Path, current: &Config, running: &mut Running) -> io
         });
     }
     // Against what runs (a reload never applied them), not the last file read.
-    let keys = restart_keys(&ctx.server, &next.server);
+    let mut keys = restart_keys(&ctx.server, &next.server);
+    if !ctx.logging && has_logs(&next) {
+        keys.push("the first site access_log");
+    }
     if !keys.is_empty() {
         eprintln!(
             "fibra serve: SIGHUP: [server] {} changed: needs a restart (SIGUSR2 applies it); kept as before",
