@@ -63,17 +63,24 @@ impl HostTable {
     }
 }
 
-/// `host` without its `:port` (`[::1]:8080` → `[::1]`).
+/// `host` without its `:port` (`[::1]:8080` → `[::1]`). Looks only at the digits at the end
+/// (a port has at most five): no search through the name.
+#[inline]
 pub fn strip_port(host: &str) -> &str {
-    if host.starts_with('[') {
+    let b = host.as_bytes();
+    if b.first() == Some(&b'[') {
         return match host.find(']') {
             Some(end) => &host[..=end],
             None => host,
         };
     }
-    match host.rsplit_once(':') {
-        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
-        _ => host,
+    let mut i = b.len();
+    while i > 0 && b.len() - i < 5 && b[i - 1].is_ascii_digit() {
+        i -= 1;
+    }
+    match i > 0 && i < b.len() && b[i - 1] == b':' {
+        true => &host[..i - 1],
+        false => host,
     }
 }
 
@@ -104,5 +111,9 @@ mod tests {
         assert_eq!(strip_port("[::1]:8080"), "[::1]");
         assert_eq!(strip_port("[::1]"), "[::1]");
         assert_eq!(strip_port("a.test"), "a.test");
+        assert_eq!(strip_port("a.test:"), "a.test:");
+        assert_eq!(strip_port("a.test:65535"), "a.test");
+        assert_eq!(strip_port("10.0.0.1:80"), "10.0.0.1");
+        assert_eq!(strip_port("a.test:123456"), "a.test:123456");
     }
 }

@@ -19,14 +19,26 @@ pub enum BadPath {
 /// decoding and nothing is refused: the common case costs one scan of the bytes.
 pub fn normalize(raw: &str) -> Result<Cow<'_, str>, BadPath> {
     let bytes = raw.as_bytes();
-    if !bytes.iter().any(|&b| b == b'%' || b == 0) {
-        // Nothing to decode: refuse dot segments, else the path as it is (no allocation,
-        // whatever dots the names hold).
-        return match has_dot_segment(bytes) {
-            true => Err(BadPath::DotSegment),
-            false => Ok(Cow::Borrowed(raw)),
-        };
+    // One pass: a `%` or NUL means decoding (below); a `.` right after a separator may start
+    // a dot segment (checked then); anything else is the path as it is, not copied.
+    let mut dot_after_separator = false;
+    let mut prev = b'/';
+    for &b in bytes {
+        if b == b'%' || b == 0 {
+            return decode(raw);
+        }
+        dot_after_separator |= b == b'.' && (prev == b'/' || prev == b'\\');
+        prev = b;
     }
+    if dot_after_separator && has_dot_segment(bytes) {
+        return Err(BadPath::DotSegment);
+    }
+    Ok(Cow::Borrowed(raw))
+}
+
+/// [`normalize`] for a path with something to decode.
+fn decode(raw: &str) -> Result<Cow<'_, str>, BadPath> {
+    let bytes = raw.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {

@@ -9,6 +9,9 @@ use crate::config::PathMatch;
 #[derive(Debug, Default)]
 pub struct RouteTable {
     exact: WordMap<Box<str>, usize>,
+    /// Bit `n` set: an exact route is `n` bytes long (63: 63 or longer), so most paths skip
+    /// hashing for the exact table.
+    exact_lens: u64,
     /// Longest first.
     prefixes: Vec<(Box<str>, usize)>,
 }
@@ -19,6 +22,7 @@ impl RouteTable {
         match path {
             PathMatch::Exact(p) => {
                 self.exact.insert(p.as_str().into(), i);
+                self.exact_lens |= 1 << p.len().min(63);
             }
             PathMatch::Prefix(p) => {
                 self.prefixes.push((p.as_str().into(), i));
@@ -29,7 +33,7 @@ impl RouteTable {
 
     /// The route for the (decoded) `path`.
     pub fn lookup(&self, path: &str) -> Option<usize> {
-        if !self.exact.is_empty() {
+        if self.exact_lens & (1 << path.len().min(63)) != 0 {
             if let Some(&i) = self.exact.get(path) {
                 return Some(i);
             }

@@ -96,9 +96,10 @@ fn request_host(req: &Request) -> Option<&str> {
     if let Some(a) = req.uri().authority() {
         return Some(a.as_str());
     }
+    // UTF-8 is checked a word at a time; a name with other bytes names no site anyway.
     req.headers()
         .get(header::HOST)
-        .and_then(|v| v.to_str().ok())
+        .and_then(|v| std::str::from_utf8(v.as_bytes()).ok())
 }
 
 /// Whether the site the `Host` names (`i`) is not the one TLS's SNI chose.
