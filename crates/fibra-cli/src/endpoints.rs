@@ -131,6 +131,8 @@ pub struct Endpoints {
     metrics: Option<String>,
     draining: AtomicBool,
     connections: OnceLock<ConnectionCount>,
+    /// More series for the scrape (the site file's per-site counts).
+    extra: OnceLock<Box<dyn Fn() -> String + Send + Sync>>,
 }
 
 impl Endpoints {
@@ -141,6 +143,7 @@ impl Endpoints {
             metrics,
             draining: AtomicBool::new(false),
             connections: OnceLock::new(),
+            extra: OnceLock::new(),
         })
     }
 
@@ -153,6 +156,11 @@ impl Endpoints {
     /// told 503 is answered by a server whose own drain, started before, is seen.)
     pub fn set_draining(&self) {
         self.draining.store(true, Ordering::Release);
+    }
+
+    /// Adds the series `extra` writes (Prometheus text) to every scrape.
+    pub fn set_extra(&self, extra: impl Fn() -> String + Send + Sync + 'static) {
+        let _ = self.extra.set(Box::new(extra));
     }
 
     /// Where the open connections are counted (known once the server runs).
@@ -271,6 +279,9 @@ impl Endpoints {
             "fibra_draining {}",
             u8::from(self.draining.load(Ordering::Relaxed))
         );
+        if let Some(extra) = self.extra.get() {
+            out.push_str(&extra());
+        }
         out
     }
 }

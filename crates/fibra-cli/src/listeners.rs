@@ -50,9 +50,19 @@ fn take_named(name: &str, wanted: bool) -> io::Result<Vec<TcpListener>> {
 }
 
 /// The inherited listening sockets named `name` (a site file's address, see
-/// `site_listen::fd_name`); taken: asked again, none.
+/// `site_listen::fd_name`), as descriptors; taken: asked again, none.
+pub fn take_named_fds(name: &str) -> Vec<OwnedFd> {
+    let mut inherited = INHERITED.lock().unwrap_or_else(|e| e.into_inner());
+    let (taken, kept) = std::mem::take(&mut *inherited)
+        .into_iter()
+        .partition::<Vec<_>, _>(|(_, n)| n == name);
+    *inherited = kept;
+    taken.into_iter().map(|(fd, _)| fd).collect()
+}
+
+/// [`take_named_fds`], as TCP listeners (an error if one is not).
 pub fn take_named_listeners(name: &str) -> io::Result<Vec<TcpListener>> {
-    take_named(name, true)
+    take_named_fds(name).into_iter().map(tcp_listener).collect()
 }
 
 /// The `--redirect-http` listener: the inherited one named [`REDIRECT`], else a new one on

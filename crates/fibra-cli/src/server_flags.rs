@@ -355,10 +355,11 @@ impl ServerFlags {
                 }
                 signals::ServerSignal::Reload => reload(name, resolver.as_deref(), &pairs),
                 signals::ServerSignal::Upgrade => {
-                    let mut handed: Vec<_> = listeners.iter().collect();
+                    use std::os::fd::AsFd;
+                    let mut handed: Vec<_> = listeners.iter().map(|l| l.as_fd()).collect();
                     let mut names = vec![crate::listeners::MAIN; listeners.len()];
                     if let Some(r) = &redirect_copy {
-                        handed.push(r);
+                        handed.push(r.as_fd());
                         names.push(crate::listeners::REDIRECT);
                     }
                     match crate::upgrade::start_new_binary(&handed, &names) {

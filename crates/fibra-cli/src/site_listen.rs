@@ -76,6 +76,18 @@ pub fn bind(listen: &Listen, workers: usize, reuse_port: bool) -> io::Result<Bou
             })
         }
         Listen::Unix(path) => {
+            // Handed over by an upgrading parent: the same socket (its file stays).
+            if let Some(fd) = crate::listeners::take_named_fds(&fd_name(listen))
+                .into_iter()
+                .next()
+            {
+                return Ok(Bound {
+                    listen: listen.clone(),
+                    tcp: Vec::new(),
+                    unix: Some(UnixListener::from(fd)),
+                    closed,
+                });
+            }
             // A socket file left by a process that is gone is replaced; one in use is not.
             if std::os::unix::net::UnixStream::connect(path).is_err() {
                 let _ = std::fs::remove_file(path);

@@ -11,10 +11,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use fibra_http::proxy_protocol::ProxyProtocolAcceptor;
-use fibra_http::tls::{ChooseConfig, TlsAcceptor};
+use fibra_http::tls::{AlpnHook, TlsAcceptor, ALPN_ACME_TLS};
 use fibra_http::{Server, ServerHandle, Service, TcpAcceptor, UnixAcceptor};
 use fibra_site::config::{self, Config, Listen, ServerConfig};
-use fibra_site::{choose_tls, Http01, Live, SiteLogs, SiteService};
+use fibra_site::{choose_tls, Live, SiteLogs, SiteService};
 
 use crate::endpoints::Endpoints;
 use crate::signals;
@@ -26,27 +26,22 @@ struct Ctx {
     server: ServerConfig,
     workers: usize,
     endpoints: Arc<Endpoints>,
-    /// The `acme-tls/1` configuration chooser, with ACME sites.
-    acme_tls: Option<Arc<ChooseConfig>>,
-    /// http-01 answers, with ACME sites.
-    http01: Option<Arc<Http01>>,
 }
 
-/// Each worker's acceptor for `$bound`, as `$maker` (a `FnMut(usize) -> io::Result<_>`),
+/// Each worker's acceptor for `$bound` (HTTPS if `$config` says so), as `$maker` (a `FnMut(usize) -> io::Result<_>`),
 /// then `$body`: one expansion per kind of address (TCP or Unix, TLS or not, PROXY
 /// protocol or not), each acceptor [`Closable`].
 macro_rules! with_acceptor {
-    ($ctx:expr, $bound:expr, |$maker:ident| $body:expr) => {{
+    ($ctx:expr, $config:expr, $bound:expr, |$maker:ident| $body:expr) => {{
         let ctx: &Ctx = $ctx;
         let b: &Bound = $bound;
         let slot = ctx.live.slot(&b.listen);
         let closed = b.closed.clone();
-        let tls = ctx
-            .live
-            .current()
-            .group(slot)
-            .is_some_and(|g| g.tls)
-            .then(|| choose_tls(ctx.live.clone(), slot, ctx.acme_tls.clone()));
+        let tls = is_tls($config, &b.listen).then(|| choose_tls(ctx.live.clone(), slot));
+        // ACME's tls-alpn-01 validations are closed after their handshake, never served.
+        let hook = Arc::new(AlpnHook::new(ALPN_ACME_TLS, |name| {
+            log::info!("ACME tls-alpn-01 validation for {name:?}")
+        }));
         let trusted = (!ctx.server.proxy_protocol_from.is_empty())
             .then(|| Arc::<[fibra_http::IpNet]>::from(ctx.server.proxy_protocol_from.clone()));
         let pp = ctx.server.proxy_protocol || trusted.is_some();
@@ -72,7 +67,8 @@ macro_rules! with_acceptor {
                         let $maker = move |_w: usize| {
                             let l = fibra::net::UnixListener::from_std(u.try_clone()?)?;
                             let a =
-                                TlsAcceptor::choosing(UnixAcceptor::from_listener(l), t.clone());
+                                TlsAcceptor::choosing(UnixAcceptor::from_listener(l), t.clone())
+                                    .alpn_hook(hook.clone());
                             Ok(Closable::new(a, closed.clone()))
                         };
                         $body
@@ -98,14 +94,16 @@ macro_rules! with_acceptor {
                     }
                     (Some(t), false) => {
                         let $maker = move |w: usize| {
-                            let a = TlsAcceptor::choosing(tcp(w)?, t.clone());
+                            let a =
+                                TlsAcceptor::choosing(tcp(w)?, t.clone()).alpn_hook(hook.clone());
                             Ok(Closable::new(a, closed.clone()))
                         };
                         $body
                     }
                     (Some(t), true) => {
                         let $maker = move |w: usize| {
-                            let a = TlsAcceptor::choosing(proxied(tcp(w)?), t.clone());
+                            let a = TlsAcceptor::choosing(proxied(tcp(w)?), t.clone())
+                                .alpn_hook(hook.clone());
                             Ok(Closable::new(a, closed.clone()))
                         };
                         $body
@@ -117,20 +115,18 @@ macro_rules! with_acceptor {
 }
 
 /// Starts one server (one runtime) on `bounds`.
-fn start(ctx: &Ctx, bounds: &[&Bound]) -> io::Result<ServerHandle> {
+fn start(ctx: &Ctx, bounds: &[&Bound], config: &Config) -> io::Result<ServerHandle> {
     let slots: Vec<usize> = bounds.iter().map(|b| ctx.live.slot(&b.listen)).collect();
-    let mut service = SiteService::new(ctx.live.clone(), slots.clone());
+    let service =
+        SiteService::new(ctx.live.clone(), slots.clone()).counting(ctx.server.metrics.is_some());
     let logs = SiteLogs::new(ctx.live.clone(), slots);
-    if let Some(h) = &ctx.http01 {
-        service = service.with_http01(h.clone());
-    }
     let max_body = service.max_body_bytes();
     let handler = ctx.endpoints.clone().wrap(move |req| service.call(req));
     let s = &ctx.server;
-    with_acceptor!(ctx, bounds[0], |main| {
+    with_acceptor!(ctx, config, bounds[0], |main| {
         let mut server = Server::with_acceptor(main);
         for b in &bounds[1..] {
-            with_acceptor!(ctx, b, |more| {
+            with_acceptor!(ctx, config, b, |more| {
                 server = server.also_acceptor(more);
             });
         }
@@ -149,6 +145,46 @@ fn start(ctx: &Ctx, bounds: &[&Bound]) -> io::Result<ServerHandle> {
         };
         server.serve(handler)
     })
+}
+
+/// Whether `config` serves HTTPS on `l`.
+fn is_tls(config: &Config, l: &Listen) -> bool {
+    config
+        .sites
+        .iter()
+        .any(|s| s.listen.contains(l) && s.tls.is_some())
+}
+
+/// The per-site series of the metrics: responses by site and status class.
+fn site_series(live: &Live) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::from(
+        "# HELP fibra_site_responses_total Responses by site (of the site file) and status class.\n\
+         # TYPE fibra_site_responses_total counter\n",
+    );
+    for (name, counters) in live.current().counters() {
+        let name = name.replace('\\', "\\\\").replace('"', "\\\"");
+        for (i, n) in counters.get().iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "fibra_site_responses_total{{site=\"{name}\",class=\"{}xx\"}} {n}",
+                i + 1
+            );
+        }
+    }
+    out
+}
+
+/// The URL of a bound address (`http://127.0.0.1:8080/`, `https://…`, `unix:/run/x.sock`).
+fn url(live: &Live, b: &Bound) -> String {
+    let tls = live
+        .current()
+        .group(live.slot(&b.listen))
+        .is_some_and(|g| g.tls);
+    match b.local_addr() {
+        Some(a) => format!("{}://{a}/", if tls { "https" } else { "http" }),
+        None => b.listen.to_string(),
+    }
 }
 
 /// Every address of `config`, in file order, once.
@@ -213,11 +249,7 @@ struct Running {
 
 impl Running {
     fn listening(&self) -> Vec<Listen> {
-        self.bound
-            .iter()
-            .filter(|b| !b.closed.load(Ordering::Acquire))
-            .map(|b| b.listen.clone())
-            .collect()
+        self.bound.iter().map(|b| b.listen.clone()).collect()
     }
 }
 
@@ -238,25 +270,24 @@ pub fn run(path: PathBuf) -> io::Result<()> {
         server: config.server.clone(),
         workers,
         endpoints: endpoints.clone(),
-        acme_tls: None,
-        http01: None,
     };
     let ls = addresses(&config);
     let bound = bind_all(&config, &ls, workers)?;
     let refs: Vec<&Bound> = bound.iter().collect();
-    let handle = start(&ctx, &refs)?;
+    let handle = start(&ctx, &refs, &config)?;
     endpoints.set_connections(handle.connection_count());
-    for b in &bound {
-        match b.local_addr() {
-            Some(a) => println!("fibra serve: {} on {a}", b.listen),
-            None => println!("fibra serve: {}", b.listen),
-        }
-    }
+    let counted = live.clone();
+    endpoints.set_extra(move || site_series(&counted));
     println!(
-        "fibra serve: {} site(s) from {} ({workers} worker{})",
+        "fibra serve: {} site(s) from {} ({workers} worker{}) on {}",
         config.sites.len(),
         path.display(),
-        if workers == 1 { "" } else { "s" }
+        if workers == 1 { "" } else { "s" },
+        bound
+            .iter()
+            .map(|b| url(&live, b))
+            .collect::<Vec<_>>()
+            .join(" ")
     );
     if let Some(p) = &config.server.pid_file {
         std::fs::write(p, format!("{}\n", std::process::id()))
@@ -303,8 +334,15 @@ pub fn run(path: PathBuf) -> io::Result<()> {
                 let mut handed = Vec::new();
                 let mut names = Vec::new();
                 for b in &open {
-                    for l in &b.tcp {
-                        handed.push(l);
+                    use std::os::fd::AsFd;
+                    // TCP sockets and Unix ones alike, each under its address's name.
+                    let fds = b
+                        .tcp
+                        .iter()
+                        .map(|l| l.as_fd())
+                        .chain(b.unix.iter().map(|u| u.as_fd()));
+                    for fd in fds {
+                        handed.push(fd);
                         names.push(fd_name(&b.listen));
                     }
                 }
@@ -372,6 +410,9 @@ fn restart_keys(old: &ServerConfig, new: &ServerConfig) -> Vec<&'static str> {
     if old.health != new.health || old.metrics != new.metrics {
         keys.push("health/metrics");
     }
+    if old.pid_file != new.pid_file {
+        keys.push("pid_file");
+    }
     keys
 }
 
@@ -383,13 +424,8 @@ fn reload(ctx: &Ctx, path: &Path, current: &Config, running: &mut Running) -> io
     let listening = running.listening();
     let wanted = addresses(&next);
     // An address that stays must keep its kind: its acceptor cannot change.
-    let tls_of = |c: &Config, l: &Listen| {
-        c.sites
-            .iter()
-            .any(|s| s.listen.contains(l) && s.tls.is_some())
-    };
     for l in wanted.iter().filter(|l| listening.contains(l)) {
-        if tls_of(current, l) != tls_of(&next, l) {
+        if is_tls(current, l) != is_tls(&next, l) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!(
@@ -405,25 +441,61 @@ fn reload(ctx: &Ctx, path: &Path, current: &Config, running: &mut Running) -> io
         .cloned()
         .collect();
     let new_bound = bind_all(&next, &new_ls, ctx.workers)?;
-    ctx.live.reload(next.clone())?;
-    if !new_bound.is_empty() {
-        let refs: Vec<&Bound> = new_bound.iter().collect();
-        let h = start(ctx, &refs)?;
+    // The new addresses' server starts before the swap (until it, their requests find no
+    // site: 404), so that a failure to start it leaves the old configuration in place.
+    let started = match new_bound.is_empty() {
+        true => None,
+        false => {
+            let refs: Vec<&Bound> = new_bound.iter().collect();
+            Some(start(ctx, &refs, &next)?)
+        }
+    };
+    if let Err(e) = ctx.live.reload(next.clone()) {
+        if let Some(h) = started {
+            h.shutdown(std::time::Duration::ZERO);
+            h.join();
+        }
+        return Err(e.into());
+    }
+    if let Some(h) = started {
         running.servers.push((h, new_ls.clone()));
         for b in &new_bound {
-            eprintln!("fibra serve: SIGHUP: now listening on {}", b.listen);
+            eprintln!(
+                "fibra serve: SIGHUP: now listening on {} ({})",
+                b.listen,
+                url(&ctx.live, b)
+            );
         }
     }
     running.bound.extend(new_bound);
-    for b in &running.bound {
-        if !wanted.contains(&b.listen) && !b.closed.swap(true, Ordering::AcqRel) {
+    // Removed addresses: the acceptors drop their descriptors at their next look, and the
+    // copies kept here go now, so the socket closes; open connections finish.
+    running.bound.retain(|b| {
+        let keep = wanted.contains(&b.listen);
+        if !keep {
+            b.closed.store(true, Ordering::Release);
             eprintln!(
                 "fibra serve: SIGHUP: no longer listening on {} (open connections finish)",
                 b.listen
             );
         }
+        keep
+    });
+    // A server started by a reload whose addresses are all gone is shut down gracefully.
+    let grace = next.server.shutdown_timeout;
+    let (idle, busy): (Vec<_>, Vec<_>) = std::mem::take(&mut running.servers)
+        .into_iter()
+        .enumerate()
+        .partition(|(i, (_, ls))| *i > 0 && !ls.iter().any(|l| wanted.contains(l)));
+    running.servers = busy.into_iter().map(|(_, s)| s).collect();
+    for (_, (h, _)) in idle {
+        std::thread::spawn(move || {
+            h.shutdown(grace);
+            h.join();
+        });
     }
-    let keys = restart_keys(&current.server, &next.server);
+    // Against what runs (a reload never applied them), not the last file read.
+    let keys = restart_keys(&ctx.server, &next.server);
     if !keys.is_empty() {
         eprintln!(
             "fibra serve: SIGHUP: [server] {} changed: needs a restart (SIGUSR2 applies it); kept as before",

@@ -18,8 +18,7 @@
 
 use std::ffi::{CString, OsString};
 use std::io::{self, Read, Write};
-use std::net::TcpListener;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -83,7 +82,7 @@ pub fn signal_ready() {
 /// (see `listeners`), and waits until it says it is ready; returns its pid. An error (it
 /// could not start, exited, or did not answer in time) leaves this process serving, the new
 /// one stopped.
-pub fn start_new_binary(listeners: &[&TcpListener], names: &[&str]) -> io::Result<u32> {
+pub fn start_new_binary(listeners: &[BorrowedFd<'_>], names: &[&str]) -> io::Result<u32> {
     let (exe, args) = STARTED_AS
         .lock()
         .unwrap_or_else(|e| e.into_inner())

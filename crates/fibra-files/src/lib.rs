@@ -53,6 +53,7 @@ pub mod cache;
 pub mod catalog;
 pub mod compress;
 pub mod conditional;
+pub mod field_rules;
 mod handler;
 /// The inline byte strings the cache keeps its keys in (fibra-http's, for the path of before).
 pub use fibra_http::inline_bytes;

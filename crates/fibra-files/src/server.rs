@@ -14,6 +14,7 @@ use crate::cache::CacheStats;
 use crate::catalog::Catalog;
 use crate::compress::{CompressConfig, Compressor};
 use crate::conditional::{evaluate, Conditionals, Precondition};
+use crate::field_rules::FieldRules;
 use crate::listing;
 use crate::meta::{accepted_encodings, Encoding};
 use crate::open::{FileEntry, Lookup, OpenFile, Resolver};
@@ -59,6 +60,9 @@ pub struct FileServerConfig {
     /// On-the-fly gzip of compressible files without a precompressed sibling (see
     /// [`compress`](crate::compress)). Default: `None` (off; `fibra serve` turns it on).
     pub compress: Option<CompressConfig>,
+    /// Header fields set, added or removed on every response (rendered into cached files'
+    /// heads once). Default: none.
+    pub headers: FieldRules,
 }
 
 impl FileServerConfig {
@@ -76,6 +80,7 @@ impl FileServerConfig {
             cache_capacity: 4096,
             cache_max_bytes: 64 << 20,
             compress: None,
+            headers: FieldRules::default(),
         }
     }
 }
@@ -129,6 +134,7 @@ pub struct FileServer {
     allow_hidden: bool,
     cache_control: Option<HeaderValue>,
     compressor: Option<Compressor>,
+    rules: Option<FieldRules>,
 }
 
 impl FileServer {
@@ -163,6 +169,7 @@ impl FileServer {
             allow_hidden: config.allow_hidden,
             cache_control,
             compressor: config.compress.map(Compressor::new),
+            rules: Some(config.headers).filter(|r| !r.is_empty()),
         })
     }
 
@@ -227,6 +234,24 @@ impl FileServer {
         query: Option<&str>,
         headers: &HeaderMap,
     ) -> Answer {
+        match (&self.rules, self.answer_as_is(method, path, query, headers)) {
+            // A whole cached file's head has the rules already (`render_head`).
+            (Some(rules), Answer::Reply(mut r)) => {
+                rules.apply(&mut r.headers);
+                Answer::Reply(r)
+            }
+            (_, answer) => answer,
+        }
+    }
+
+    /// [`answer`](Self::answer) before the field rules.
+    fn answer_as_is(
+        &self,
+        method: &Method,
+        path: &str,
+        query: Option<&str>,
+        headers: &HeaderMap,
+    ) -> Answer {
         let is_get = *method == Method::GET;
         if !is_get && *method != Method::HEAD {
             // OPTIONS (for a path, or `*` for the server) is answered with what is allowed.
@@ -268,6 +293,9 @@ impl FileServer {
         let mut r = FileReply::new(StatusCode::OK);
         self.validator_fields(&mut r, entry, &file.etag, file, compressible);
         self.content_fields(&mut r, entry, encoding);
+        if let Some(rules) = &self.rules {
+            rules.apply(&mut r.headers);
+        }
         PreparedHead::new(r.headers)
     }
 

@@ -393,3 +393,42 @@ fn small_files_come_from_memory_large_ones_from_the_file() {
     );
     assert_eq!(body(&large), big);
 }
+
+#[test]
+fn field_rules_reach_every_reply_and_cached_heads() {
+    let fx = Fixture::new("rules");
+    let s = fx.server(|c| {
+        c.headers = crate::field_rules::FieldRules {
+            set: vec![(
+                HeaderName::from_static("x-frame-options"),
+                HeaderValue::from_static("DENY"),
+            )],
+            add: vec![(
+                HeaderName::from_static("x-extra"),
+                HeaderValue::from_static("1"),
+            )],
+            remove: vec![header::ACCEPT_RANGES],
+        }
+    });
+    // Twice: the second answer comes from the cached, rendered head.
+    for _ in 0..2 {
+        let r = get(&s, "/hello.txt", &[]);
+        assert_eq!(r.status, StatusCode::OK);
+        assert_eq!(hv(&r, HeaderName::from_static("x-frame-options")), "DENY");
+        assert_eq!(hv(&r, HeaderName::from_static("x-extra")), "1");
+        assert!(r.get(&header::ACCEPT_RANGES).is_none());
+    }
+    let etag = hv(&get(&s, "/hello.txt", &[]), header::ETAG).to_owned();
+    let not_modified = get(&s, "/hello.txt", &[("if-none-match", &etag)]);
+    assert_eq!(not_modified.status, StatusCode::NOT_MODIFIED);
+    assert_eq!(
+        hv(&not_modified, HeaderName::from_static("x-frame-options")),
+        "DENY"
+    );
+    let missing = get(&s, "/nope", &[]);
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        hv(&missing, HeaderName::from_static("x-frame-options")),
+        "DENY"
+    );
+}

@@ -28,6 +28,8 @@ pub(crate) trait BodySource {
     /// The trailer fields that followed the body of request `seq`, once it was read to its
     /// end; taken by the first call.
     fn trailers(&mut self, seq: u64) -> Option<http::HeaderMap>;
+    /// Lowers the most body bytes request `seq` may send to `max` (see [`Body::limit`]).
+    fn limit(&mut self, seq: u64, max: u64);
 }
 
 // A plain tag rather than a niche in `Vec`'s capacity: telling the variants apart (every
@@ -108,6 +110,22 @@ impl Body {
         match &self.inner {
             Inner::Conn { src, .. } => src.borrow().peer_addr(),
             _ => None,
+        }
+    }
+    /// Lowers the most bytes this body may have to `max`, below the server's
+    /// [`Settings::max_body_bytes`](crate::Settings::max_body_bytes) (a route's own limit).
+    /// Call it before reading: a body declared longer (`Content-Length`), or one that goes
+    /// past `max` as it arrives (chunked, HTTP/2 DATA), fails as one over the server's limit
+    /// does: the read errors and the server answers `413` instead of the handler's response
+    /// (if that has not begun).
+    pub fn limit(&mut self, max: u64) {
+        match &mut self.inner {
+            Inner::Conn { src, seq } => src.borrow_mut().limit(*seq, max),
+            Inner::Memory { data, pos } => {
+                let keep = (*pos as u64).saturating_add(max).min(data.len() as u64) as usize;
+                data.truncate(keep);
+            }
+            Inner::Empty => {}
         }
     }
     /// The TLS server name (SNI) of the connection (`None` without TLS, without SNI, or for

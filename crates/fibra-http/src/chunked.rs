@@ -68,6 +68,11 @@ pub struct ChunkedDecoder {
 }
 
 impl ChunkedDecoder {
+    /// Lowers the most data bytes accepted to `max` (in all; 413 beyond).
+    pub(crate) fn limit(&mut self, max: u64) {
+        self.max_total = self.max_total.min(max);
+    }
+
     /// A decoder for a body of at most `max_total` data bytes (413 beyond) with a trailer
     /// section of at most `max_trailer` bytes (431 beyond).
     pub fn new(max_total: u64, max_trailer: usize) -> Self {

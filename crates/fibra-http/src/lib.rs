@@ -129,6 +129,7 @@ mod target_bytes;
 pub mod tls;
 pub mod transport;
 mod upgraded;
+pub mod word_hash;
 pub mod ws;
 
 pub use acceptor::{Acceptor, TcpAcceptor, UnixAcceptor};

@@ -19,6 +19,7 @@ const LAYERS: module_graph::Layers = &[
             "going_away",
             "inline_bytes",
             "ip_net",
+            "word_hash",
             "lazy",
             "listen",
             "prepared",

@@ -96,9 +96,11 @@ pub struct FilesAction {
 }
 
 impl FilesAction {
-    fn run(&self, mut req: Request) -> Response {
+    /// The answer, and whether the file server made it (then it has the route's header
+    /// rules already).
+    fn run(&self, mut req: Request) -> (Response, bool) {
         if self.try_files.is_empty() {
-            return self.server.handle(&req);
+            return (self.server.handle(&req), true);
         }
         let path = req.uri().path().to_owned();
         let query = req.uri().query().map(str::to_owned);
@@ -106,7 +108,7 @@ impl FilesAction {
         for (i, c) in self.try_files.iter().enumerate() {
             let Some(candidate) = c.expand(&path) else {
                 if let Candidate::Status(s) = c {
-                    return status_response(*s);
+                    return (status_response(*s), false);
                 }
                 continue;
             };
@@ -117,10 +119,10 @@ impl FilesAction {
             // Before the last: taken when it names something (a file, a directory's index
             // or redirect); the last is the answer whatever it is.
             if i == last || resp.status() != StatusCode::NOT_FOUND {
-                return resp;
+                return (resp, true);
             }
         }
-        status_response(StatusCode::NOT_FOUND)
+        (status_response(StatusCode::NOT_FOUND), false)
     }
 }
 
@@ -151,10 +153,19 @@ pub(crate) fn status_response(status: StatusCode) -> Response {
 }
 
 impl Action {
-    /// Runs the action for `req`.
-    pub fn run(&self, req: Request) -> Response {
+    /// Runs the action for `req`: the answer, and whether the action applied the route's
+    /// header rules itself (a file server's answer).
+    pub fn run(&self, req: Request) -> (Response, bool) {
         match self {
             Action::Files(f) => f.run(req),
+            other => (other.run_other(req), false),
+        }
+    }
+
+    /// The actions other than files.
+    fn run_other(&self, req: Request) -> Response {
+        match self {
+            Action::Files(f) => f.run(req).0,
             Action::Proxy(p) => p.respond(req),
             Action::Redirect { to, code } => {
                 let path = req.uri().path();

@@ -44,22 +44,47 @@ impl Errors {
     }
 }
 
+/// What a build is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Purpose {
+    /// Serving: logs opened, ACME certificates managed.
+    Serve,
+    /// `--check-config`: everything read and checked, nothing created (no log file, no ACME
+    /// storage or order).
+    Check,
+}
+
 /// Builds `config` for the listening addresses `slots` (each of its addresses has one),
 /// reusing what `kept` has for unchanged settings; the new set of kept objects.
 pub(crate) fn build(
     config: Config,
     slots: &[Listen],
     kept: &Kept,
+    purpose: Purpose,
 ) -> Result<(Sites, Kept), ConfigErrors> {
     let mut errors = Errors(Vec::new());
-    let mut now = Kept::default();
+    let mut now = Kept {
+        checking: purpose == Purpose::Check,
+        ..Kept::default()
+    };
+    let acme_wanted = config
+        .sites
+        .iter()
+        .any(|s| matches!(s.tls, Some(Tls::Acme)));
+    if let (Some(table), true, Purpose::Serve) = (&config.acme, acme_wanted, purpose) {
+        match crate::acme_sites::client(table, kept.acme.as_ref()) {
+            Ok(c) => now.acme = Some(c),
+            Err(e) => errors.add(&table.at, "acme", e.to_string()),
+        }
+    }
     // Per site: its serving form, and its redirect form (for `redirect_http`).
     let mut built: Vec<SiteForms> = Vec::new();
     for site in &config.sites {
         let serve = build_site(&config, site, kept, &mut now, &mut errors);
         let redirect = match (&serve, site.redirect_http.is_empty()) {
-            (Some(_), false) => Some(Arc::new(Site {
+            (Some(s), false) => Some(Arc::new(Site {
                 name: site_name(site),
+                counters: s.counters.clone(),
                 mode: Mode::RedirectHttps {
                     port: https_port(site),
                 },
@@ -67,7 +92,8 @@ pub(crate) fn build(
                 routes: Vec::new(),
                 certs: None,
                 tls: None,
-                log: None,
+                // Its redirects go to the site's log.
+                log: s.log.clone(),
             })),
             _ => None,
         };
@@ -103,7 +129,17 @@ pub(crate) fn build(
             group.sites.push(s.clone());
         }
     }
-    Ok((Sites { groups, config }, now))
+    let acme = now.acme.as_ref().map(|c| c.acme.clone());
+    let acme_tls = now.acme.as_ref().map(|c| c.challenge.clone());
+    Ok((
+        Sites {
+            groups,
+            config,
+            acme,
+            acme_tls,
+        },
+        now,
+    ))
 }
 
 fn site_name(site: &SiteConfig) -> String {
@@ -136,6 +172,12 @@ fn build_site(
         Some(Tls::Files(pairs)) => {
             let mut keys = Vec::new();
             for p in pairs {
+                if !now.checking {
+                    // Served anyway, as nginx does; clients will refuse it.
+                    if let Some(w) = fibra_http::tls::validity_warning(&p.cert) {
+                        log::warn!("{}: {w} (serving it anyway)", site_name(site));
+                    }
+                }
                 match certified_key_from_pem(&p.cert, &p.key) {
                     Ok(k) => keys.push(k),
                     Err(e) => errors.add(&site.tls_at, format!("{}.tls", site.key), e.to_string()),
@@ -152,12 +194,31 @@ fn build_site(
                 }
             }
         }
-        // Wired by the ACME manager (see `crate::acme_sites`).
-        Some(Tls::Acme) => (None, None),
+        // Checking: the [acme] table was checked as read; nothing is ordered.
+        Some(Tls::Acme) if now.checking => (None, None),
+        Some(Tls::Acme) => match acme_cert(site, kept, now) {
+            Ok(r) => match tls_config(r.clone(), site.http2) {
+                Ok(c) => (Some(r), Some(c)),
+                Err(e) => {
+                    errors.add(&site.tls_at, format!("{}.tls", site.key), e.to_string());
+                    (None, None)
+                }
+            },
+            Err(e) => {
+                errors.add(&site.tls_at, format!("{}.tls", site.key), e.to_string());
+                (None, None)
+            }
+        },
         None => (None, None),
     };
     let log = match &site.access_log {
         None => None,
+        Some(l) if now.checking => {
+            if let Err(e) = log_writable(&l.path) {
+                errors.add(&site.at, format!("{}.access_log", site.key), e);
+            }
+            None
+        }
         Some(l) => {
             let opened = match l.format {
                 LogFormat::Combined => AccessLog::open(&l.path),
@@ -181,8 +242,12 @@ fn build_site(
             routes.push(route);
         }
     }
+    let name = site_name(site);
+    let counters = kept.counters.get(&name).cloned().unwrap_or_default();
+    now.counters.insert(name.clone(), counters.clone());
     (errors.0.len() == before).then(|| Site {
-        name: site_name(site),
+        counters,
+        name,
         mode: Mode::Serve,
         table,
         routes,
@@ -190,6 +255,49 @@ fn build_site(
         tls,
         log,
     })
+}
+
+/// Whether a log at `path` could be written, without creating it: an existing file opens
+/// for appending, else its directory exists.
+fn log_writable(path: &str) -> Result<(), String> {
+    if path == "-" {
+        return Ok(());
+    }
+    let p = std::path::Path::new(path);
+    if p.exists() {
+        return std::fs::OpenOptions::new()
+            .append(true)
+            .open(p)
+            .map(drop)
+            .map_err(|e| format!("{path}: {e}"));
+    }
+    let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
+    match dir.map(std::path::Path::is_dir) {
+        Some(false) => Err(format!("{path}: its directory does not exist")),
+        _ => Ok(()),
+    }
+}
+
+/// The certificate resolver of an ACME site: the one kept for its names, else a newly
+/// managed certificate (stored, or a self-signed fallback while the first is ordered).
+fn acme_cert(site: &SiteConfig, kept: &Kept, now: &mut Kept) -> io::Result<Arc<CertResolver>> {
+    let key = site.hosts.join(" ");
+    if let Some(c) = kept.certs.get(&key).or_else(|| now.certs.get(&key)) {
+        if now.acme.is_some()
+            && kept.acme.as_ref().map(Arc::as_ptr) == now.acme.as_ref().map(Arc::as_ptr)
+        {
+            let c = c.clone();
+            now.certs.insert(key, c.clone());
+            return Ok(c.resolver.clone());
+        }
+    }
+    let client = now
+        .acme
+        .clone()
+        .ok_or_else(|| io::Error::other("no [acme] client (see the [acme] table's error)"))?;
+    let cert = Arc::new(crate::acme_sites::manage(&client, site.hosts.clone())?);
+    now.certs.insert(key, cert.clone());
+    Ok(cert.resolver.clone())
 }
 
 /// The TLS configuration of a site's certificates: Go's suite order, ALPN `h2` and
@@ -253,9 +361,10 @@ fn build_route(
             } else {
                 String::new()
             };
+            // The route's response header rules are rendered into the files' heads.
             let key = format!(
-                "{f:?}|{prefix}|{:?}|{:?}",
-                config.server.cache, config.server.compression
+                "{f:?}|{prefix}|{:?}|{:?}|{:?}",
+                config.server.cache, config.server.compression, r.headers
             );
             let server = match kept.files.get(&key).or_else(|| now.files.get(&key)) {
                 Some(s) => Some(s.clone()),
@@ -269,6 +378,7 @@ fn build_route(
                     fc.follow_symlinks = f.follow_symlinks;
                     fc.cache_ttl = config.server.cache.ttl;
                     fc.cache_capacity = config.server.cache.entries;
+                    fc.headers = header_ops(&r.headers).unwrap_or_default();
                     fc.compress = (f.compress && config.server.compression.enabled).then(|| {
                         fibra_files::compress::CompressConfig {
                             level: config.server.compression.gzip_level,
@@ -278,11 +388,7 @@ fn build_route(
                     match FileServer::new(fc) {
                         Ok(s) => Some(Arc::new(s)),
                         Err(e) => {
-                            errors.add(
-                                &r.at,
-                                format!("{}.files.root", r.key),
-                                format!("{}: {e}", f.root.display()),
-                            );
+                            errors.add(&r.at, format!("{}.files.root", r.key), e.to_string());
                             None
                         }
                     }
@@ -415,5 +521,5 @@ pub fn check_files(config: &Config) -> Result<(), ConfigErrors> {
             }
         }
     }
-    build(config.clone(), &slots, &Kept::default()).map(|_| ())
+    build(config.clone(), &slots, &Kept::default(), Purpose::Check).map(|_| ())
 }

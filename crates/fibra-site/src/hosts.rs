@@ -2,14 +2,14 @@
 //! `*.example.com` wildcards (one label in front, as certificates match), then the address's
 //! default site.
 
-use std::collections::HashMap;
+use fibra_http::word_hash::WordMap;
 
 /// The sites of one listening address by name.
 #[derive(Debug, Default)]
 pub struct HostTable {
-    exact: HashMap<Box<str>, usize>,
+    exact: WordMap<Box<str>, usize>,
     /// `*.example.com` as `example.com`.
-    wildcard: HashMap<Box<str>, usize>,
+    wildcard: WordMap<Box<str>, usize>,
     default: Option<usize>,
 }
 

@@ -11,6 +11,7 @@
 //!   log per site.
 
 pub mod access;
+mod acme_sites;
 pub mod action;
 mod build;
 pub mod config;
@@ -25,4 +26,4 @@ mod upstreams;
 
 pub use build::check_files;
 pub use live::Live;
-pub use service::{choose_tls, Http01, SiteLogs, SiteService, ACME_CHALLENGE_PREFIX};
+pub use service::{choose_tls, SiteLogs, SiteService, ACME_CHALLENGE_PREFIX};

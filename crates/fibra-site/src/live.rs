@@ -20,6 +20,14 @@ pub(crate) struct Kept {
     pub(crate) proxies: HashMap<String, Arc<fibra_proxy::Proxy>>,
     /// Rate limiters by site, route and settings.
     pub(crate) limits: HashMap<String, Arc<crate::access::RateLimit>>,
+    /// The ACME client of the `[acme]` table.
+    pub(crate) acme: Option<Arc<crate::acme_sites::Client>>,
+    /// ACME sites' certificates by their names.
+    pub(crate) certs: HashMap<String, Arc<crate::acme_sites::SiteCert>>,
+    /// Set while building for `--check-config` (nothing is created).
+    pub(crate) checking: bool,
+    /// Sites' response counters by site name.
+    pub(crate) counters: HashMap<String, Arc<crate::sites::SiteCounters>>,
 }
 
 /// The served configuration. See the module docs.
@@ -40,6 +48,8 @@ impl Live {
             sites: ArcSwap::from_pointee(Sites {
                 groups: Vec::new(),
                 config: Config::default(),
+                acme: None,
+                acme_tls: None,
             }),
             slots: Mutex::new(Vec::new()),
             kept: Mutex::new(Kept::default()),
@@ -59,7 +69,8 @@ impl Live {
         }
         let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-        let (sites, now_kept) = crate::build::build(config, &slots, &kept)?;
+        let (sites, now_kept) =
+            crate::build::build(config, &slots, &kept, crate::build::Purpose::Serve)?;
         *kept = now_kept;
         self.sites.store(Arc::new(sites));
         Ok(())

@@ -19,8 +19,13 @@ pub enum BadPath {
 /// decoding and nothing is refused: the common case costs one scan of the bytes.
 pub fn normalize(raw: &str) -> Result<Cow<'_, str>, BadPath> {
     let bytes = raw.as_bytes();
-    if !bytes.iter().any(|&b| b == b'%' || b == b'.' || b == 0) {
-        return Ok(Cow::Borrowed(raw));
+    if !bytes.iter().any(|&b| b == b'%' || b == 0) {
+        // Nothing to decode: refuse dot segments, else the path as it is (no allocation,
+        // whatever dots the names hold).
+        return match has_dot_segment(bytes) {
+            true => Err(BadPath::DotSegment),
+            false => Ok(Cow::Borrowed(raw)),
+        };
     }
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -44,11 +49,7 @@ pub fn normalize(raw: &str) -> Result<Cow<'_, str>, BadPath> {
     if out.contains(&0) {
         return Err(BadPath::DotSegment);
     }
-    // Segments between `/` (and `\`, which some back ends take as a separator).
-    if out
-        .split(|&b| b == b'/' || b == b'\\')
-        .any(|seg| seg == b"." || seg == b"..")
-    {
+    if has_dot_segment(&out) {
         return Err(BadPath::DotSegment);
     }
     match String::from_utf8(out) {
@@ -56,6 +57,13 @@ pub fn normalize(raw: &str) -> Result<Cow<'_, str>, BadPath> {
         Ok(s) => Ok(Cow::Owned(s)),
         Err(_) => Err(BadPath::NotUtf8),
     }
+}
+
+/// Whether a segment between `/` (or `\\`, which some back ends take as a separator) is `.`
+/// or `..`.
+fn has_dot_segment(path: &[u8]) -> bool {
+    path.split(|&b| b == b'/' || b == b'\\')
+        .any(|seg| seg == b"." || seg == b"..")
 }
 
 #[cfg(test)]
@@ -94,7 +102,10 @@ mod tests {
         assert_eq!(normalize("/a%2"), Err(BadPath::Encoding));
         assert_eq!(normalize("/a%zz"), Err(BadPath::Encoding));
         assert_eq!(normalize("/a%ff"), Err(BadPath::NotUtf8));
-        // Dots inside names are fine.
-        assert_eq!(normalize("/a.b/..c/.d").unwrap(), "/a.b/..c/.d");
+        // Dots inside names are fine, and need no copy.
+        assert!(matches!(
+            normalize("/a.b/..c/.d"),
+            Ok(Cow::Borrowed("/a.b/..c/.d"))
+        ));
     }
 }

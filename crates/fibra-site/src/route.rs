@@ -5,37 +5,12 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use fibra_http::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
+use fibra_http::http::{header, HeaderValue, StatusCode};
 use fibra_http::{Request, Response, ResponseBody};
 
 use crate::access::{AccessList, BasicAuth, RateLimit};
 use crate::action::{status_response, Action};
-
-/// Header rules, parsed.
-#[derive(Debug, Default, Clone)]
-pub struct HeaderOps {
-    /// Fields to set (replacing).
-    pub set: Vec<(HeaderName, HeaderValue)>,
-    /// Fields to add.
-    pub add: Vec<(HeaderName, HeaderValue)>,
-    /// Fields to remove.
-    pub remove: Vec<HeaderName>,
-}
-
-impl HeaderOps {
-    /// Applies the rules to `headers`.
-    pub fn apply(&self, headers: &mut HeaderMap) {
-        for name in &self.remove {
-            headers.remove(name);
-        }
-        for (name, value) in &self.set {
-            headers.insert(name.clone(), value.clone());
-        }
-        for (name, value) in &self.add {
-            headers.append(name.clone(), value.clone());
-        }
-    }
-}
+pub use fibra_files::field_rules::FieldRules as HeaderOps;
 
 /// An error page: the file's bytes (read at start and on reload) and their type.
 #[derive(Debug, Clone)]
@@ -52,7 +27,8 @@ pub struct ErrorPage {
 pub struct Route {
     /// What it does.
     pub action: Action,
-    /// Response header rules.
+    /// Response header rules (a `files` action's file server has them too, rendered into
+    /// its cached heads: they are applied here only to the other answers).
     pub headers: Option<HeaderOps>,
     /// Request header rules (for a proxy route's upstream request).
     pub headers_up: Option<HeaderOps>,
@@ -71,21 +47,21 @@ pub struct Route {
 impl Route {
     /// Answers `req` (whose client is at `ip`, if known).
     pub fn handle(&self, req: Request, ip: Option<IpAddr>) -> Response {
-        let resp = match self.check(&req, ip) {
-            Some(refused) => refused,
+        let mut req = req;
+        match self.check(&mut req, ip) {
+            Some(refused) => self.finish(refused, false),
             None => {
-                let mut req = req;
                 if let Some(up) = &self.headers_up {
                     up.apply(req.headers_mut());
                 }
-                self.action.run(req)
+                let (resp, applied) = self.action.run(req);
+                self.finish(resp, applied)
             }
-        };
-        self.finish(resp)
+        }
     }
 
     /// The refusal of `req` by an access check, if one refuses it.
-    fn check(&self, req: &Request, ip: Option<IpAddr>) -> Option<Response> {
+    fn check(&self, req: &mut Request, ip: Option<IpAddr>) -> Option<Response> {
         if let Some(access) = &self.access {
             // A client without an IP address (a Unix socket) passes `deny`, not `allow`.
             let permitted = match ip {
@@ -115,12 +91,16 @@ impl Route {
             if declared.is_some_and(|n| n > max) {
                 return Some(status_response(StatusCode::PAYLOAD_TOO_LARGE));
             }
+            // A chunked (or HTTP/2) body that grows past it fails as it is read: the server
+            // answers 413.
+            req.body_mut().limit(max);
         }
         None
     }
 
-    /// The error page for the response's status, then the header rules.
-    fn finish(&self, mut resp: Response) -> Response {
+    /// The error page for the response's status, then the header rules (unless `applied`
+    /// already and the response is still the action's).
+    fn finish(&self, mut resp: Response, mut applied: bool) -> Response {
         if !self.error_pages.is_empty() {
             let status = resp.status();
             if let Some(page) = self.error_pages.iter().find(|p| p.status == status) {
@@ -141,9 +121,10 @@ impl Route {
                     }
                 }
                 resp = paged;
+                applied = false;
             }
         }
-        if let Some(ops) = &self.headers {
+        if let (Some(ops), false) = (&self.headers, applied) {
             ops.apply(resp.headers_mut());
         }
         resp

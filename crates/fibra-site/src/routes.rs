@@ -1,14 +1,14 @@
 //! Which route of a site takes a path: an exact (`=/x`) route first, then the longest prefix
 //! (order in the file never matters).
 
-use std::collections::HashMap;
+use fibra_http::word_hash::WordMap;
 
 use crate::config::PathMatch;
 
 /// A site's routes by path.
 #[derive(Debug, Default)]
 pub struct RouteTable {
-    exact: HashMap<Box<str>, usize>,
+    exact: WordMap<Box<str>, usize>,
     /// Longest first.
     prefixes: Vec<(Box<str>, usize)>,
 }

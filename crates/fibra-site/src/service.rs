@@ -17,40 +17,30 @@ use crate::sites::{Group, Mode, Site, Sites};
 /// Where ACME's http-01 challenges are asked for.
 pub const ACME_CHALLENGE_PREFIX: &str = "/.well-known/acme-challenge/";
 
-/// Answers `GET /.well-known/acme-challenge/TOKEN` (the key authorization), if pending.
-pub type Http01 = dyn Fn(&str) -> Option<String> + Send + Sync;
-
 /// The service of one server: its acceptors' addresses as slots of [`Live`].
 pub struct SiteService {
     live: Arc<Live>,
     /// Slot of each acceptor (index: `Request::listener`).
     slots: Box<[usize]>,
-    /// Largest body any route accepts (known at start).
-    max_body: Option<u64>,
-    http01: Option<Arc<Http01>>,
+
+    /// Count responses per site (metrics on).
+    count: bool,
 }
 
 impl SiteService {
     /// The service for a server whose acceptor `i` listens on the address of slot
     /// `slots[i]`.
     pub fn new(live: Arc<Live>, slots: Vec<usize>) -> SiteService {
-        let config = &live.current().config;
-        let proxied = config
-            .sites
-            .iter()
-            .flat_map(|s| &s.routes)
-            .any(|r| matches!(r.action, Some(crate::config::Action::Proxy(_))));
         SiteService {
             live,
             slots: slots.into_boxed_slice(),
-            max_body: proxied.then_some(u64::MAX),
-            http01: None,
+            count: false,
         }
     }
 
-    /// Answers ACME http-01 challenges on plain-HTTP addresses with `http01`.
-    pub fn with_http01(mut self, http01: Arc<Http01>) -> SiteService {
-        self.http01 = Some(http01);
+    /// Counts each site's responses by status class ([`crate::sites::SiteCounters`]).
+    pub fn counting(mut self, count: bool) -> SiteService {
+        self.count = count;
         self
     }
 
@@ -64,7 +54,7 @@ impl SiteService {
             return status_response(StatusCode::NOT_FOUND);
         };
         if !group.tls {
-            if let Some(r) = self.acme_challenge(&req) {
+            if let Some(r) = acme_challenge(sites, &req) {
                 return r;
             }
         }
@@ -76,23 +66,29 @@ impl SiteService {
             return status_response(StatusCode::MISDIRECTED_REQUEST);
         }
         let site = &group.sites[i];
-        match site.mode {
+        let resp = match site.mode {
             Mode::Serve => serve(site, req),
             Mode::RedirectHttps { port } => redirect_https(&req, host, port),
+        };
+        if self.count {
+            site.counters.count(resp.status().as_u16());
         }
+        resp
     }
+}
 
-    fn acme_challenge(&self, req: &Request) -> Option<Response> {
-        let http01 = self.http01.as_ref()?;
-        let token = req.uri().path().strip_prefix(ACME_CHALLENGE_PREFIX)?;
-        let body = http01(token)?;
-        let mut r = Response::new(
-            fibra_http::ResponseBody::from(body)
-                .with_content_type(HeaderValue::from_static("application/octet-stream")),
-        );
-        *r.status_mut() = StatusCode::OK;
-        Some(r)
-    }
+/// The answer to ACME's http-01 challenge request, while its challenge is pending (on every
+/// plain-HTTP address: the CA asks on port 80 whatever the site's addresses).
+fn acme_challenge(sites: &Sites, req: &Request) -> Option<Response> {
+    let acme = sites.acme.as_ref()?;
+    let token = req.uri().path().strip_prefix(ACME_CHALLENGE_PREFIX)?;
+    let body = acme.http01(token)?;
+    let mut r = Response::new(
+        fibra_http::ResponseBody::from(body)
+            .with_content_type(HeaderValue::from_static("application/octet-stream")),
+    );
+    *r.status_mut() = StatusCode::OK;
+    Some(r)
 }
 
 /// The host the request names (HTTP/2's `:authority` arrives as `Host`).
@@ -179,29 +175,26 @@ impl Service for SiteService {
         self.answer(&sites, req)
     }
 
+    /// No limit of the server's: each route sets its own (`max_body`, with
+    /// `Body::limit`), and a route without one streams its body to its upstream (the
+    /// other actions read no body).
     fn max_body_bytes(&self) -> Option<u64> {
-        self.max_body
+        Some(u64::MAX)
     }
 }
 
 /// The TLS configuration chooser of the address in `slot`: the site its SNI names (else the
 /// default) gives the configuration; no site: the handshake is refused (`unrecognized_name`).
-/// `acme` answers ClientHellos offering `acme-tls/1` first, when given.
-pub fn choose_tls(
-    live: Arc<Live>,
-    slot: usize,
-    acme: Option<Arc<ChooseConfig>>,
-) -> Arc<ChooseConfig> {
+/// A ClientHello offering `acme-tls/1` (ACME's tls-alpn-01 validation) gets the challenge
+/// configuration when the site file has ACME sites.
+pub fn choose_tls(live: Arc<Live>, slot: usize) -> Arc<ChooseConfig> {
     Arc::new(move |hello: &rustls::server::ClientHello<'_>| {
-        if let Some(acme) = &acme {
-            let offers_acme = hello
-                .alpn()
-                .is_some_and(|mut p| p.any(|p| p == fibra_http::tls::ALPN_ACME_TLS));
-            if offers_acme {
-                return acme(hello);
+        let sites = live.load();
+        if let Some(challenge) = &sites.acme_tls {
+            if fibra_acme::offers_acme_tls(hello) {
+                return Some(challenge.clone());
             }
         }
-        let sites = live.load();
         let group = sites.group(slot)?;
         let i = group.hosts.lookup(hello.server_name())?;
         let choose = group.sites[i].tls.as_ref()?;

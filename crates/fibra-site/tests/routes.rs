@@ -184,3 +184,44 @@ respond = {{ body = "ok\n" }}
     assert_eq!(status(&big), 413, "{big}");
     server.shutdown(std::time::Duration::from_secs(5));
 }
+
+#[test]
+fn max_body_refuses_chunked_bodies_that_grow_past_it() {
+    let dir = Dir::new("max-body-chunked");
+    // An upstream that reads the whole body and says how long it was.
+    let upstream = fibra_http::Server::bind("127.0.0.1:0")
+        .workers(1)
+        .serve(|mut req: fibra_http::Request| {
+            let mut body = Vec::new();
+            let _ = std::io::Read::read_to_end(req.body_mut(), &mut body);
+            fibra_http::Response::new(format!("{} bytes\n", body.len()).into())
+        })
+        .unwrap();
+    let (_live, server, addr) = serve(
+        &dir,
+        &format!(
+            "[[site]]\nlisten = [\"LISTEN\"]\ndefault = true\n[[site.route]]\npath = \"/\"\n\
+             max_body = 16\nproxy = {{ upstreams = [\"http://{}\"] }}\n",
+            upstream.local_addr()
+        ),
+    );
+    let chunked = |payload: &str| {
+        site_util::exchange(
+            addr,
+            &format!(
+                "POST /up HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n{:x}\r\n{payload}\r\n0\r\n\r\n",
+                payload.len()
+            ),
+        )
+    };
+    let small = chunked("0123456789");
+    assert_eq!(
+        (status(&small), body(&small)),
+        (200, "10 bytes\n"),
+        "{small}"
+    );
+    let big = chunked("0123456789abcdefghij");
+    assert_eq!(status(&big), 413, "{big}");
+    server.shutdown(std::time::Duration::from_secs(5));
+    upstream.shutdown(std::time::Duration::from_secs(5));
+}

@@ -52,7 +52,7 @@ fn serve_tls(dir: &Dir, text: &str) -> (Arc<Live>, fibra_http::ServerHandle, Soc
     let slot = live.slot(&Listen::Tcp(addr.clone()));
     let server = Server::bind(addr.as_str())
         .workers(1)
-        .tls_choosing(choose_tls(live.clone(), slot, None))
+        .tls_choosing(choose_tls(live.clone(), slot))
         .serve(SiteService::new(live.clone(), vec![slot]))
         .unwrap();
     let at = server.local_addr();

@@ -190,6 +190,21 @@ impl<T: Transport> BodySource for Shared<T> {
             .take()
             .and_then(|t| (t.0 == seq).then_some(t.1))
     }
+    fn limit(&mut self, seq: u64, max: u64) {
+        if seq != self.seq {
+            return;
+        }
+        match &mut self.body {
+            BodyState::Chunked(decoder) => decoder.limit(max),
+            BodyState::Length(n) if *n > max && self.body_error.is_none() => {
+                self.body_error = Some(BodyError::Protocol(ProtocolError::new(
+                    http::StatusCode::PAYLOAD_TOO_LARGE,
+                    "body too large",
+                )));
+            }
+            _ => {}
+        }
+    }
     fn remaining_hint(&self, seq: u64) -> Option<u64> {
         match self.body {
             _ if seq != self.seq => Some(0),

@@ -129,6 +129,10 @@ impl BodySource for StreamBody {
         self.listener
     }
 
+    fn limit(&mut self, _seq: u64, max: u64) {
+        self.left = self.left.min(max);
+    }
+
     fn remaining_hint(&self, _seq: u64) -> Option<u64> {
         None
     }

@@ -45,3 +45,16 @@ pub use basic_auth::{BasicAuth, REFUSED_ENTRIES, REFUSED_FOR, VERIFIED_ENTRIES};
 pub use cidr::AccessList;
 pub use htpasswd::HtpasswdError;
 pub use rate_limit::{parse_rate, too_many, RateLimit};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checks_are_shared_by_worker_threads() {
+        fn shared<T: Send + Sync>() {}
+        shared::<AccessList>();
+        shared::<BasicAuth>();
+        shared::<RateLimit>();
+    }
+}

@@ -65,7 +65,7 @@ pub struct RateLimit {
 impl RateLimit {
     /// `rate_per_sec` requests per second on average per client, up to `burst` at once (0 is
     /// taken as 1), tracking up to `max_clients` clients (rounded up to a multiple of
-    /// 8; about 24 bytes each, allocated here).
+    /// 8; about 26 bytes each, allocated here).
     ///
     /// # Panics
     ///
@@ -356,6 +356,12 @@ mod tests {
             assert_eq!(r.headers()[RETRY_AFTER], header, "{wait:?}");
             assert!(!r.body().as_bytes().unwrap().is_empty());
         }
+    }
+
+    #[test]
+    fn a_client_costs_about_26_bytes() {
+        let per_set = std::mem::size_of::<Mutex<Set>>();
+        assert!(per_set <= 26 * WAYS, "{per_set}");
     }
 
     #[test]

@@ -22,7 +22,13 @@ pub(crate) fn check(config: &Config) -> Vec<ConfigError> {
     let mut defaults: HashMap<&Listen, usize> = HashMap::new();
     let mut tls: HashMap<&Listen, (usize, bool)> = HashMap::new();
     for (i, site) in config.sites.iter().enumerate() {
-        for l in &site.listen {
+        // A `redirect_http` address holds the site's names (and default) too, as plain HTTP.
+        let entries = site
+            .listen
+            .iter()
+            .map(|l| (l, site.tls.is_some()))
+            .chain(site.redirect_http.iter().map(|l| (l, false)));
+        for (l, is_tls) in entries {
             for h in &site.hosts {
                 if let Some(&other) = names.get(&(l, h.as_str())) {
                     if other != i {
@@ -54,7 +60,6 @@ pub(crate) fn check(config: &Config) -> Vec<ConfigError> {
                     }
                 }
             }
-            let is_tls = site.tls.is_some();
             match tls.get(l) {
                 Some(&(other, other_tls)) if other_tls != is_tls => errors.push(error(
                     &site.at,
@@ -106,21 +111,6 @@ pub(crate) fn check(config: &Config) -> Vec<ConfigError> {
                     format!(
                         "route {} is given twice (first on line {first})",
                         route.path
-                    ),
-                ));
-            }
-        }
-    }
-    // A redirect address is plain HTTP: it cannot be a TLS site's address.
-    for site in &config.sites {
-        for l in &site.redirect_http {
-            if let Some(&(other, true)) = tls.get(l) {
-                errors.push(error(
-                    &site.at,
-                    format!("{}.redirect_http", site.key),
-                    format!(
-                        "{l} serves HTTPS ({}, line {}): it cannot redirect plain HTTP",
-                        config.sites[other].key, config.sites[other].at.line
                     ),
                 ));
             }

@@ -13,7 +13,6 @@ use std::path::Path;
 pub use model::*;
 pub use print::print;
 pub use reader::{format_duration, parse_bytes, parse_duration, ConfigError, ConfigErrors, Pos};
-pub use schema::parse_rate;
 
 use toml::de::DeTable;
 

@@ -123,6 +123,8 @@ pub struct AcmeConfig {
     pub ca: Option<PathBuf>,
     /// `tls-alpn-01`, `http-01`, in order of preference.
     pub challenges: Vec<String>,
+    /// The certificate profile to ask for (e.g. Let's Encrypt's `"shortlived"`).
+    pub profile: Option<String>,
     /// Where the table is.
     pub at: Pos,
 }

@@ -36,6 +36,9 @@ pub fn print(config: &Config) -> String {
             t.insert("ca".into(), path(ca));
         }
         t.insert("challenges".into(), strings(a.challenges.clone()));
+        if let Some(p) = &a.profile {
+            t.insert("profile".into(), s(p));
+        }
         top.insert("acme".into(), Value::Table(t));
     }
     let sites = config.sites.iter().map(|x| Value::Table(site(x))).collect();

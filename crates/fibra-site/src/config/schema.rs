@@ -29,7 +29,14 @@ const SERVER: &[&str] = &[
 ];
 const CACHE: &[&str] = &["entries", "ttl"];
 const COMPRESSION: &[&str] = &["enabled", "gzip_level"];
-const ACME: &[&str] = &["directory", "contact", "storage", "ca", "challenges"];
+const ACME: &[&str] = &[
+    "directory",
+    "contact",
+    "storage",
+    "ca",
+    "challenges",
+    "profile",
+];
 const SITE: &[&str] = &[
     "hosts",
     "listen",
@@ -132,7 +139,10 @@ fn server(r: &mut Reader<'_>, t: &Table<'_, '_>, base: &Path) -> ServerConfig {
             "idle_timeout" => set(&mut s.idle_timeout, positive(r, v, &key)),
             "shutdown_timeout" => set(&mut s.shutdown_timeout, r.duration(v, &key)),
             "drain_delay" => set(&mut s.drain_delay, r.duration(v, &key)),
-            "error_log" => set(&mut s.error_log, r.string(v, &key)),
+            "error_log" => set(
+                &mut s.error_log,
+                r.string(v, &key).map(|p| log_path(base, &p)),
+            ),
             "pid_file" => s.pid_file = r.string(v, &key).map(|p| path_in(base, &p)),
             "health" => s.health = url_path(r, v, &key),
             "metrics" => s.metrics = url_path(r, v, &key),
@@ -211,7 +221,7 @@ fn nets(r: &mut Reader<'_>, v: &Val<'_>, key: &str) -> Vec<IpNet> {
             Err(e) => r.error(
                 item_span(v, i),
                 &format!("{key}[{i}]"),
-                format!("{s:?}: not an address or CIDR network ({e})"),
+                format!("not an address or CIDR network: {e}"),
             ),
         }
     }
@@ -233,6 +243,7 @@ fn acme(r: &mut Reader<'_>, t: &Table<'_, '_>, base: &Path, v: &Val<'_>) -> Opti
         storage: PathBuf::new(),
         ca: None,
         challenges: vec!["tls-alpn-01".into(), "http-01".into()],
+        profile: None,
         at: r.pos(v.span().start),
     };
     let mut ok = true;
@@ -253,6 +264,7 @@ fn acme(r: &mut Reader<'_>, t: &Table<'_, '_>, base: &Path, v: &Val<'_>) -> Opti
                 }
             }
             "ca" => a.ca = r.string(v, &key).map(|p| path_in(base, &p)),
+            "profile" => a.profile = r.string(v, &key),
             "challenges" => {
                 if let Some(list) = r.strings(v, &key) {
                     for (i, c) in list.iter().enumerate() {
@@ -284,14 +296,14 @@ fn acme(r: &mut Reader<'_>, t: &Table<'_, '_>, base: &Path, v: &Val<'_>) -> Opti
     Some(a)
 }
 
-fn listen(r: &mut Reader<'_>, v: &Val<'_>, key: &str) -> Vec<Listen> {
+fn listen(r: &mut Reader<'_>, v: &Val<'_>, key: &str, base: &Path) -> Vec<Listen> {
     let Some(list) = r.strings(v, key) else {
         return Vec::new();
     };
     let mut out = Vec::new();
     for (i, s) in list.iter().enumerate() {
         if let Some(p) = s.strip_prefix("unix:") {
-            out.push(Listen::Unix(PathBuf::from(p)));
+            out.push(Listen::Unix(path_in(base, p)));
         } else if s.starts_with('/') {
             out.push(Listen::Unix(PathBuf::from(s)));
         } else if let Some((host, port)) = s.rsplit_once(':') {
@@ -341,15 +353,15 @@ fn site(r: &mut Reader<'_>, t: &Table<'_, '_>, base: &Path, v: &Val<'_>) -> Site
                     }
                 }
             }
-            "listen" => s.listen = listen(r, v, &key),
+            "listen" => s.listen = listen(r, v, &key, base),
             "default" => set(&mut s.default, r.boolean(v, &key)),
             "http2" => set(&mut s.http2, r.boolean(v, &key)),
-            "redirect_http" => s.redirect_http = listen(r, v, &key),
+            "redirect_http" => s.redirect_http = listen(r, v, &key, base),
             "tls" => {
                 s.tls_at = r.pos(v.span().start);
                 s.tls = tls(r, v, &key, base);
             }
-            "access_log" => s.access_log = access_log(r, v, &key),
+            "access_log" => s.access_log = access_log(r, v, &key, base),
             "route" => {
                 for (key, v) in r.tables(v, &key) {
                     if let Some(t) = r.table(v, &key, ROUTE) {
@@ -442,10 +454,18 @@ fn tls(r: &mut Reader<'_>, v: &Val<'_>, key: &str, base: &Path) -> Option<Tls> {
     }
 }
 
-fn access_log(r: &mut Reader<'_>, v: &Val<'_>, key: &str) -> Option<AccessLogConfig> {
+/// A log's path: `-` (stdout), else taken from the file's directory when relative.
+fn log_path(base: &Path, p: &str) -> String {
+    match p {
+        "-" => p.to_owned(),
+        p => path_in(base, p).display().to_string(),
+    }
+}
+
+fn access_log(r: &mut Reader<'_>, v: &Val<'_>, key: &str, base: &Path) -> Option<AccessLogConfig> {
     if let DeValue::String(s) = v.get_ref() {
         return Some(AccessLogConfig {
-            path: s.to_string(),
+            path: log_path(base, s),
             format: LogFormat::Combined,
         });
     }
@@ -471,7 +491,7 @@ fn access_log(r: &mut Reader<'_>, v: &Val<'_>, key: &str) -> Option<AccessLogCon
         r.error(v.span(), &format!("{key}.path"), "required");
     }
     Some(AccessLogConfig {
-        path: path?,
+        path: log_path(base, &path?),
         format: format?,
     })
 }
@@ -877,6 +897,10 @@ fn basic_auth(r: &mut Reader<'_>, v: &Val<'_>, key: &str, base: &Path) -> Option
         r.error(v.span(), key, "needs users or an htpasswd file");
         return None;
     }
+    if !b.users.is_empty() && b.htpasswd.is_some() {
+        r.error(v.span(), key, "give users or an htpasswd file, not both");
+        return None;
+    }
     Some(b)
 }
 
@@ -885,7 +909,7 @@ fn rate_limit(r: &mut Reader<'_>, v: &Val<'_>, key: &str) -> Option<RateLimitCon
     let (rate, rate_text) = match t.get("rate") {
         Some((k, rv)) => {
             let s = r.string(rv, &k)?;
-            match parse_rate(&s) {
+            match crate::access::parse_rate(&s) {
                 Ok(n) => (n, s),
                 Err(e) => {
                     r.error(rv.span(), &k, e);
@@ -911,26 +935,6 @@ fn rate_limit(r: &mut Reader<'_>, v: &Val<'_>, key: &str) -> Option<RateLimitCon
         rate_text,
         burst,
     })
-}
-
-/// `"5/s"`, `"100/m"`, `"10/h"`: requests per second.
-pub fn parse_rate(s: &str) -> Result<f64, String> {
-    let (n, per) = s
-        .split_once('/')
-        .ok_or_else(|| format!("{s:?}: expected N/s, N/m or N/h"))?;
-    let n: f64 = n
-        .trim()
-        .parse()
-        .ok()
-        .filter(|n: &f64| *n > 0.0 && n.is_finite())
-        .ok_or_else(|| format!("{s:?}: expected a positive number before /"))?;
-    let secs = match per.trim() {
-        "s" => 1.0,
-        "m" => 60.0,
-        "h" => 3600.0,
-        p => return Err(format!("{s:?}: unknown period {p:?} (s, m, h)")),
-    };
-    Ok(n / secs)
 }
 
 fn error_pages(r: &mut Reader<'_>, v: &Val<'_>, key: &str, base: &Path) -> Vec<(u16, PathBuf)> {

@@ -257,10 +257,41 @@ fn bad_values_are_refused_with_their_reason() {
         "\"api\": a route path starts with /",
         "\"ftp://x\": expected http[s]://HOST:PORT[/PATH]",
         "\"least_con\": expected one of round_robin, least_conn, ip_hash, first (did you mean \"least_conn\"?)",
-        "unknown period \"week\"",
-        "\"10.0.0.0/33\": not an address or CIDR network",
+        "rate \"5/week\": the unit is not s, m or h",
+        "allow[0]: not an address or CIDR network: 10.0.0.0/33",
         "\"Bad Name\": not a header field name",
     ] {
         assert!(all.contains(want), "{want} not in\n{all}");
     }
+}
+
+#[test]
+fn redirect_addresses_meet_the_same_checks() {
+    // An HTTPS site's redirect address where another site is the plain default.
+    let errs = errors(
+        "[[site]]\nhosts = [\"a.test\"]\nlisten = [\"127.0.0.1:2\"]\ndefault = true\n\
+         tls = { cert = \"c\", key = \"k\" }\nredirect_http = [\"127.0.0.1:1\"]\n\
+         [[site]]\nhosts = [\"b.test\"]\nlisten = [\"127.0.0.1:1\"]\ndefault = true\n",
+    );
+    assert!(errs.iter().any(|e| e.contains("site[1].default: 127.0.0.1:1 already has a default site: site[0]")), "{errs:?}");
+    // The same name on a plain site there.
+    let errs = errors(
+        "[[site]]\nhosts = [\"a.test\"]\nlisten = [\"127.0.0.1:2\"]\n\
+         tls = { cert = \"c\", key = \"k\" }\nredirect_http = [\"127.0.0.1:1\"]\n\
+         [[site]]\nhosts = [\"a.test\"]\nlisten = [\"127.0.0.1:1\"]\n",
+    );
+    assert!(
+        errs.iter()
+            .any(|e| e.contains("host \"a.test\" on 127.0.0.1:1 is already site[0]'s")),
+        "{errs:?}"
+    );
+    // A redirect address that is an HTTPS address.
+    let errs = errors(
+        "[[site]]\nhosts = [\"a.test\"]\nlisten = [\"127.0.0.1:2\"]\n\
+         tls = { cert = \"c\", key = \"k\" }\nredirect_http = [\"127.0.0.1:2\"]\n",
+    );
+    assert!(
+        errs.iter().any(|e| e.contains("must agree on TLS")),
+        "{errs:?}"
+    );
 }

@@ -8,13 +8,12 @@
 //! a request's path is only looked up, never inserted, so a path chosen to collide costs one
 //! lookup, not a growing table).
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use fibra_http::word_hash::WordMap;
 
 /// Exact paths of the parameterless routes, to the routes' indexes.
 #[derive(Debug, Clone, Default)]
 pub(super) struct StaticPaths {
-    map: HashMap<Box<str>, usize, BuildHasherDefault<WordHasher>>,
+    map: WordMap<Box<str>, usize>,
 }
 
 impl StaticPaths {
@@ -32,43 +31,6 @@ impl StaticPaths {
             return None;
         }
         self.map.get(path).copied()
-    }
-}
-
-/// A hash over 8-byte words (FxHash's step: rotate, xor, multiply).
-#[derive(Default)]
-struct WordHasher(u64);
-
-const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-
-impl WordHasher {
-    #[inline]
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(SEED);
-    }
-}
-
-impl Hasher for WordHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            self.add(u64::from_le_bytes(c.try_into().expect("8 bytes")));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut last = [0u8; 8];
-            last[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(last));
-        }
-    }
-    #[inline]
-    fn write_u8(&mut self, i: u8) {
-        self.add(u64::from(i));
-    }
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
     }
 }
 
