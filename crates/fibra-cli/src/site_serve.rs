@@ -224,6 +224,12 @@ fn bind_all(config: &Config, ls: &[Listen], workers: usize) -> io::Result<Vec<Bo
 pub fn check(path: &Path) -> io::Result<()> {
     let config = config::load(path)?;
     fibra_site::check_files(&config)?;
+    if let Err(e) = fibra_site::log_writable(&config.server.error_log) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{}: server.error_log: {e}", path.display()),
+        ));
+    }
     let workers = config.server.workers.unwrap_or(1);
     // Addresses another process holds fail as they would at start.
     let bound = bind_all(&config, &addresses(&config), workers)?;
@@ -256,9 +262,22 @@ impl Running {
 /// Runs `fibra serve --config FILE` until SIGINT/SIGTERM (or a SIGUSR2 handover).
 pub fn run(path: PathBuf) -> io::Result<()> {
     let config = config::load(&path)?;
-    crate::error_log::install(&config.server.error_log)?;
+    crate::error_log::install(&config.server.error_log).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!(
+                "{}: server.error_log {}: {e}",
+                path.display(),
+                config.server.error_log
+            ),
+        )
+    })?;
     signals::block_server_signals()?;
     crate::server_flags::raise_nofile_limit();
+    // Proxy routes' 502/503/504 count in the metrics, as the flags' proxy's do.
+    fibra_site::set_upstream_error_hook(|e| {
+        crate::endpoints::count_server_error(e.status.as_u16())
+    });
     let live = Live::new(config.clone())?;
     let workers = config
         .server
@@ -375,7 +394,8 @@ pub fn run(path: PathBuf) -> io::Result<()> {
     for (h, _) in servers {
         h.join();
     }
-    if let Some(p) = &current.server.pid_file {
+    // The file written at start (a reload does not move it).
+    if let Some(p) = &ctx.server.pid_file {
         let ours = format!("{}\n", std::process::id());
         if std::fs::read_to_string(p).is_ok_and(|x| x == ours) {
             let _ = std::fs::remove_file(p);

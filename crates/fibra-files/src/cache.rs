@@ -1,7 +1,9 @@
 //! The file-info cache (Mighty's `FileInfo`/`FdCache`, nginx's `open_file_cache`): request
 //! path -> [`Lookup`], so a hot file costs one hash lookup and no system call per request.
 //!
-//! Keyed by the raw (still percent-encoded) path below the mount point. The value holds the
+//! Keyed by the raw (still percent-encoded) path below the mount point, and by a *space*: one
+//! cache may serve several file servers (a site file's roots: one bound on entries and bytes
+//! for all of them), each looking up and invalidating its own space only. The value holds the
 //! pre-rendered `ETag`/`Last-Modified`/`Content-Type`, and either the contents (small files)
 //! or an open fd. Misses (404s) are cached too, so a missing `.br`/`.gz` sibling or a
 //! hammered missing path costs nothing per request. Only paths that passed `path::resolve` are
@@ -64,8 +66,10 @@ type Key = InlineBytes<INLINE_KEY>;
 #[derive(Debug)]
 #[repr(C)]
 struct Slot {
-    /// The cache's hash of `key`.
+    /// The cache's hash of `space` and `key`.
     hash: u64,
+    /// Which catalog's entry it is (their change events and watches are their own).
+    space: u32,
     key: Key,
     value: Lookup,
     /// When the entry stops being trusted (`None`: a TTL too long to add).
@@ -78,8 +82,8 @@ struct Slot {
 }
 
 impl Slot {
-    fn is(&self, hash: u64, key: &[u8]) -> bool {
-        self.hash == hash && self.key.as_bytes() == key
+    fn is(&self, hash: u64, space: u32, key: &[u8]) -> bool {
+        self.hash == hash && self.space == space && self.key.as_bytes() == key
     }
 }
 
@@ -152,20 +156,28 @@ impl FileCache {
         self.per_shard > 0 && !self.ttl.is_zero()
     }
 
-    fn hash(&self, key: &str) -> u64 {
-        self.hasher.hash_one(key.as_bytes())
+    /// The keyed hash of `key`, with `space` mixed in after it (a multiply by an odd
+    /// constant: spaces land on different hashes, and a cache of one space pays two
+    /// instructions for it).
+    #[inline]
+    fn hash(&self, space: u32, key: &str) -> u64 {
+        self.hasher.hash_one(key.as_bytes()) ^ u64::from(space).wrapping_mul(0x9e37_79b9_7f4a_7c15)
     }
 
     fn shard(&self, hash: u64) -> &Mutex<Shard> {
         &self.shards[(hash >> 32) as usize % SHARDS]
     }
 
-    /// The cached lookup for `key`, if there is a fresh one (counted as a hit or a miss).
-    pub fn get(&self, key: &str, now: Instant) -> Option<Lookup> {
+    /// The cached lookup for `key` in `space`, if there is a fresh one (counted as a hit or
+    /// a miss).
+    pub fn get(&self, space: u32, key: &str, now: Instant) -> Option<Lookup> {
         if self.enabled() {
-            let hash = self.hash(key);
+            let hash = self.hash(space, key);
             let mut shard = lock(self.shard(hash));
-            if let Some(slot) = shard.table.find_mut(hash, |s| s.is(hash, key.as_bytes())) {
+            if let Some(slot) = shard
+                .table
+                .find_mut(hash, |s| s.is(hash, space, key.as_bytes()))
+            {
                 if slot.expires.map_or(true, |e| now < e) {
                     slot.referenced = true;
                     let v = slot.value.clone();
@@ -184,6 +196,7 @@ impl FileCache {
     /// epoch before it scans, so an entry inserted here is either refused or scanned.
     pub fn insert(
         &self,
+        space: u32,
         key: &str,
         value: &Lookup,
         deps: Deps,
@@ -197,19 +210,23 @@ impl FileCache {
         if bytes > self.bytes_per_shard {
             return;
         }
-        let hash = self.hash(key);
+        let hash = self.hash(space, key);
         let mut guard = lock(self.shard(hash));
         if !still_current() {
             return;
         }
         let shard = &mut *guard;
-        if let Ok(old) = shard.table.find_entry(hash, |s| s.is(hash, key.as_bytes())) {
+        if let Ok(old) = shard
+            .table
+            .find_entry(hash, |s| s.is(hash, space, key.as_bytes()))
+        {
             let (old, _) = old.remove();
             shard.bytes -= old.bytes;
         }
         shard.make_room(self.per_shard, self.bytes_per_shard, bytes, now);
         let slot = Slot {
             hash,
+            space,
             key: Key::new(key.as_bytes()),
             value: value.clone(),
             expires: now.checked_add(self.ttl),
@@ -221,14 +238,23 @@ impl FileCache {
         shard.bytes += bytes;
     }
 
-    /// Drops every entry `inv` names.
-    pub fn invalidate(&self, inv: &Invalidation) {
+    /// Drops every entry of `space` that `inv` names.
+    pub fn invalidate(&self, space: u32, inv: &Invalidation) {
+        self.drop_where(|s| s.space == space && inv.drops(&s.deps));
+    }
+
+    /// Drops every entry of `space` (its file server is gone).
+    pub fn purge(&self, space: u32) {
+        self.drop_where(|s| s.space == space);
+    }
+
+    fn drop_where(&self, drop: impl Fn(&Slot) -> bool) {
         for shard in self.shards.iter() {
             let mut guard = lock(shard);
             let shard = &mut *guard;
             let mut freed = 0;
             shard.table.retain(|s| {
-                let keep = !inv.drops(&s.deps);
+                let keep = !drop(s);
                 if !keep {
                     freed += s.bytes;
                 }
@@ -280,11 +306,11 @@ mod tests {
     fn hit_then_expiry() {
         let c = FileCache::new(Duration::from_secs(10), 64, 1 << 20);
         let t0 = Instant::now();
-        assert!(c.get("/a", t0).is_none());
-        c.insert("/a", &Lookup::NotFound, Deps::default(), t0, yes);
-        let hit = c.get("/a", t0 + Duration::from_secs(9));
+        assert!(c.get(0, "/a", t0).is_none());
+        c.insert(0, "/a", &Lookup::NotFound, Deps::default(), t0, yes);
+        let hit = c.get(0, "/a", t0 + Duration::from_secs(9));
         assert!(matches!(hit, Some(Lookup::NotFound)));
-        assert!(c.get("/a", t0 + Duration::from_secs(10)).is_none());
+        assert!(c.get(0, "/a", t0 + Duration::from_secs(10)).is_none());
         assert_eq!(c.stats(), CacheStats { hits: 1, misses: 2 });
     }
 
@@ -292,33 +318,57 @@ mod tests {
     fn stale_inserts_are_refused_and_disabled_caches_hold_nothing() {
         let c = FileCache::new(Duration::from_secs(10), 64, 1 << 20);
         let t0 = Instant::now();
-        c.insert("/x", &Lookup::NotFound, Deps::default(), t0, || false);
+        c.insert(0, "/x", &Lookup::NotFound, Deps::default(), t0, || false);
         assert!(c.is_empty());
         for c in [
             FileCache::new(Duration::ZERO, 64, 1 << 20),
             FileCache::new(Duration::from_secs(1), 0, 1 << 20),
         ] {
-            c.insert("/x", &Lookup::NotFound, Deps::default(), t0, yes);
-            assert!(c.get("/x", t0).is_none() && c.is_empty());
+            c.insert(0, "/x", &Lookup::NotFound, Deps::default(), t0, yes);
+            assert!(c.get(0, "/x", t0).is_none() && c.is_empty());
         }
+    }
+
+    #[test]
+    fn spaces_are_apart() {
+        let c = FileCache::new(Duration::from_secs(10), 64, 1 << 20);
+        let t0 = Instant::now();
+        c.insert(1, "/a", &Lookup::NotFound, Deps::default(), t0, yes);
+        c.insert(2, "/a", &Lookup::Dir, Deps::default(), t0, yes);
+        assert!(matches!(c.get(1, "/a", t0), Some(Lookup::NotFound)));
+        assert!(matches!(c.get(2, "/a", t0), Some(Lookup::Dir)));
+        assert!(c.get(3, "/a", t0).is_none());
+        c.invalidate(
+            1,
+            &Invalidation {
+                all: true,
+                ..Invalidation::default()
+            },
+        );
+        assert!(c.get(1, "/a", t0).is_none() && c.get(2, "/a", t0).is_some());
+        c.purge(2);
+        assert!(c.is_empty());
     }
 
     #[test]
     fn invalidation_drops_what_it_names() {
         let c = FileCache::new(Duration::from_secs(10), 64, 1 << 20);
         let t0 = Instant::now();
-        c.insert("/a", &Lookup::NotFound, Deps::default(), t0, yes);
+        c.insert(0, "/a", &Lookup::NotFound, Deps::default(), t0, yes);
         let broad = Deps {
             broad: true,
             ..Deps::default()
         };
-        c.insert("/link", &Lookup::NotFound, broad, t0, yes);
-        c.invalidate(&Invalidation::default());
-        assert!(c.get("/a", t0).is_some() && c.get("/link", t0).is_none());
-        c.invalidate(&Invalidation {
-            all: true,
-            ..Invalidation::default()
-        });
+        c.insert(0, "/link", &Lookup::NotFound, broad, t0, yes);
+        c.invalidate(0, &Invalidation::default());
+        assert!(c.get(0, "/a", t0).is_some() && c.get(0, "/link", t0).is_none());
+        c.invalidate(
+            0,
+            &Invalidation {
+                all: true,
+                ..Invalidation::default()
+            },
+        );
         assert!(c.is_empty());
     }
 
@@ -326,12 +376,12 @@ mod tests {
     fn bounded_and_clock_keeps_what_is_used() {
         let c = FileCache::new(Duration::from_secs(10), 32, 1 << 20);
         let t0 = Instant::now();
-        c.insert("/hot", &Lookup::Dir, Deps::default(), t0, yes);
+        c.insert(0, "/hot", &Lookup::Dir, Deps::default(), t0, yes);
         for i in 0..1000 {
             // A hot entry, used between every two inserts, survives them all.
-            assert!(c.get("/hot", t0).is_some(), "evicted at {i}");
+            assert!(c.get(0, "/hot", t0).is_some(), "evicted at {i}");
             let key = format!("/f{i}");
-            c.insert(&key, &Lookup::NotFound, Deps::default(), t0, yes);
+            c.insert(0, &key, &Lookup::NotFound, Deps::default(), t0, yes);
             assert!(c.len() <= 32, "{}", c.len());
         }
         assert!(c.len() >= 16);
@@ -354,11 +404,11 @@ mod tests {
             } else {
                 Lookup::Forbidden
             };
-            c.insert(k, &v, Deps::default(), t0, yes);
+            c.insert(0, k, &v, Deps::default(), t0, yes);
         }
         assert_eq!(c.len(), keys.len());
         for (i, k) in keys.iter().enumerate() {
-            let got = c.get(k, t0);
+            let got = c.get(0, k, t0);
             let want_dir = i % 2 == 0;
             assert!(
                 matches!(
@@ -368,10 +418,10 @@ mod tests {
                 "{k}"
             );
         }
-        assert!(c.get("/abc", t0).is_none() && c.get(&long, t0).is_none());
+        assert!(c.get(0, "/abc", t0).is_none() && c.get(0, &long, t0).is_none());
         // A re-insert replaces the entry.
-        c.insert(&keys[4], &Lookup::NotFound, Deps::default(), t0, yes);
-        assert!(matches!(c.get(&keys[4], t0), Some(Lookup::NotFound)));
+        c.insert(0, &keys[4], &Lookup::NotFound, Deps::default(), t0, yes);
+        assert!(matches!(c.get(0, &keys[4], t0), Some(Lookup::NotFound)));
         assert_eq!(c.len(), keys.len());
     }
 
@@ -381,23 +431,26 @@ mod tests {
         let t0 = Instant::now();
         for i in 0..500 {
             let key = format!("/{i}/{}", "n".repeat(i % 90));
-            c.insert(&key, &Lookup::NotFound, Deps::default(), t0, yes);
+            c.insert(0, &key, &Lookup::NotFound, Deps::default(), t0, yes);
             if i % 7 == 0 {
                 // Replaced in place.
-                c.insert(&key, &Lookup::Dir, Deps::default(), t0, yes);
+                c.insert(0, &key, &Lookup::Dir, Deps::default(), t0, yes);
             }
         }
         assert!(c.len() <= 64);
         let held: u64 = (0..500)
             .map(|i| format!("/{i}/{}", "n".repeat(i % 90)))
-            .filter(|k| c.get(k, t0).is_some())
+            .filter(|k| c.get(0, k, t0).is_some())
             .map(|k| k.len() as u64)
             .sum();
         assert_eq!(c.bytes(), held);
-        c.invalidate(&Invalidation {
-            all: true,
-            ..Invalidation::default()
-        });
+        c.invalidate(
+            0,
+            &Invalidation {
+                all: true,
+                ..Invalidation::default()
+            },
+        );
         assert!(c.is_empty());
         assert_eq!(c.bytes(), 0);
     }
@@ -408,6 +461,7 @@ mod tests {
         let t0 = Instant::now();
         for i in 0..1000 {
             c.insert(
+                0,
                 &format!("/{i:04}"),
                 &Lookup::NotFound,
                 Deps::default(),

@@ -8,6 +8,8 @@
 //! (it failed to start, or a watch limit was reached) nothing is cached that could not be
 //! watched: slower, never stale.
 
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::cache::{CacheStats, FileCache};
@@ -19,16 +21,36 @@ use crate::watch::Watcher;
 #[derive(Debug)]
 pub struct Catalog {
     resolver: Resolver,
-    cache: FileCache,
+    /// Its own, or one shared with other catalogs (each in a space of its own).
+    cache: Arc<FileCache>,
+    /// This catalog's space in `cache`.
+    space: u32,
     /// `None` when caching is off (or inotify is unavailable, which turns it off).
     watcher: Option<Watcher>,
+}
+
+/// Spaces of catalogs, unique in the process (a shared cache keeps them apart).
+static NEXT_SPACE: AtomicU32 = AtomicU32::new(0);
+
+impl Drop for Catalog {
+    fn drop(&mut self) {
+        // A shared cache outlives this catalog: its entries go with it.
+        if Arc::strong_count(&self.cache) > 1 {
+            self.cache.purge(self.space);
+        }
+    }
 }
 
 impl Catalog {
     /// A catalog over `resolver` caching up to `entries` lookups and `max_bytes` of contents,
     /// each for at most `ttl` (zero entries or a zero TTL: no cache, no watcher).
     pub fn new(resolver: Resolver, entries: usize, max_bytes: u64, ttl: Duration) -> Catalog {
-        let mut cache = FileCache::new(ttl, entries, max_bytes);
+        Catalog::sharing(resolver, Arc::new(FileCache::new(ttl, entries, max_bytes)))
+    }
+
+    /// A catalog over `resolver` caching in `cache`, which other catalogs may share (one
+    /// bound for all; each looks up and invalidates only its own entries).
+    pub fn sharing(resolver: Resolver, cache: Arc<FileCache>) -> Catalog {
         let watcher = if cache.enabled() {
             match Watcher::new(&resolver.root) {
                 Ok(w) => Some(w),
@@ -37,7 +59,6 @@ impl Catalog {
                         "{}: cannot watch for changes ({e}); file cache off",
                         resolver.root.display()
                     );
-                    cache = FileCache::new(ttl, 0, 0);
                     None
                 }
             }
@@ -47,6 +68,7 @@ impl Catalog {
         Catalog {
             resolver,
             cache,
+            space: NEXT_SPACE.fetch_add(1, Ordering::Relaxed),
             watcher,
         }
     }
@@ -74,14 +96,14 @@ impl Catalog {
         now: Instant,
     ) -> Result<Lookup, PathError> {
         let Some(watcher) = &self.watcher else {
-            self.cache.get(rest, now);
+            self.cache.get(self.space, rest, now);
             let p = path::resolve(rest, allow_hidden)?;
             return Ok(self.resolver.lookup(&p));
         };
         if let Some(inv) = watcher.poll() {
-            self.cache.invalidate(&inv);
+            self.cache.invalidate(self.space, &inv);
         }
-        if let Some(hit) = self.cache.get(rest, now) {
+        if let Some(hit) = self.cache.get(self.space, rest, now) {
             return Ok(hit);
         }
         let p = path::resolve(rest, allow_hidden)?;
@@ -109,9 +131,10 @@ impl Catalog {
                 }
             }
         }
-        self.cache.insert(rest, &resolved.lookup, deps, now, || {
-            watcher.is_current(epoch)
-        });
+        self.cache
+            .insert(self.space, rest, &resolved.lookup, deps, now, || {
+                watcher.is_current(epoch)
+            });
         Ok(resolved.lookup)
     }
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use http::header::{self, HeaderValue};
 use http::{HeaderMap, Method, StatusCode};
 
-use crate::cache::CacheStats;
+use crate::cache::{CacheStats, FileCache};
 use crate::catalog::Catalog;
 use crate::compress::{CompressConfig, Compressor};
 use crate::conditional::{evaluate, Conditionals, Precondition};
@@ -63,6 +63,11 @@ pub struct FileServerConfig {
     /// Header fields set, added or removed on every response (rendered into cached files'
     /// heads once). Default: none.
     pub headers: FieldRules,
+    /// A cache shared with other file servers (one bound on entries and bytes for all of
+    /// them, e.g. every root of a site file), used instead of one of its own; then
+    /// `cache_ttl`, `cache_capacity` and `cache_max_bytes` are the shared cache's. Default:
+    /// `None`.
+    pub shared_cache: Option<Arc<FileCache>>,
 }
 
 impl FileServerConfig {
@@ -81,6 +86,7 @@ impl FileServerConfig {
             cache_max_bytes: 64 << 20,
             compress: None,
             headers: FieldRules::default(),
+            shared_cache: None,
         }
     }
 }
@@ -158,12 +164,18 @@ impl FileServer {
             }
         }
         Ok(FileServer {
-            catalog: Catalog::new(
-                Resolver::new(&config.root, config.index, config.follow_symlinks)?,
-                config.cache_capacity,
-                config.cache_max_bytes,
-                config.cache_ttl,
-            ),
+            catalog: {
+                let resolver = Resolver::new(&config.root, config.index, config.follow_symlinks)?;
+                match config.shared_cache {
+                    Some(cache) => Catalog::sharing(resolver, cache),
+                    None => Catalog::new(
+                        resolver,
+                        config.cache_capacity,
+                        config.cache_max_bytes,
+                        config.cache_ttl,
+                    ),
+                }
+            },
             prefix,
             listing: config.listing,
             allow_hidden: config.allow_hidden,
@@ -234,17 +246,16 @@ impl FileServer {
         query: Option<&str>,
         headers: &HeaderMap,
     ) -> Answer {
-        match (&self.rules, self.answer_as_is(method, path, query, headers)) {
-            // A whole cached file's head has the rules already (`render_head`).
-            (Some(rules), Answer::Reply(mut r)) => {
-                rules.apply(&mut r.headers);
-                Answer::Reply(r)
-            }
-            (_, answer) => answer,
+        let mut answer = self.answer_as_is(method, path, query, headers);
+        // A whole cached file's head has the rules already (`render_head`).
+        if let (Some(rules), Answer::Reply(r)) = (&self.rules, &mut answer) {
+            rules.apply(&mut r.headers);
         }
+        answer
     }
 
     /// [`answer`](Self::answer) before the field rules.
+    #[inline(always)]
     fn answer_as_is(
         &self,
         method: &Method,

@@ -432,3 +432,35 @@ fn field_rules_reach_every_reply_and_cached_heads() {
         "DENY"
     );
 }
+
+#[test]
+fn file_servers_sharing_a_cache_keep_their_files_apart() {
+    let (a, b) = (Fixture::new("shared-a"), Fixture::new("shared-b"));
+    fs::write(b.root.join("hello.txt"), "the other root").unwrap();
+    let shared = std::sync::Arc::new(crate::cache::FileCache::new(
+        Duration::from_secs(3600),
+        64,
+        1 << 20,
+    ));
+    let sa = a.server(|c| c.shared_cache = Some(shared.clone()));
+    let sb = b.server(|c| c.shared_cache = Some(shared.clone()));
+    assert!(sa.caching() && sb.caching());
+    for _ in 0..2 {
+        assert_eq!(body(&get(&sa, "/hello.txt", &[])), b"0123456789abcdefghij");
+        assert_eq!(body(&get(&sb, "/hello.txt", &[])), b"the other root");
+    }
+    assert_eq!(shared.len(), 2, "one entry each, in one cache");
+    // A change in one root is seen there, and only that entry goes.
+    fs::write(a.root.join("hello.txt"), "changed").unwrap();
+    assert!(
+        (0..500).any(|_| {
+            std::thread::sleep(Duration::from_millis(10));
+            body(&get(&sa, "/hello.txt", &[])) == b"changed"
+        }),
+        "the change is seen"
+    );
+    assert_eq!(body(&get(&sb, "/hello.txt", &[])), b"the other root");
+    // A file server that goes takes its entries with it.
+    drop(sa);
+    assert_eq!(shared.len(), 1);
+}

@@ -11,7 +11,7 @@ const LAYERS: module_graph::Layers = &[
     ("paths and bytes", &["beneath", "path", "range"]),
     (
         "what a file is",
-        &["conditional", "listing", "meta", "watch"],
+        &["conditional", "field_rules", "listing", "meta", "watch"],
     ),
     ("open files", &["open", "reply"]),
     ("caches", &["cache", "catalog", "compress"]),

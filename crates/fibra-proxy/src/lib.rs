@@ -1,14 +1,24 @@
-//! A reverse proxy handler for fibra-http: requests under a path prefix go to an upstream HTTP/1.1 server,
-//! over keep-alive connections pooled per worker, with bodies streamed both ways.
+//! A reverse proxy handler for fibra-http: requests under a path prefix go to an upstream
+//! HTTP/1.1 server (or one of a balanced group), over keep-alive connections pooled per
+//! worker, with bodies streamed both ways.
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use fibra_proxy::Proxy;
+//! use fibra_proxy::{ActiveHealth, Balance, Policy, Proxy};
 //! use fibra_http::{Request, Response, Server};
 //!
 //! let proxy = Proxy::new()
 //!     .route("/api/", "http://127.0.0.1:9000/")? // /api/users → /users
-//!     .route("/app", "http://127.0.0.1:9001")?;  // /app/x → /app/x
+//!     .route("/app", "http://127.0.0.1:9001")?   // /app/x → /app/x
+//!     .route_balanced(
+//!         "/shop/",
+//!         &["http://10.0.0.1:8000/", "http://10.0.0.2:8000/"],
+//!         Balance {
+//!             policy: Policy::LeastConn,
+//!             active: Some(ActiveHealth { path: "/health".into(), ..ActiveHealth::default() }),
+//!             ..Balance::default()
+//!         },
+//!     )?;
 //! let server = Server::bind("127.0.0.1:8080").serve(move |req: Request| {
 //!     match proxy.handle(req) {
 //!         Ok(resp) => resp,
@@ -51,6 +61,20 @@
 //!   back is used again within half a second. An idempotent request without a body
 //!   that failed on a reused idle connection before any byte of the response is sent again
 //!   once, on a fresh connection.
+//! * **Balancing** ([`route_balanced`](Proxy::route_balanced), nginx's `upstream` block):
+//!   a route's requests spread over several upstreams by a [`Policy`] — round robin, least
+//!   connections, a hash of the client's IP address, or the first one up — over state
+//!   shared by all workers (atomics: choosing costs no lock and no allocation). Upstreams
+//!   that fail are left out: [`PassiveHealth`] counts failed requests (`max_fails` within
+//!   `fail_timeout` take one out for `fail_timeout`), and [`ActiveHealth`] checks, if
+//!   configured, send `GET path` every interval from a thread per upstream (`2xx`: up),
+//!   which stop when the proxy is dropped. An idempotent request without a body that
+//!   failed on one upstream before any byte of the response went out is sent once to
+//!   another. When no upstream is up the answer is `502` at once, or `503` with
+//!   `Retry-After` (the check interval) when the checks found them all down.
+//!   [`upstream_states`](Proxy::upstream_states) tells which are up, why not, and their
+//!   requests in flight. A route to one upstream ([`route`](Proxy::route)) is a group of one
+//!   that skips all of this but the checks: see the `balance` module.
 //!
 //! * **WebSocket** (and any protocol switch): an HTTP/1.1 request whose `Connection` names
 //!   `upgrade` goes up with its `Upgrade` field and `Connection: upgrade` (what nginx does
@@ -78,6 +102,7 @@ use http::StatusCode;
 use fibra_http::request::Request;
 use fibra_http::response::Response;
 
+mod balance;
 mod error_log;
 mod forward;
 mod headers;
@@ -89,13 +114,17 @@ mod tunnel;
 mod tunnel_tls;
 mod upstream;
 
-use route::{Route, Target, Upstream};
+use balance::Group;
+pub use balance::{
+    ActiveHealth, Balance, Health, PassiveHealth, Policy, UnknownPolicy, UpstreamState,
+};
+use route::{Refusal, Route, Upstream};
 use settings::Settings;
 pub use settings::UpstreamError;
 
 /// The reverse proxy: its routes and settings. See the module docs.
 pub struct Proxy {
-    routes: Vec<Route>,
+    routes: Vec<Route<Group>>,
     settings: Settings,
 }
 
@@ -136,7 +165,67 @@ impl Proxy {
     /// [`upstream_tls_config`](Self::upstream_tls_config) came before (failing if there are
     /// none). Fails (`InvalidInput`, naming the URL) on a prefix not starting
     /// with `/`, a prefix routed twice, an unsupported URL or a name that does not resolve.
-    pub fn route(mut self, prefix: &str, upstream: &str) -> io::Result<Proxy> {
+    ///
+    /// The route is a balanced group of one upstream without policy or passive health: a
+    /// failing upstream is never taken out, its connects back off as the module docs say.
+    pub fn route(self, prefix: &str, upstream: &str) -> io::Result<Proxy> {
+        self.add_route(prefix, &[upstream], Balance::default())
+    }
+
+    /// Sends requests whose path starts with `prefix` to one of `upstreams` (each
+    /// `http[s]://HOST[:PORT][/PATH]`, rewritten as [`route`](Self::route) does, by its own
+    /// URL), chosen by `balance`: its policy, its passive health and, if it has them, active
+    /// health checks, whose threads start now (the first check at once; an upstream down at
+    /// start is logged, not an error) and stop when the proxy is dropped. `https://`
+    /// upstreams are checked with the TLS configuration in place now. See the module docs
+    /// for retries and for what is answered when no upstream is up.
+    ///
+    /// Fails (`InvalidInput`) as [`route`](Self::route) does, and on an empty list of
+    /// upstreams or an active check with a path not starting with `/` (or holding spaces or
+    /// control characters) or a zero interval or timeout; fails if a checker thread cannot
+    /// be started.
+    pub fn route_balanced(
+        self,
+        prefix: &str,
+        upstreams: &[&str],
+        balance: Balance,
+    ) -> io::Result<Proxy> {
+        if upstreams.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("proxy prefix {prefix:?}: no upstream"),
+            ));
+        }
+        if let Some(active) = &balance.active {
+            let why = if !active.path.starts_with('/')
+                || !active.path.bytes().all(|b| b.is_ascii_graphic())
+            {
+                Some("the path must start with / and hold no spaces or control characters")
+            } else if active.interval.is_zero() || active.timeout.is_zero() {
+                Some("the interval and the timeout must not be zero")
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "proxy prefix {prefix:?}: health check {:?}: {why}",
+                        active.path
+                    ),
+                ));
+            }
+        }
+        self.add_route(prefix, upstreams, balance)
+    }
+
+    /// Adds a route to a group of `upstreams` and starts its checks.
+    fn add_route(
+        mut self,
+        prefix: &str,
+        upstreams: &[&str],
+        balance: Balance,
+    ) -> io::Result<Proxy> {
         if !prefix.starts_with('/') {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -149,14 +238,20 @@ impl Proxy {
                 format!("proxy prefix {prefix:?} given twice"),
             ));
         }
-        let mut upstream = Upstream::parse(upstream)?;
-        upstream.down = RedialBackoff::new(self.settings.redial.0, self.settings.redial.1);
-        if upstream.tls.is_some() && self.settings.tls.is_none() {
-            self.settings.tls = Some(tls::system_roots()?);
+        let mut members = Vec::with_capacity(upstreams.len());
+        for &url in upstreams {
+            let mut upstream = Upstream::parse(url)?;
+            upstream.down = RedialBackoff::new(self.settings.redial.0, self.settings.redial.1);
+            if upstream.tls.is_some() && self.settings.tls.is_none() {
+                self.settings.tls = Some(tls::system_roots()?);
+            }
+            members.push((upstream, url.to_owned()));
         }
+        let mut group = Group::new(members, balance);
+        group.start_checks(self.settings.tls.as_ref())?;
         self.routes.push(Route {
             prefix: prefix.to_owned(),
-            upstream,
+            to: group,
         });
         Ok(self)
     }
@@ -199,7 +294,9 @@ impl Proxy {
     pub fn redial_backoff(mut self, first: Duration, max: Duration) -> Self {
         self.settings.redial = (first, max.max(first));
         for r in &mut self.routes {
-            r.upstream.down = RedialBackoff::new(first, max);
+            for up in r.to.upstreams_mut() {
+                up.down = RedialBackoff::new(first, max);
+            }
         }
         self
     }
@@ -228,8 +325,10 @@ impl Proxy {
         self.settings.trust_forwarded = trust;
         self
     }
-    /// Calls `f` with each upstream failure answered with 502 or 504 (for counting them:
-    /// every failure is reported, while the proxy's own `log::warn!` lines are throttled).
+    /// Calls `f` with each upstream failure answered with 502, 503 or 504 (for counting
+    /// them: every failure answered is reported, while the proxy's own `log::warn!` lines
+    /// are throttled). A failure whose request was sent to another upstream of its group,
+    /// and answered from there, is logged but not reported here.
     pub fn on_error(mut self, f: impl Fn(&UpstreamError) + Send + Sync + 'static) -> Self {
         self.settings.on_error = Some(Arc::new(f));
         self
@@ -240,23 +339,42 @@ impl Proxy {
         route::longest(&self.routes, path).is_some()
     }
 
+    /// Each upstream of each route (in the order they were given): its URL, whether it is
+    /// up (and if not, why) and its requests in flight. For logs and metrics; it takes a
+    /// few locks and allocates, so not for every request.
+    pub fn upstream_states(&self) -> Vec<UpstreamState> {
+        self.routes
+            .iter()
+            .flat_map(|r| r.to.states(&r.prefix))
+            .collect()
+    }
+
     /// Forwards `req` if a route takes its path, answering with the upstream's response
-    /// (or the proxy's own 301, 400, 502 or 504); gives the request back otherwise.
+    /// (or the proxy's own 301, 400, 502, 503 or 504); gives the request back otherwise.
     pub fn handle(&self, req: Request) -> Result<Response, Request> {
-        let Some(route) = route::longest(&self.routes, req.uri().path()) else {
+        let path = req.uri().path();
+        let Some(route) = route::longest(&self.routes, path) else {
             return Err(req);
         };
-        let target = route.target(req.uri().path(), req.uri().query());
-        Ok(match target {
-            Target::Forward(target) => forward::forward(&self.settings, route, req, &target),
-            Target::Redirect(location) => {
+        let query = req.uri().query();
+        Ok(match route.refusal(path, query) {
+            None => {
+                let group = &route.to;
+                let lease = match group.pick(|| forward::client_ip(&req), None) {
+                    Ok(lease) => lease,
+                    Err(none) => return Ok(self.settings.none_up(group, none)),
+                };
+                let target = route.rewrite(lease.upstream().path.as_deref(), path, query);
+                forward::forward(&self.settings, route, req, lease, target)
+            }
+            Some(Refusal::Redirect(location)) => {
                 let mut r = forward::error(StatusCode::MOVED_PERMANENTLY, "Moved Permanently\n");
                 if let Ok(v) = http::HeaderValue::try_from(location) {
                     r.headers_mut().insert(http::header::LOCATION, v);
                 }
                 r
             }
-            Target::DotSegment => forward::error(StatusCode::BAD_REQUEST, "Bad Request\n"),
+            Some(Refusal::DotSegment) => forward::error(StatusCode::BAD_REQUEST, "Bad Request\n"),
         })
     }
 
@@ -268,7 +386,7 @@ impl Proxy {
 }
 
 /// A proxy is a [`Service`](fibra_http::Service) answering as [`Proxy::respond`]: the
-/// upstream's response (or the proxy's own 301, 400, 502 or 504), and `404` when no route
+/// upstream's response (or the proxy's own 301, 400, 502, 503 or 504), and `404` when no route
 /// takes the path. Mounted in an application's router (fibra-web's `Router::mount`), it
 /// sees the path without the mount's prefix, and routes that.
 impl fibra_http::Service for Proxy {

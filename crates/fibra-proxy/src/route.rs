@@ -1,7 +1,8 @@
 //! Routes: which requests go to which upstream, and the target the upstream sees.
 //!
-//! A route is a path prefix and an upstream URL, `http://HOST:PORT[/PATH]`. The longest
-//! matching prefix wins. The target is rewritten as nginx's `proxy_pass` does:
+//! A route is a path prefix and an upstream URL, `http://HOST:PORT[/PATH]` (or several, one of
+//! which the `balance` module picks per request; each rewrites the target by its own URL).
+//! The longest matching prefix wins. The target is rewritten as nginx's `proxy_pass` does:
 //!
 //! * the URL has a path (even just `/`): the matched prefix is replaced by it, so with
 //!   `/api/` → `http://127.0.0.1:9000/` the request `/api/users?id=1` goes up as
@@ -50,6 +51,12 @@ pub(crate) const REDIAL_FIRST: Duration = Duration::from_millis(25);
 pub(crate) const REDIAL_MAX: Duration = Duration::from_millis(500);
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A new id, unique in the process (for an upstream's pool, or a group's lines in the error
+/// log).
+pub(crate) fn next_id() -> u64 {
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+}
 
 fn invalid(url: &str, why: &str) -> io::Error {
     io::Error::new(
@@ -106,13 +113,26 @@ impl Upstream {
             return Err(invalid(url, &format!("{with_port} resolves to no address")));
         }
         Ok(Upstream {
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            id: next_id(),
             addrs,
             authority: authority.to_owned(),
             path: path.map(str::to_owned),
             tls,
             down: RedialBackoff::new(REDIAL_FIRST, REDIAL_MAX),
         })
+    }
+
+    /// The same upstream (its id, addresses, names), with a backoff of its own: for a thread
+    /// that checks its health.
+    pub(crate) fn same(&self) -> Upstream {
+        Upstream {
+            id: self.id,
+            addrs: self.addrs.clone(),
+            authority: self.authority.clone(),
+            path: self.path.clone(),
+            tls: self.tls.clone(),
+            down: RedialBackoff::new(REDIAL_FIRST, REDIAL_MAX),
+        }
     }
 }
 
@@ -130,25 +150,24 @@ fn has_port(authority: &str) -> bool {
     }
 }
 
-/// One prefix and where its requests go.
+/// One prefix and where its requests go: `to` is an upstream, or the group of them the
+/// proxy balances over (the `balance` module's).
 #[derive(Debug)]
-pub(crate) struct Route {
+pub(crate) struct Route<T> {
     pub(crate) prefix: String,
-    pub(crate) upstream: Upstream,
+    pub(crate) to: T,
 }
 
-/// What a route makes of a request path.
+/// What a route answers itself instead of forwarding a request.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Target {
-    /// Forward, with this target (path and query).
-    Forward(String),
+pub(crate) enum Refusal {
     /// The prefix without its trailing slash: redirect to this location.
     Redirect(String),
     /// A dot segment: refuse.
     DotSegment,
 }
 
-impl Route {
+impl<T> Route<T> {
     /// Whether this route takes `path` (the prefix, or the prefix without its final `/`).
     pub(crate) fn matches(&self, path: &str) -> bool {
         path.starts_with(&self.prefix)
@@ -157,20 +176,32 @@ impl Route {
                 && path == &self.prefix[..self.prefix.len() - 1])
     }
 
-    /// The upstream target for a request to `path` with `query` (which must match).
-    pub(crate) fn target(&self, path: &str, query: Option<&str>) -> Target {
+    /// What a request to `path` with `query` (which must match) gets instead of being
+    /// forwarded, if anything: a redirect to the prefix's slash form, or a refusal.
+    pub(crate) fn refusal(&self, path: &str, query: Option<&str>) -> Option<Refusal> {
         if !path.starts_with(&self.prefix) {
             let mut to = self.prefix.clone();
             if let Some(q) = query {
                 to.push('?');
                 to.push_str(q);
             }
-            return Target::Redirect(to);
+            return Some(Refusal::Redirect(to));
         }
         if has_dot_segment(path) {
-            return Target::DotSegment;
+            return Some(Refusal::DotSegment);
         }
-        let mut target = match &self.upstream.path {
+        None
+    }
+
+    /// The target an upstream whose URL has the path `base` sees for `path` and `query`
+    /// (which [`refusal`](Self::refusal) let through): `base` replaces the prefix, or, without
+    /// one, the target goes up unchanged.
+    // Always inline: it has two callers (a request's first upstream, and the one a request
+    // is retried on), and out of line it cost a `route` request ~40 more instructions
+    // (cachegrind, `fibra serve --proxy` to `fibra hello`).
+    #[inline(always)]
+    pub(crate) fn rewrite(&self, base: Option<&str>, path: &str, query: Option<&str>) -> String {
+        let mut target = match base {
             Some(base) => {
                 let rest = &path[self.prefix.len()..];
                 let mut t = String::with_capacity(base.len() + rest.len() + 1);
@@ -184,7 +215,7 @@ impl Route {
             target.push('?');
             target.push_str(q);
         }
-        Target::Forward(target)
+        target
     }
 }
 
@@ -230,7 +261,7 @@ pub(crate) fn has_dot_segment(path: &str) -> bool {
 }
 
 /// The route with the longest prefix matching `path`.
-pub(crate) fn longest<'a>(routes: &'a [Route], path: &str) -> Option<&'a Route> {
+pub(crate) fn longest<'a, T>(routes: &'a [Route<T>], path: &str) -> Option<&'a Route<T>> {
     routes
         .iter()
         .filter(|r| r.matches(path))
@@ -241,10 +272,29 @@ pub(crate) fn longest<'a>(routes: &'a [Route], path: &str) -> Option<&'a Route> 
 mod tests {
     use super::*;
 
-    fn route(prefix: &str, url: &str) -> Route {
+    fn route(prefix: &str, url: &str) -> Route<Upstream> {
         Route {
             prefix: prefix.into(),
-            upstream: Upstream::parse(url).unwrap(),
+            to: Upstream::parse(url).unwrap(),
+        }
+    }
+
+    /// What a route makes of a request path.
+    #[derive(Debug, PartialEq, Eq)]
+    enum Target {
+        Forward(String),
+        Redirect(String),
+        DotSegment,
+    }
+
+    impl Route<Upstream> {
+        /// The target for the route's one upstream.
+        fn target_of(&self, path: &str, query: Option<&str>) -> Target {
+            match self.refusal(path, query) {
+                Some(Refusal::Redirect(to)) => Target::Redirect(to),
+                Some(Refusal::DotSegment) => Target::DotSegment,
+                None => Target::Forward(self.rewrite(self.to.path.as_deref(), path, query)),
+            }
         }
     }
 
@@ -287,32 +337,38 @@ mod tests {
     fn rewrites_targets_as_proxy_pass() {
         let strip = route("/api/", "http://127.0.0.1:9000/");
         assert_eq!(
-            strip.target("/api/users", Some("id=1")),
+            strip.target_of("/api/users", Some("id=1")),
             Target::Forward("/users?id=1".into())
         );
-        assert_eq!(strip.target("/api/", None), Target::Forward("/".into()));
+        assert_eq!(strip.target_of("/api/", None), Target::Forward("/".into()));
         let keep = route("/api/", "http://127.0.0.1:9000");
         assert_eq!(
-            keep.target("/api/users", None),
+            keep.target_of("/api/users", None),
             Target::Forward("/api/users".into())
         );
         let base = route("/api/", "http://127.0.0.1:9000/v2/");
         assert_eq!(
-            base.target("/api/a/b", None),
+            base.target_of("/api/a/b", None),
             Target::Forward("/v2/a/b".into())
         );
         let bare = route("/api", "http://127.0.0.1:9000/v2");
-        assert_eq!(bare.target("/api/x", None), Target::Forward("/v2/x".into()));
-        assert_eq!(bare.target("/api", None), Target::Forward("/v2".into()));
+        assert_eq!(
+            bare.target_of("/api/x", None),
+            Target::Forward("/v2/x".into())
+        );
+        assert_eq!(bare.target_of("/api", None), Target::Forward("/v2".into()));
         // Replaced literally, as nginx does: a prefix without its slash makes `/v2x`.
-        assert_eq!(bare.target("/apix", None), Target::Forward("/v2x".into()));
+        assert_eq!(
+            bare.target_of("/apix", None),
+            Target::Forward("/v2x".into())
+        );
         assert!(strip.matches("/api"));
         assert_eq!(
-            strip.target("/api", Some("q=1")),
+            strip.target_of("/api", Some("q=1")),
             Target::Redirect("/api/?q=1".into())
         );
         assert!(!strip.matches("/apis"));
-        assert_eq!(strip.target("/api/../etc", None), Target::DotSegment);
+        assert_eq!(strip.target_of("/api/../etc", None), Target::DotSegment);
     }
 
     #[test]
@@ -322,7 +378,7 @@ mod tests {
             route("/api/", "http://127.0.0.1:2"),
             route("/api/v2/", "http://127.0.0.1:3"),
         ];
-        let port = |p| longest(&routes, p).map(|r| r.upstream.addrs[0].port());
+        let port = |p| longest(&routes, p).map(|r| r.to.addrs[0].port());
         assert_eq!(port("/api/v2/x"), Some(3));
         assert_eq!(port("/api/v1/x"), Some(2));
         assert_eq!(port("/index.html"), Some(1));

@@ -10,14 +10,18 @@ use http::StatusCode;
 use crate::route;
 use crate::upstream::Timeouts;
 
-/// An upstream failure the proxy answered with 502 or 504 (see [`Proxy::on_error`](crate::Proxy::on_error)).
+/// An upstream failure the proxy answered with 502, 503 or 504 (see
+/// [`Proxy::on_error`](crate::Proxy::on_error)).
 #[derive(Debug, Clone)]
 pub struct UpstreamError {
-    /// The upstream, `HOST:PORT` as in its URL.
+    /// The upstream, `HOST:PORT` as in its URL; when no upstream of a route's group was up,
+    /// all of them, separated by `, `.
     pub upstream: String,
-    /// The status answered: 502 or 504.
+    /// The status answered: 502 or 504; 503 when active health checks found every
+    /// upstream of the route down.
     pub status: StatusCode,
-    /// What failed, e.g. `connecting: Connection refused (os error 111)`.
+    /// What failed, e.g. `connecting: Connection refused (os error 111)`, or `no upstream
+    /// is up`.
     pub message: String,
 }
 

@@ -6,6 +6,7 @@
 //! [`MAX_HEAD`]); body data passes through it a buffer at a time, so a body of any size costs
 //! one buffer: the upstream is read only when the client has taken the previous piece.
 
+use std::fmt;
 use std::io::{self, Write};
 use std::ops::Range;
 use std::time::Duration;
@@ -55,6 +56,33 @@ impl Failure {
                 fibra_http::transport::is_timeout(e)
             }
             Failure::Parse(_) | Failure::Down { .. } => false,
+        }
+    }
+
+    /// What failed, as far as the error log's throttle tells failures apart.
+    pub(crate) fn kind(&self) -> error_log::Kind {
+        match self {
+            Failure::Connect(_) | Failure::Down { .. } => error_log::Kind::Connect,
+            Failure::Send(_) => error_log::Kind::Send,
+            Failure::Recv(_) => error_log::Kind::Recv,
+            Failure::Parse(_) => error_log::Kind::Malformed,
+        }
+    }
+}
+
+/// What failed, for messages: `connecting: Connection refused (os error 111)`.
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::Connect(e) => write!(f, "connecting: {e}"),
+            Failure::Down { failures, wait } => write!(
+                f,
+                "not connecting: {failures} connects failed in a row, next try in {} ms",
+                wait.as_millis()
+            ),
+            Failure::Send(e) => write!(f, "sending the request: {e}"),
+            Failure::Recv(e) => write!(f, "reading the response: {e}"),
+            Failure::Parse(e) => write!(f, "{e}"),
         }
     }
 }
@@ -115,24 +143,44 @@ impl UpConn {
                 wait,
             });
         }
+        match Self::dial(up, t) {
+            Ok(stream) => {
+                up.down.succeeded();
+                Self::connected(up, stream, t, tls)
+            }
+            Err(e) => {
+                // Out of descriptors or memory here: the upstream is not to blame.
+                if !fibra_http::transport::is_resource_error(&e) {
+                    up.down.failed();
+                }
+                Err(Failure::Connect(e))
+            }
+        }
+    }
+
+    /// [`connect`](Self::connect) without the backoff: for health checks, which have a
+    /// schedule of their own. On a plain thread it blocks (within the timeouts).
+    pub(crate) fn open(
+        up: &Upstream,
+        t: &Timeouts,
+        tls: Option<&Arc<ClientConfig>>,
+    ) -> Result<Box<UpConn>, Failure> {
+        let stream = Self::dial(up, t).map_err(Failure::Connect)?;
+        Self::connected(up, stream, t, tls)
+    }
+
+    /// A TCP connection to the first of the upstream's addresses that accepts.
+    fn dial(up: &Upstream, t: &Timeouts) -> io::Result<TcpStream> {
         let mut last = None;
         for addr in &up.addrs {
             match TcpStream::connect_timeout(addr, t.connect) {
-                Ok(stream) => {
-                    up.down.succeeded();
-                    return Self::connected(up, stream, t, tls);
-                }
+                Ok(stream) => return Ok(stream),
                 Err(e) => last = Some(e),
             }
         }
-        let e = last.unwrap_or_else(|| {
+        Err(last.unwrap_or_else(|| {
             io::Error::new(io::ErrorKind::InvalidInput, "no address to connect to")
-        });
-        // Out of descriptors or memory here: the upstream is not to blame.
-        if !fibra_http::transport::is_resource_error(&e) {
-            up.down.failed();
-        }
-        Err(Failure::Connect(e))
+        }))
     }
 
     /// A connection on `stream`, connected to `up`.

@@ -13,6 +13,7 @@ const LAYERS: module_graph::Layers = &[
         "upstream connections",
         &["pool", "tunnel", "tunnel_tls", "upstream"],
     ),
+    ("balancing", &["balance"]),
     ("settings", &["settings"]),
     ("forwarding", &["forward"]),
 ];

@@ -21,10 +21,13 @@ use crate::config::{
     RouteConfig, SiteConfig, Tls,
 };
 use crate::hosts::HostTable;
-use crate::live::Kept;
+use crate::kept::Kept;
 use crate::route::{ErrorPage, HeaderOps, Route};
 use crate::routes::RouteTable;
 use crate::sites::{Group, Mode, Site, Sites};
+
+/// The most bytes of file contents the shared file cache holds in memory.
+const FILE_CACHE_BYTES: u64 = 64 << 20;
 
 /// The most client addresses a rate limiter tracks.
 const RATE_LIMIT_CLIENTS: usize = 100_000;
@@ -66,6 +69,19 @@ pub(crate) fn build(
     let mut now = Kept {
         checking: purpose == Purpose::Check,
         ..Kept::default()
+    };
+    // One file cache for every root (entries and bytes bounded for all sites together).
+    let cache = &config.server.cache;
+    now.file_cache = match &kept.file_cache {
+        Some((c, shared)) if c == cache => Some((c.clone(), shared.clone())),
+        _ => Some((
+            cache.clone(),
+            Arc::new(fibra_files::cache::FileCache::new(
+                cache.ttl,
+                cache.entries,
+                FILE_CACHE_BYTES,
+            )),
+        )),
     };
     let acme_wanted = config
         .sites
@@ -258,8 +274,8 @@ fn build_site(
 }
 
 /// Whether a log at `path` could be written, without creating it: an existing file opens
-/// for appending, else its directory exists.
-fn log_writable(path: &str) -> Result<(), String> {
+/// for appending, else its directory exists (`-`: a standard stream).
+pub fn log_writable(path: &str) -> Result<(), String> {
     if path == "-" {
         return Ok(());
     }
@@ -379,6 +395,7 @@ fn build_route(
                     fc.cache_ttl = config.server.cache.ttl;
                     fc.cache_capacity = config.server.cache.entries;
                     fc.headers = header_ops(&r.headers).unwrap_or_default();
+                    fc.shared_cache = now.file_cache.as_ref().map(|(_, c)| c.clone());
                     fc.compress = (f.compress && config.server.compression.enabled).then(|| {
                         fibra_files::compress::CompressConfig {
                             level: config.server.compression.gzip_level,
@@ -409,7 +426,7 @@ fn build_route(
             let key = format!("{p_key:?}|{prefix}|{https}");
             let proxy = match kept.proxies.get(&key).or_else(|| now.proxies.get(&key)) {
                 Some(proxy) => Ok(proxy.clone()),
-                None => crate::upstreams::proxy(p, prefix, https).map(Arc::new),
+                None => crate::upstreams::proxy(p, prefix, https, !now.checking).map(Arc::new),
             };
             match proxy {
                 Ok(proxy) => {

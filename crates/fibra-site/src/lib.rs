@@ -16,6 +16,7 @@ pub mod action;
 mod build;
 pub mod config;
 pub mod hosts;
+mod kept;
 mod live;
 pub mod normalize;
 pub mod route;
@@ -24,6 +25,7 @@ mod service;
 pub mod sites;
 mod upstreams;
 
-pub use build::check_files;
+pub use build::{check_files, log_writable};
 pub use live::Live;
 pub use service::{choose_tls, SiteLogs, SiteService, ACME_CHALLENGE_PREFIX};
+pub use upstreams::set_upstream_error_hook;

@@ -3,32 +3,13 @@
 //! address, file servers (their caches stay warm), proxies (their health and balancing state)
 //! and rate limiters of unchanged routes.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
 
 use crate::config::{Config, ConfigErrors, Listen};
+use crate::kept::Kept;
 use crate::sites::Sites;
-
-/// Objects kept across reloads while their settings stay the same.
-#[derive(Default)]
-pub(crate) struct Kept {
-    /// File servers by their settings.
-    pub(crate) files: HashMap<String, Arc<fibra_files::FileServer>>,
-    /// Proxies by their settings.
-    pub(crate) proxies: HashMap<String, Arc<fibra_proxy::Proxy>>,
-    /// Rate limiters by site, route and settings.
-    pub(crate) limits: HashMap<String, Arc<crate::access::RateLimit>>,
-    /// The ACME client of the `[acme]` table.
-    pub(crate) acme: Option<Arc<crate::acme_sites::Client>>,
-    /// ACME sites' certificates by their names.
-    pub(crate) certs: HashMap<String, Arc<crate::acme_sites::SiteCert>>,
-    /// Set while building for `--check-config` (nothing is created).
-    pub(crate) checking: bool,
-    /// Sites' response counters by site name.
-    pub(crate) counters: HashMap<String, Arc<crate::sites::SiteCounters>>,
-}
 
 /// The served configuration. See the module docs.
 pub struct Live {

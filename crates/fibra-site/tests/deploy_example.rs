@@ -1,9 +1,8 @@
 //! The example site file `deploy/site/fibra.toml` stays valid: it loads, and everything it
 //! names on disk (file roots, certificates and keys, the htpasswd file, error pages) is read
 //! as `fibra serve --check-config` reads it, relative to the file. Its commented-out ACME
-//! part is read and checked too, uncommented, but not built: building an ACME site opens
-//! its storage (an account key) and starts ordering from the CA. Listening addresses are
-//! not bound here.
+//! part is read and checked too, uncommented (as the site file's schema checks it; serving
+//! it would order from the CA). Listening addresses are not bound here.
 
 use std::path::{Path, PathBuf};
 

@@ -204,6 +204,10 @@ fn a_certificate_that_does_not_match_its_key_is_refused_with_its_position() {
         "{err}"
     );
     assert!(err.contains("a.pem") && err.contains("b.key"), "{err}");
+    assert!(
+        err.contains("the private key is not the certificate's"),
+        "{err}"
+    );
     let err2 = Live::new(config).err().unwrap().to_string();
     assert_eq!(err, err2, "starting fails with the same message");
 }

@@ -151,9 +151,15 @@ pub fn certified_key_from_pem(
     let certs = load_certs(cert_path)?;
     let key = load_key(key_path)?;
     let certified = CertifiedKey::from_der(certs, key, &provider()).map_err(|e| {
+        let why = match e {
+            rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch) => {
+                "the private key is not the certificate's (they do not match)".to_string()
+            }
+            e => e.to_string(),
+        };
         io::Error::new(
             io::ErrorKind::InvalidData,
-            format!("{} with {}: {e}", cert_path.display(), key_path.display()),
+            format!("{} with {}: {why}", cert_path.display(), key_path.display()),
         )
     })?;
     Ok(Arc::new(certified))

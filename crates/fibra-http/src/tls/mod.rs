@@ -12,7 +12,9 @@
 //! - [`CertResolver`] (`resolver.rs`): several certificates chosen by SNI, the first the
 //!   default, replaceable while connections run ([`CertResolver::reload`]);
 //! - [`validity_warning`] (`validity.rs`): a warning for a certificate file whose leaf has
-//!   expired or is not yet valid (the server still uses it).
+//!   expired or is not yet valid (the server still uses it);
+//! - [`der`] (`der.rs`): the short walk of a DER certificate behind it (its elements and validity
+//!   period), shared with fibra-acme, which reads stored certificates' dates and names.
 //!
 //! ```no_run
 //! use fibra_http::{tls, Request, Response, Server};
@@ -30,6 +32,7 @@
 mod acceptor;
 mod alpn_hook;
 mod config;
+pub mod der;
 mod resolver;
 mod stream;
 mod validity;

@@ -86,6 +86,15 @@ pub(crate) fn check(config: &Config) -> Vec<ConfigError> {
                 ));
             }
             for h in &site.hosts {
+                let name = h.trim_start_matches("*.");
+                let ip = name.parse::<std::net::IpAddr>().is_ok();
+                if ip || !name.contains('.') {
+                    errors.push(error(
+                        &site.tls_at,
+                        format!("{}.hosts", site.key),
+                        format!("{h:?}: an ACME certificate needs a fully qualified domain name (such as \"example.com\")"),
+                    ));
+                }
                 if h.starts_with("*.") {
                     errors.push(error(
                         &site.tls_at,

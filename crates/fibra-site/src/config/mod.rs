@@ -45,9 +45,9 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigErrors> {
     }
     let config = schema::read(&mut r, doc.get_ref());
     let mut errors = r.into_errors();
-    if errors.is_empty() {
-        errors = check::check(&config);
-    }
+    // The checks across sites too, on what could be read: one round of fixing for both.
+    errors.extend(check::check(&config));
+    errors.sort_by_key(|e| (e.at.line, e.at.col));
     match errors.is_empty() {
         true => Ok(config),
         false => Err(ConfigErrors(errors)),

@@ -218,11 +218,7 @@ fn nets(r: &mut Reader<'_>, v: &Val<'_>, key: &str) -> Vec<IpNet> {
     for (i, s) in list.iter().enumerate() {
         match s.parse::<IpNet>() {
             Ok(n) => out.push(n),
-            Err(e) => r.error(
-                item_span(v, i),
-                &format!("{key}[{i}]"),
-                format!("not an address or CIDR network: {e}"),
-            ),
+            Err(e) => r.error(item_span(v, i), &format!("{key}[{i}]"), e.to_string()),
         }
     }
     out
@@ -594,11 +590,17 @@ fn files(r: &mut Reader<'_>, v: &Val<'_>, key: &str, base: &Path) -> Option<File
             "try_files" => {
                 if let Some(list) = r.strings(v, &key) {
                     for (i, c) in list.iter().enumerate() {
-                        let fallback_code = c.strip_prefix('=').and_then(|n| n.parse::<u16>().ok());
-                        if !c.starts_with('/')
-                            && !c.starts_with("{path}")
-                            && fallback_code.is_none()
-                        {
+                        if let Some(code) = c.strip_prefix('=') {
+                            if !code.parse::<u16>().is_ok_and(|n| (200..=599).contains(&n)) {
+                                r.error(
+                                    item_span(v, i),
+                                    &format!("{key}[{i}]"),
+                                    format!("{c:?}: an answer status is =200 to =599"),
+                                );
+                            }
+                            continue;
+                        }
+                        if !c.starts_with('/') && !c.starts_with("{path}") {
                             r.error(
                                 item_span(v, i),
                                 &format!("{key}[{i}]"),
@@ -699,7 +701,19 @@ fn proxy(r: &mut Reader<'_>, v: &Val<'_>, key: &str, base: &Path) -> Option<Prox
             "health" => {
                 if let Some(t) = r.table(v, &key, HEALTH) {
                     let path = match t.get("path") {
-                        Some((k, pv)) => url_path(r, pv, &k),
+                        Some((k, pv)) => url_path(r, pv, &k).filter(|p| {
+                            let ok = p.bytes().all(|b| b.is_ascii_graphic());
+                            if !ok {
+                                r.error(
+                                    pv.span(),
+                                    &k,
+                                    format!(
+                                        "{p:?}: a health path has no spaces or control characters"
+                                    ),
+                                );
+                            }
+                            ok
+                        }),
                         None => {
                             r.error(v.span(), &format!("{key}.path"), "required");
                             None

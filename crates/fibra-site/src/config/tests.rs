@@ -258,7 +258,8 @@ fn bad_values_are_refused_with_their_reason() {
         "\"ftp://x\": expected http[s]://HOST:PORT[/PATH]",
         "\"least_con\": expected one of round_robin, least_conn, ip_hash, first (did you mean \"least_conn\"?)",
         "rate \"5/week\": the unit is not s, m or h",
-        "allow[0]: not an address or CIDR network: 10.0.0.0/33",
+        "allow[0]: \"10.0.0.0/33\"",
+        "the prefix is longer than 32 bits",
         "\"Bad Name\": not a header field name",
     ] {
         assert!(all.contains(want), "{want} not in\n{all}");
@@ -294,4 +295,23 @@ fn redirect_addresses_meet_the_same_checks() {
         errs.iter().any(|e| e.contains("must agree on TLS")),
         "{errs:?}"
     );
+}
+
+#[test]
+fn acme_names_try_files_statuses_and_health_paths_are_checked() {
+    let errs = errors(
+        "[acme]\ndirectory = \"https://ca.test/dir\"\nstorage = \"acme\"\n\
+         [[site]]\nhosts = [\"localhost\", \"10.0.0.1\"]\nlisten = [\"127.0.0.1:1\"]\ntls = \"acme\"\n\
+         [[site.route]]\npath = \"/\"\nfiles = { root = \"www\", try_files = [\"{path}\", \"=42\"] }\n\
+         [[site.route]]\npath = \"/api/\"\nproxy = { upstreams = [\"http://127.0.0.1:9\"], health = { path = \"/a b\" } }\n",
+    );
+    let all = errs.join("\n");
+    for want in [
+        "\"localhost\": an ACME certificate needs a fully qualified domain name",
+        "\"10.0.0.1\": an ACME certificate needs a fully qualified domain name",
+        "try_files[1]: \"=42\": an answer status is =200 to =599",
+        "\"/a b\": a health path has no spaces or control characters",
+    ] {
+        assert!(all.contains(want), "{want} not in\n{all}");
+    }
 }
