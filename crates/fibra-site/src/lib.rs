@@ -18,14 +18,16 @@ pub mod config;
 pub mod hosts;
 mod kept;
 mod live;
+mod name_table;
 pub mod normalize;
 pub mod route;
 pub mod routes;
 mod service;
 pub mod sites;
 mod upstreams;
+mod words;
 
 pub use build::{check_files, log_writable};
-pub use live::Live;
+pub use live::{Live, Snapshot};
 pub use service::{choose_tls, SiteLogs, SiteService, ACME_CHALLENGE_PREFIX};
 pub use upstreams::set_upstream_error_hook;

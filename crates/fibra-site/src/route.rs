@@ -45,23 +45,46 @@ pub struct Route {
 }
 
 impl Route {
-    /// Answers `req` (whose client is at `ip`, if known).
-    pub fn handle(&self, req: Request, ip: Option<IpAddr>) -> Response {
-        let mut req = req;
-        match self.check(&mut req, ip) {
-            Some(refused) => self.finish(refused, false),
-            None => {
-                if let Some(up) = &self.headers_up {
-                    up.apply(req.headers_mut());
-                }
-                let (resp, applied) = self.action.run(req);
-                self.finish(resp, applied)
+    /// Answers `req`.
+    #[inline]
+    pub fn handle(&self, mut req: Request) -> Response {
+        if let Some(refused) = self.check(&mut req) {
+            return self.finish(refused, false);
+        }
+        if let Some(up) = &self.headers_up {
+            up.apply(req.headers_mut());
+        }
+        if let Action::Files(files) = &self.action {
+            // The common case straight: the file server applied the header rules itself.
+            if files.try_files.is_empty() && self.error_pages.is_empty() {
+                return files.server.handle(&req);
             }
         }
+        let (resp, applied) = self.action.run(req);
+        if self.error_pages.is_empty() && (applied || self.headers.is_none()) {
+            return resp;
+        }
+        self.finish(resp, applied)
     }
 
     /// The refusal of `req` by an access check, if one refuses it.
-    fn check(&self, req: &mut Request, ip: Option<IpAddr>) -> Option<Response> {
+    #[inline]
+    fn check(&self, req: &mut Request) -> Option<Response> {
+        if self.access.is_none()
+            && self.rate_limit.is_none()
+            && self.basic_auth.is_none()
+            && self.max_body.is_none()
+        {
+            return None;
+        }
+        self.check_each(req)
+    }
+
+    fn check_each(&self, req: &mut Request) -> Option<Response> {
+        let ip: Option<IpAddr> = match self.access.is_some() || self.rate_limit.is_some() {
+            true => req.peer_addr().map(|a| a.ip()),
+            false => None,
+        };
         if let Some(access) = &self.access {
             // A client without an IP address (a Unix socket) passes `deny`, not `allow`.
             let permitted = match ip {

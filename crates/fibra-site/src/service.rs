@@ -1,5 +1,5 @@
 //! [`SiteService`]: one server's requests to their site and route. Per request: the served
-//! configuration (one atomic load), the address's group, the site by `Host` (421 when TLS's
+//! configuration (the worker's snapshot, [`Live::snapshot`]), the address's group, the site by `Host` (421 when TLS's
 //! SNI chose another), the route by the decoded path, then the route.
 
 use std::borrow::Cow;
@@ -66,6 +66,12 @@ impl SiteService {
             return status_response(StatusCode::MISDIRECTED_REQUEST);
         }
         let site = &group.sites[i];
+        if !self.count {
+            return match site.mode {
+                Mode::Serve => serve(site, req),
+                Mode::RedirectHttps { port } => redirect_https(&req, host, port),
+            };
+        }
         let resp = match site.mode {
             Mode::Serve => serve(site, req),
             Mode::RedirectHttps { port } => redirect_https(&req, host, port),
@@ -91,21 +97,25 @@ fn acme_challenge(sites: &Sites, req: &Request) -> Option<Response> {
     Some(r)
 }
 
-/// The host the request names (HTTP/2's `:authority` arrives as `Host`).
-fn request_host(req: &Request) -> Option<&str> {
+/// The host the request names (HTTP/2's `:authority` arrives as `Host`), as sent: the host
+/// table compares bytes, and a name that is not ASCII names no site.
+#[inline]
+fn request_host(req: &Request) -> Option<&[u8]> {
     if let Some(a) = req.uri().authority() {
-        return Some(a.as_str());
+        return Some(a.as_str().as_bytes());
     }
-    // UTF-8 is checked a word at a time; a name with other bytes names no site anyway.
+    // The fields in order rather than the map's hash: nearly every client sends `Host`
+    // first. (A second `Host` is refused by the parser, so the first is the one.)
     req.headers()
-        .get(header::HOST)
-        .and_then(|v| std::str::from_utf8(v.as_bytes()).ok())
+        .iter()
+        .find(|(name, _)| *name == header::HOST)
+        .map(|(_, v)| v.as_bytes())
 }
 
 /// Whether the site the `Host` names (`i`) is not the one TLS's SNI chose.
 fn misdirected(group: &Group, i: usize, req: &Request) -> bool {
     match req.server_name() {
-        Some(sni) => group.hosts.lookup(Some(&sni)) != Some(i),
+        Some(sni) => group.hosts.lookup(Some(sni.as_bytes())) != Some(i),
         None => false,
     }
 }
@@ -126,8 +136,7 @@ fn serve(site: &Site, mut req: Request) -> Response {
             return status_response(StatusCode::BAD_REQUEST);
         }
     }
-    let ip = req.peer_addr().map(|a| a.ip());
-    site.routes[i].handle(req, ip)
+    site.routes[i].handle(req)
 }
 
 /// `decoded` with what a path may not hold literally percent-encoded.
@@ -146,8 +155,9 @@ fn encode_path(decoded: &str) -> String {
 
 /// The HTTPS URL of `req` on `port`: 301 for GET and HEAD, 308 for the others (the method and
 /// body are kept); 400 without a host.
-fn redirect_https(req: &Request, host: Option<&str>, port: u16) -> Response {
-    let Some(host) = host.map(crate::hosts::strip_port) else {
+fn redirect_https(req: &Request, host: Option<&[u8]>, port: u16) -> Response {
+    let host = host.map(crate::hosts::strip_port);
+    let Some(host) = host.and_then(|h| std::str::from_utf8(h).ok()) else {
         return status_response(StatusCode::BAD_REQUEST);
     };
     let target = req.uri().path_and_query().map_or("/", |pq| pq.as_str());
@@ -172,7 +182,7 @@ fn redirect_https(req: &Request, host: Option<&str>, port: u16) -> Response {
 
 impl Service for SiteService {
     fn call(&self, req: Request) -> Response {
-        let sites = self.live.load();
+        let sites = self.live.snapshot();
         self.answer(&sites, req)
     }
 
@@ -197,7 +207,7 @@ pub fn choose_tls(live: Arc<Live>, slot: usize) -> Arc<ChooseConfig> {
             }
         }
         let group = sites.group(slot)?;
-        let i = group.hosts.lookup(hello.server_name())?;
+        let i = group.hosts.lookup(hello.server_name().map(str::as_bytes))?;
         let choose = group.sites[i].tls.as_ref()?;
         choose(hello)
     })
@@ -222,15 +232,14 @@ impl SiteLogs {
 
 impl fibra_http::AccessLogSink for SiteLogs {
     fn log(&self, entry: &fibra_http::access_log::LogEntry<'_>) {
-        let sites = self.live.load();
+        let sites = self.live.snapshot();
         let Some(&slot) = self.slots.get(entry.listener) else {
             return;
         };
         let Some(group) = sites.group(slot) else {
             return;
         };
-        let host = entry.host.and_then(|h| std::str::from_utf8(h).ok());
-        if let Some(i) = group.hosts.lookup(host) {
+        if let Some(i) = group.hosts.lookup(entry.host) {
             if let Some(log) = &group.sites[i].log {
                 log.log(entry);
             }

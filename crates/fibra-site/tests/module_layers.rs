@@ -8,7 +8,10 @@ mod module_graph;
 
 /// The layers, bottom up.
 const LAYERS: module_graph::Layers = &[
-    ("request checks", &["access", "hosts", "normalize"]),
+    (
+        "request checks",
+        &["access", "hosts", "name_table", "normalize", "words"],
+    ),
     ("the site file", &["config"]),
     (
         "what a route does",
