@@ -35,7 +35,7 @@ impl HostTable {
 
     /// The site for `host` as a client wrote it (`Host` or SNI: any case, maybe a port, a
     /// trailing dot), else the default.
-    #[inline]
+    #[inline(always)]
     pub fn lookup(&self, host: Option<&[u8]>) -> Option<usize> {
         match host {
             Some(h) => self.find(h).or(self.default),
@@ -45,7 +45,7 @@ impl HostTable {
 
     /// The site named `host` exactly or by a wildcard (no default). Bytes that are not ASCII
     /// name no site (the names are checked when the file is read).
-    #[inline]
+    #[inline(always)]
     pub fn find(&self, host: &[u8]) -> Option<usize> {
         let name = strip_port(host);
         let name = name.strip_suffix(b".").unwrap_or(name);

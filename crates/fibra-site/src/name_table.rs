@@ -12,50 +12,61 @@ pub const MAX_KEY: usize = 256;
 /// See the module docs.
 #[derive(Debug, Clone, Default)]
 pub struct NameTable {
-    /// Open addressing, a power of two long (at most half full); `None`: empty.
-    slots: Box<[Option<Slot>]>,
+    /// Open addressing, a power of two long (at most half full).
+    slots: Box<[Slot]>,
+    /// Per slot, the bytes of its key after the first [`HEAD`] (empty for shorter keys).
+    rest: Box<[Box<[u8]>]>,
     len: usize,
 }
 
-/// The bytes of a key read as words, hashed and compared at once; the rest of a longer key is
-/// compared byte by byte.
+/// The bytes of a key read as two words, hashed and compared at once; the rest of a longer
+/// key is compared byte by byte.
 const HEAD: usize = 16;
 
-#[derive(Debug, Clone)]
+/// A slot's `bytes` when it is empty.
+const EMPTY: u32 = u32::MAX;
+
+#[derive(Debug, Clone, Copy)]
 struct Slot {
     hash: u64,
-    /// The key's first [`HEAD`] bytes as words (zero-padded).
-    head: [u64; HEAD / 8],
-    /// The whole key, when it is longer than [`HEAD`].
-    long: Option<Box<[u8]>>,
-    /// The key's length in bytes.
-    bytes: usize,
-    value: usize,
+    /// The key's first [`HEAD`] bytes as two words (zero-padded).
+    head: (u64, u64),
+    /// The key's length in bytes ([`EMPTY`]: no key).
+    bytes: u32,
+    value: u32,
 }
+
+const VACANT: Slot = Slot {
+    hash: 0,
+    head: (0, 0),
+    bytes: EMPTY,
+    value: 0,
+};
 
 const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
 
-/// The first [`HEAD`] bytes of `key` as words (lower-cased if asked), zero-padded, and their
-/// hash with the key's length.
+/// The first [`HEAD`] bytes of `key` as two words (lower-cased if asked, zero-padded), and
+/// their hash with the key's length.
 #[inline(always)]
-fn head_of(key: &[u8], lower: bool) -> ([u64; HEAD / 8], u64) {
-    let mut words = [0u64; HEAD / 8];
-    let n = key.len().min(HEAD);
-    let full = n / 8;
-    for (i, w) in words.iter_mut().enumerate().take(full) {
-        *w = word_at(key, 8 * i);
-    }
-    if full < HEAD / 8 {
-        words[full] = short_word(&key[8 * full..n]);
-    }
-    let mut hash = key.len() as u64;
-    for w in &mut words {
-        if lower {
-            *w = to_lower(*w);
-        }
-        hash = (hash.rotate_left(5) ^ *w).wrapping_mul(SEED);
-    }
-    (words, hash)
+fn head_of(key: &[u8], lower: bool) -> ((u64, u64), u64) {
+    let n = key.len();
+    let (w0, w1) = if n >= HEAD {
+        (word_at(key, 0), word_at(key, 8))
+    } else if n > 8 {
+        // The last 8 bytes, shifted down to the ones after the first word.
+        (word_at(key, 0), word_at(key, n - 8) >> (8 * (HEAD - n)))
+    } else if n == 8 {
+        (word_at(key, 0), 0)
+    } else {
+        (short_word(key), 0)
+    };
+    let (w0, w1) = match lower {
+        true => (to_lower(w0), to_lower(w1)),
+        false => (w0, w1),
+    };
+    let hash = (n as u64 ^ w0).wrapping_mul(SEED);
+    let hash = (hash.rotate_left(5) ^ w1).wrapping_mul(SEED);
+    ((w0, w1), hash)
 }
 
 impl NameTable {
@@ -65,41 +76,46 @@ impl NameTable {
         if key.len() > MAX_KEY {
             return;
         }
+        let value = u32::try_from(value).expect("a table of fewer than 2^32 entries");
+        if let Some(i) = self.position(key, false) {
+            self.slots[i].value = value;
+            return;
+        }
         if (self.len + 1) * 2 > self.slots.len() {
             self.grow();
         }
         let (head, hash) = head_of(key, false);
-        if let Some(i) = self.position(key, false) {
-            if let Some(s) = &mut self.slots[i] {
-                s.value = value;
-            }
-            return;
-        }
-        let mask = self.slots.len() - 1;
-        let mut i = hash as usize & mask;
-        while self.slots[i].is_some() {
-            i = (i + 1) & mask;
-        }
-        self.slots[i] = Some(Slot {
+        let i = self.vacant(hash);
+        self.slots[i] = Slot {
             hash,
             head,
-            long: (key.len() > HEAD).then(|| key.into()),
-            bytes: key.len(),
+            bytes: key.len() as u32,
             value,
-        });
+        };
+        self.rest[i] = key.get(HEAD..).unwrap_or_default().into();
         self.len += 1;
     }
 
-    fn grow(&mut self) {
-        let old = std::mem::take(&mut self.slots);
-        self.slots = vec![None; (old.len() * 2).max(8)].into_boxed_slice();
+    /// The first vacant slot from `hash`'s.
+    fn vacant(&self, hash: u64) -> usize {
         let mask = self.slots.len() - 1;
-        for s in old.into_vec().into_iter().flatten() {
-            let mut i = s.hash as usize & mask;
-            while self.slots[i].is_some() {
-                i = (i + 1) & mask;
+        let mut i = hash as usize & mask;
+        while self.slots[i].bytes != EMPTY {
+            i = (i + 1) & mask;
+        }
+        i
+    }
+
+    fn grow(&mut self) {
+        let size = (self.slots.len() * 2).max(8);
+        let slots = std::mem::replace(&mut self.slots, vec![VACANT; size].into_boxed_slice());
+        let rest = std::mem::replace(&mut self.rest, vec![Box::default(); size].into());
+        for (s, r) in slots.iter().zip(rest.into_vec()) {
+            if s.bytes != EMPTY {
+                let i = self.vacant(s.hash);
+                self.slots[i] = *s;
+                self.rest[i] = r;
             }
-            self.slots[i] = Some(s);
         }
     }
 
@@ -109,10 +125,10 @@ impl NameTable {
     }
 
     /// The value of `key` (its ASCII capitals taken as small ones when `lower`).
-    #[inline]
+    #[inline(always)]
     pub fn get(&self, key: &[u8], lower: bool) -> Option<usize> {
         let i = self.position(key, lower)?;
-        self.slots[i].as_ref().map(|s| s.value)
+        Some(self.slots[i].value as usize)
     }
 
     #[inline(always)]
@@ -124,13 +140,13 @@ impl NameTable {
         let mask = self.slots.len() - 1;
         let mut i = hash as usize & mask;
         loop {
-            let s = self.slots[i].as_ref()?;
-            if s.hash == hash && s.bytes == key.len() && s.head == head {
-                match &s.long {
-                    None => return Some(i),
-                    Some(long) if same_rest(&long[HEAD..], &key[HEAD..], lower) => return Some(i),
-                    Some(_) => {}
+            let s = &self.slots[i];
+            if s.hash == hash && s.bytes as usize == key.len() && s.head == head {
+                if key.len() <= HEAD || same_rest(&self.rest[i], &key[HEAD..], lower) {
+                    return Some(i);
                 }
+            } else if s.bytes == EMPTY {
+                return None;
             }
             i = (i + 1) & mask;
         }
@@ -180,6 +196,20 @@ mod tests {
         assert_eq!(t.get(long_a.as_bytes(), false), Some(2000));
         assert_eq!(t.get(long_a.to_uppercase().as_bytes(), true), Some(2000));
         assert_eq!(t.get(long_b.as_bytes(), false), None);
+        // Every length around the words' edges, differing only in the last byte.
+        let mut by_len = NameTable::default();
+        for n in 1..=40 {
+            let key: Vec<u8> = (0..n).map(|i| b'a' + (i % 26) as u8).collect();
+            by_len.insert(&key, n);
+        }
+        for n in 1..=40 {
+            let mut key: Vec<u8> = (0..n).map(|i| b'a' + (i % 26) as u8).collect();
+            assert_eq!(by_len.get(&key, false), Some(n), "{n}");
+            key.make_ascii_uppercase();
+            assert_eq!(by_len.get(&key, true), Some(n), "{n}");
+            key[n - 1] = b'#';
+            assert_eq!(by_len.get(&key, true), None, "{n}");
+        }
         t.insert(b"site1.test", 7);
         assert_eq!(t.get(b"site1.test", false), Some(7));
     }

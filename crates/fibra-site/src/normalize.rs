@@ -31,8 +31,12 @@ pub fn normalize(raw: &str) -> Result<Cow<'_, str>, BadPath> {
         at += 8;
     }
     if at < bytes.len() {
-        // The zero padding is neither `%` nor `.`.
-        suspect |= scan(bytes, at, short_word(&bytes[at..]));
+        suspect |= match at {
+            // The zero padding is neither `%` nor `.`.
+            0 => scan(bytes, 0, short_word(bytes)),
+            // The last 8 bytes, some of them seen already (no harm in a second look).
+            _ => scan(bytes, bytes.len() - 8, word_at(bytes, bytes.len() - 8)),
+        };
     }
     match suspect {
         false => Ok(Cow::Borrowed(raw)),
