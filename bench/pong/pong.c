@@ -7,6 +7,10 @@
  * Pipelined requests: all complete requests found by one read are answered
  * with one write. Build: cc -O2 -o pong pong.c   Run: ./pong PORT
  *
+ * ./pong -w N PORT runs N such processes (for many-core runs), each with its
+ * own SO_REUSEPORT listener, so the kernel spreads connections over them; the
+ * extra processes are forked children that die with the first one.
+ *
  * Per keep-alive request this costs one read + one write + a share of
  * epoll_wait; everything else in the benchmark is the kernel's TCP path,
  * which is what the ratios in docs/BENCHMARKS.md are measured against.
@@ -20,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -119,30 +124,38 @@ static void on_readable(struct conn *c) {
     }
 }
 
-int main(int argc, char **argv) {
-    int port = argc > 1 ? atoi(argv[1]) : 8080;
-    signal(SIGPIPE, SIG_IGN);
-
+/* Binds the loopback listener, with SO_REUSEPORT when reuseport is set;
+ * exits on failure. */
+static int listen_on(int port, int reuseport) {
     int lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (lfd < 0) {
         perror("socket");
-        return 1;
+        exit(1);
     }
     int one = 1;
     setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (reuseport && setsockopt(lfd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0) {
+        perror("SO_REUSEPORT");
+        exit(1);
+    }
     struct sockaddr_in addr = {0};
     addr.sin_family = AF_INET;
     addr.sin_port = htons((unsigned short)port);
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (bind(lfd, (struct sockaddr *)&addr, sizeof addr) < 0) {
         perror("bind");
-        return 1;
+        exit(1);
     }
     if (listen(lfd, 4096) < 0) {
         perror("listen");
-        return 1;
+        exit(1);
     }
+    return lfd;
+}
 
+/* The event loop of one process: accepts on lfd and answers forever. */
+static int serve(int lfd) {
+    int one = 1;
     int ep = epoll_create1(EPOLL_CLOEXEC);
     if (ep < 0) {
         perror("epoll_create1");
@@ -188,4 +201,40 @@ int main(int argc, char **argv) {
             }
         }
     }
+}
+
+int main(int argc, char **argv) {
+    int procs = 0;
+    if (argc > 2 && strcmp(argv[1], "-w") == 0) {
+        procs = atoi(argv[2]);
+        if (procs < 1) {
+            fprintf(stderr, "usage: pong [-w PROCESSES] [PORT]\n");
+            return 2;
+        }
+        argv += 2;
+        argc -= 2;
+    }
+    int port = argc > 1 ? atoi(argv[1]) : 8080;
+    signal(SIGPIPE, SIG_IGN);
+    if (procs == 0)
+        return serve(listen_on(port, 0));
+
+    /* The first listener is bound before forking, so a port in use fails at once. */
+    int lfd = listen_on(port, 1);
+    pid_t parent = getpid();
+    for (int i = 1; i < procs; i++) {
+        pid_t pid = fork();
+        if (pid < 0) {
+            perror("fork");
+            return 1;
+        }
+        if (pid == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (getppid() != parent)
+                return 1;
+            close(lfd);
+            return serve(listen_on(port, 1));
+        }
+    }
+    return serve(lfd);
 }
