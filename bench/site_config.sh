@@ -14,7 +14,8 @@
 #                             flags setup `fibra serve DIR --proxy /v1/=...`: the hot file and
 #                             /v1/plaintext (one upstream)
 #                     nginx   the same site file against nginx (N server blocks): the hot file
-#                             and /api/plaintext (two upstreams, round robin)
+#                             and /api/plaintext (two upstreams, round robin); with flags too,
+#                             /v1/plaintext (one upstream) on all three
 #                     caddy   the same against Caddy (N site blocks, GOMAXPROCS=1)
 #                     access  /auth/ (basic auth, a valid Authorization header on every
 #                             request) and /rate/ (a rate limit that never trips) against
@@ -166,7 +167,8 @@ fi
 
 # --- every server's answers, checked ----------------------------------------------------------
 fails=0
-expect() { # SERVER PATH STATUS WHAT [CURL_ARGS...]: WHAT is body=FILE, location=URL or - (status only)
+expect() { # SERVER PATH STATUS WHAT [CURL_ARGS...]: WHAT is body=FILE, location=URL,
+           # header=NAME:VALUE (exact, NAME in lower case) or - (status only)
     local s=$1 path=$2 want=$3 what=$4; shift 4
     local got body loc ok=1
     got=$(curl -s -o "$run/answer" -D "$run/head" -w '%{http_code}' -H "Host: $host" "$@" \
@@ -177,9 +179,13 @@ expect() { # SERVER PATH STATUS WHAT [CURL_ARGS...]: WHAT is body=FILE, location
     case $what in
         body=*) cmp -s "$run/answer" "${what#body=}" || ok=0 ;;
         location=*) [ "$loc" = "${what#location=}" ] || ok=0 ;;
+        header=*) tr -d '\r' <"$run/head" | awk -v h="${what#header=}" '
+                      { split(h, nv, ":"); n = index($0, ":") }
+                      n && tolower(substr($0, 1, n - 1)) == nv[1] && substr($0, n + 2) == nv[2] { found = 1 }
+                      END { exit !found }' || ok=0 ;;
     esac
     if [ $ok = 1 ]; then
-        printf '  %-6s %-22s %s %s\n' "$s" "$path${*:+ (auth)}" "$got" "${what%%=*}${loc:+ $loc}"
+        printf '  %-6s %-22s %s %s\n' "$s" "$path${*:+ (auth)}" "$got" "${what%%=*}${loc:+ $loc}$([[ $what == header=* ]] && echo " ${what#header=}")"
     else
         printf '  %-6s %-22s %s FAILED: want %s %s, got body [%s] location [%s]\n' "$s" "$path" "$got" "$want" "$what" "$body" "$loc"
         fails=$((fails + 1))
@@ -190,6 +196,8 @@ for s in config nginx caddy; do
     [ -n "${SIDOF[$s]:-}" ] || continue
     expect "$s" /static/index.html 200 "body=$run/body.file"
     expect "$s" /index.html 200 "body=$run/body.file"
+    expect "$s" /index.html 200 "header=x-site:site$mid"
+    expect "$s" /index.html 200 "header=x-frame-options:DENY"
     expect "$s" /api/plaintext 200 "body=$run/body.plaintext"
     expect "$s" /api/plaintext 200 "body=$run/body.plaintext"   # the other upstream
     expect "$s" /v1/plaintext 200 "body=$run/body.plaintext"
@@ -236,8 +244,10 @@ if has "$rows" nginx || has "$rows" caddy; then
     for s in $list; do target "proxy:$s" "$s" /api/plaintext "$run/body.plaintext"; done
 fi
 if has "$rows" flags; then
-    scenarios+=(proxy1); S_TARGETS[proxy1]="config flags"
-    for s in config flags; do target "proxy1:$s" "$s" /v1/plaintext "$run/body.plaintext"; done
+    # With nginx too when asked for both: its one-upstream proxy against the flags setup's.
+    list="config flags"; has "$rows" nginx && list+=" nginx"
+    scenarios+=(proxy1); S_TARGETS[proxy1]=$list
+    for s in $list; do target "proxy1:$s" "$s" /v1/plaintext "$run/body.plaintext"; done
 fi
 if has "$rows" access; then
     scenarios+=(access); S_TARGETS[access]="open auth rate"
@@ -358,14 +368,15 @@ for (sc, cl, t), byr in data.items():
         print(f"{sc:<7} {cl:<11} {t} - open: CPU {st.median(d):+.3f} us/req ({min(d):+.3f} to {max(d):+.3f}); "
               + " ".join(f"{v:+.2f}" for v in d))
         continue
-    if t == "config":
-        continue
-    base = data[(sc, cl, "config")]
-    rs = [r for r in byr if r in base]
-    cpu = [float(base[r]["cpu_us"]) / float(byr[r]["cpu_us"]) for r in rs]
-    rps = [float(base[r]["rps"]) / float(byr[r]["rps"]) for r in rs]
-    print(f"{sc:<7} {cl:<11} config / {t:<6}: CPU {st.median(cpu):.3f} ({rng(cpu)}), req/s {st.median(rps):.3f} ({rng(rps)})"
-          f"; CPU per round " + " ".join(f"{v:.3f}" for v in cpu))
+    for b in ("config", "flags"):
+        if t == b or (b == "flags" and t not in ("nginx", "caddy")) or (sc, cl, b) not in data:
+            continue
+        base = data[(sc, cl, b)]
+        rs = [r for r in byr if r in base]
+        cpu = [float(base[r]["cpu_us"]) / float(byr[r]["cpu_us"]) for r in rs]
+        rps = [float(base[r]["rps"]) / float(byr[r]["rps"]) for r in rs]
+        print(f"{sc:<7} {cl:<11} {b} / {t:<6}: CPU {st.median(cpu):.3f} ({rng(cpu)}), req/s {st.median(rps):.3f} ({rng(rps)})"
+              f"; CPU per round " + " ".join(f"{v:.3f}" for v in cpu))
 PY
 fi
 
