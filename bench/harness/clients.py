@@ -16,7 +16,8 @@ import resource
 import subprocess
 
 from . import toolchain
-from .servers import BIG_FILE, HELLO, HELLO_H2C, HELLO_TLS, STATIC, STATIC_TLS, TLS_KINDS
+from .servers import (BIG_FILE, HELLO, HELLO_H2C, HELLO_TLS, STATIC, STATIC_H2C, STATIC_TLS,
+                      TLS_KINDS)
 
 
 class Result:
@@ -66,7 +67,7 @@ class Scenario:
     def path(self):
         if "path" in self.params:
             return self.params["path"]
-        return "/index.html" if self.kind in (STATIC, STATIC_TLS) else "/plaintext"
+        return "/index.html" if self.kind in (STATIC, STATIC_TLS, STATIC_H2C) else "/plaintext"
 
     def url(self, port):
         scheme = "https" if self.kind in TLS_KINDS else "http"
@@ -144,12 +145,30 @@ def scenarios():
         Scenario("h2c-plaintext", "HTTP/2 cleartext, 100 connections x 10 streams", HELLO_H2C,
                  "h2load", "`h2load -t1 -c100 -m10` GET /plaintext, h2c prior knowledge",
                  conns=100, streams=10),
+        Scenario("h2c-plaintext-m100", "HTTP/2 cleartext, 10 connections x 100 streams",
+                 HELLO_H2C, "h2load",
+                 "`h2load -t1 -c10 -m100` GET /plaintext, h2c prior knowledge",
+                 conns=10, streams=100),
+        Scenario("h2c-static", "HTTP/2 cleartext, static 151-byte index.html, 100 x 10",
+                 STATIC_H2C, "h2load",
+                 "`h2load -t1 -c100 -m10` GET /index.html, h2c prior knowledge",
+                 conns=100, streams=10),
+        Scenario("h2c-static-m100", "HTTP/2 cleartext, static 151-byte index.html, 10 x 100",
+                 STATIC_H2C, "h2load",
+                 "`h2load -t1 -c10 -m100` GET /index.html, h2c prior knowledge",
+                 conns=10, streams=100),
         Scenario("h2-plaintext", "HTTP/2 over TLS, 100 connections x 10 streams", HELLO_TLS,
                  "h2load", "`h2load -t1 -c100 -m10` GET /plaintext, h2 via ALPN",
                  conns=100, streams=10),
+        Scenario("h2-plaintext-m100", "HTTP/2 over TLS, 10 connections x 100 streams",
+                 HELLO_TLS, "h2load", "`h2load -t1 -c10 -m100` GET /plaintext, h2 via ALPN",
+                 conns=10, streams=100),
         Scenario("h2-static", "HTTP/2 over TLS, static 151-byte index.html, 100 x 10",
                  STATIC_TLS, "h2load", "`h2load -t1 -c100 -m10` GET /index.html, h2 via ALPN",
                  conns=100, streams=10),
+        Scenario("h2-static-m100", "HTTP/2 over TLS, static 151-byte index.html, 10 x 100",
+                 STATIC_TLS, "h2load", "`h2load -t1 -c10 -m100` GET /index.html, h2 via ALPN",
+                 conns=10, streams=100),
         Scenario("h2-static-1m", "HTTP/2 over TLS, static 1 MiB file, 32 connections",
                  STATIC_TLS, "h2load", f"`h2load -t1 -c32 -m1` GET /{BIG_FILE}, h2 via ALPN",
                  conns=32, streams=1, path=f"/{BIG_FILE}", bytes=1 << 20),

@@ -24,8 +24,10 @@ STATIC = "static"  # serves the 151-byte index.html at /index.html (and /1m.bin,
 HELLO_TLS = "hello-tls"  # HELLO over HTTPS (the run's ECDSA P-256 certificate)
 STATIC_TLS = "static-tls"  # STATIC over HTTPS
 HELLO_H2C = "hello-h2c"  # HELLO over cleartext HTTP/2 with prior knowledge
+STATIC_H2C = "static-h2c"  # STATIC over cleartext HTTP/2 with prior knowledge
+H2C_KINDS = {HELLO_H2C, STATIC_H2C}
 TLS_KINDS = {HELLO_TLS, STATIC_TLS}
-PLAIN_KIND = {HELLO_TLS: HELLO, STATIC_TLS: STATIC, HELLO_H2C: HELLO}
+PLAIN_KIND = {HELLO_TLS: HELLO, STATIC_TLS: STATIC, HELLO_H2C: HELLO, STATIC_H2C: STATIC}
 
 # The 1 MiB file of the STATIC kinds (served at /1m.bin).
 BIG_FILE = "1m.bin"
@@ -205,7 +207,7 @@ def start(ctx, server, kind, cpu):
             shutil.copy(src, os.path.join(rundir, name))
             os.chmod(os.path.join(rundir, name), 0o644)
     port = free_port()
-    h2c = kind == HELLO_H2C
+    h2c = kind in H2C_KINDS
     cmd = server.command(ctx, port, rundir, tls, h2c)
     env = dict(os.environ)
     env.update(server.env)
@@ -471,22 +473,22 @@ def all_servers():
                tls_command=lambda ctx, p, d: [_fibra_pgo_path(ctx), "hello", "--workers", "1",
                                               "--port", str(p)] + tls_args(d),
                describe="fibra hello --workers 1, profile-guided build (bench/pgo.sh)"),
-        Server("fibra-serve", {STATIC, STATIC_TLS}, _fibra_cmd("serve"), fibra_serve,
+        Server("fibra-serve", {STATIC, STATIC_TLS, STATIC_H2C}, _fibra_cmd("serve"), fibra_serve,
                tls_command=lambda ctx, p, d: fibra_serve(ctx, p, d) + tls_args(d),
                describe="fibra serve --workers 1 (over TLS: --tls-cert/--tls-key)"),
-        Server("fibra-serve-pgo", {STATIC, STATIC_TLS}, _build_fibra_pgo,
+        Server("fibra-serve-pgo", {STATIC, STATIC_TLS, STATIC_H2C}, _build_fibra_pgo,
                lambda ctx, p, d: [_fibra_pgo_path(ctx), "serve", os.path.join(d, "root"),
                                   "--workers", "1", "--port", str(p)],
                tls_command=lambda ctx, p, d: [_fibra_pgo_path(ctx), "serve",
                                               os.path.join(d, "root"), "--workers", "1",
                                               "--port", str(p)] + tls_args(d),
                describe="fibra serve --workers 1, profile-guided build (bench/pgo.sh)"),
-        Server("nginx", {HELLO, STATIC, HELLO_TLS, STATIC_TLS, HELLO_H2C}, _build_nginx,
+        Server("nginx", {HELLO, STATIC, HELLO_TLS, STATIC_TLS, HELLO_H2C, STATIC_H2C}, _build_nginx,
                _nginx_cmd, tls_command=lambda ctx, p, d: _nginx_cmd(ctx, p, d, tls=True),
                h2c_command=lambda ctx, p, d: _nginx_cmd(ctx, p, d, h2c=True),
                describe="nginx, 1 worker, return 200 / sendfile + open_file_cache "
                         "(over TLS: OpenSSL, ssl_session_cache)"),
-        Server("h2o", {HELLO, STATIC, HELLO_TLS, STATIC_TLS, HELLO_H2C}, _build_h2o, _h2o_cmd,
+        Server("h2o", {HELLO, STATIC, HELLO_TLS, STATIC_TLS, HELLO_H2C, STATIC_H2C}, _build_h2o, _h2o_cmd,
                tls_command=lambda ctx, p, d: _h2o_cmd(ctx, p, d, tls=True),
                describe="h2o, num-threads 1 (mruby handler for /plaintext; over TLS: OpenSSL)"),
         Server("hyper", {HELLO}, _build_cargo_peer("hyper"),
