@@ -84,6 +84,15 @@ impl<T: Transport> Link<T> {
     }
 }
 
+/// The largest read into the crate's buffer.
+const SCRATCH_LEN: usize = 16 * 1024;
+
+thread_local! {
+    /// Where a read lands before it is copied into the crate's buffer: one per worker,
+    /// zeroed once.
+    static SCRATCH: Cell<Option<Box<[u8]>>> = const { Cell::new(None) };
+}
+
 /// The `h2` crate's view of a [`Link`]: pass it to `h2::server::handshake` or
 /// `h2::client::handshake`, and poll what they return from the fiber that owns the link,
 /// with a [`Parker`]'s waker, calling [`Link::wait`] whenever a poll returns `Pending`.
@@ -109,12 +118,22 @@ impl<T: Transport> AsyncRead for H2Io<T> {
                 return Poll::Ready(Ok(()));
             }
         }
-        let dst = buf.initialize_unfilled();
-        match link.io.borrow_mut().try_read(dst) {
-            Ok(n) => {
-                buf.advance(n);
-                Poll::Ready(Ok(()))
-            }
+        // The crate's buffer is uninitialised spare capacity: zeroing all of it for every
+        // read cost more than the request (a `memset` of kilobytes per read). Read into the
+        // thread's scratch, zeroed once, and copy out what came.
+        // Taken out while in use: a TLS read may write (handshake replies) and so wait, and
+        // another fiber of the thread then reads with a scratch of its own.
+        let mut scratch = SCRATCH
+            .with(Cell::take)
+            .unwrap_or_else(|| vec![0; SCRATCH_LEN].into_boxed_slice());
+        let want = buf.remaining().min(scratch.len());
+        let result = link.io.borrow_mut().try_read(&mut scratch[..want]);
+        if let Ok(n) = result {
+            buf.put_slice(&scratch[..n]);
+        }
+        SCRATCH.with(|s| s.set(Some(scratch)));
+        match result.map(|_| ()) {
+            Ok(()) => Poll::Ready(Ok(())),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 link.wants_read.set(true);
                 Poll::Pending
