@@ -55,15 +55,8 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=l
 chmod 644 "$work/key.pem" "$work/cert.pem"
 port=18731
 
-wait_port() {
-    for _ in $(seq 300); do
-        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
-        sleep 0.1
-    done
-    echo "h2_instr.sh: nothing listens on $port; the server's log:" >&2
-    tail -5 "$work/server.log" >&2
-    return 1
-}
+# shellcheck source=bench/load.sh
+source "$here/load.sh"   # wait_port PORT TRIES SECS
 
 # h2o's configuration: one thread, the root as files, TLS if asked.
 h2o_conf() { # TLS(0|1)
@@ -108,7 +101,11 @@ measure() {
     taskset -c 0 valgrind --tool=callgrind --callgrind-out-file="$work/cg.%p" "${cmd[@]}" \
         >"$work/server.log" 2>&1 &
     pid=$!
-    wait_port
+    wait_port "$port" 300 0.1 || {
+        echo "h2_instr.sh: nothing listens on $port; the server's log:" >&2
+        tail -5 "$work/server.log" >&2
+        exit 1
+    }
     local url="$scheme://127.0.0.1:$port$path" h2=(-m "$streams" -c "$conns" -t1)
     taskset -c 1 h2load "${h2[@]}" -n $((requests / 4)) "$url" >"$work/warm.log" 2>&1
     rm -f "$work"/cg.*
