@@ -55,15 +55,13 @@ impl Route {
             up.apply(req.headers_mut());
         }
         if let Action::Files(files) = &self.action {
-            // The common case straight: the file server applied the header rules itself.
+            // The common case without the (answer, applied) pair: a file server's answer has
+            // the header rules already, and without error pages nothing is left to do.
             if files.try_files.is_empty() && self.error_pages.is_empty() {
                 return files.server.handle(&req);
             }
         }
         let (resp, applied) = self.action.run(req);
-        if self.error_pages.is_empty() && (applied || self.headers.is_none()) {
-            return resp;
-        }
         self.finish(resp, applied)
     }
 
@@ -123,7 +121,16 @@ impl Route {
 
     /// The error page for the response's status, then the header rules (unless `applied`
     /// already and the response is still the action's).
-    fn finish(&self, mut resp: Response, mut applied: bool) -> Response {
+    #[inline]
+    fn finish(&self, resp: Response, applied: bool) -> Response {
+        // Most routes: nothing to do (a file server applied the rules itself).
+        if self.error_pages.is_empty() && (applied || self.headers.is_none()) {
+            return resp;
+        }
+        self.finish_each(resp, applied)
+    }
+
+    fn finish_each(&self, mut resp: Response, mut applied: bool) -> Response {
         if !self.error_pages.is_empty() {
             let status = resp.status();
             if let Some(page) = self.error_pages.iter().find(|p| p.status == status) {

@@ -3,7 +3,7 @@
 
 use crate::config::PathMatch;
 use crate::name_table::NameTable;
-use crate::words::{nth_word, word_at};
+use crate::words::nth_word;
 
 /// A site's routes by path.
 #[derive(Debug, Default)]
@@ -64,11 +64,7 @@ impl RouteTable {
                 return Some(i);
             }
         }
-        let head = if path.len() >= 8 {
-            word_at(path, 0)
-        } else {
-            nth_word(path, 0)
-        };
+        let head = nth_word(path, 0);
         self.prefixes
             .iter()
             .find(|p| {

@@ -1,6 +1,7 @@
 //! [`SiteService`]: one server's requests to their site and route. Per request: the served
-//! configuration (the worker's snapshot, [`Live::snapshot`]), the address's group, the site by `Host` (421 when TLS's
-//! SNI chose another), the route by the decoded path, then the route.
+//! configuration (the worker's snapshot, [`Live::snapshot`]), the address's group, the site
+//! by `Host` (421 when TLS's SNI chose another), the route by the decoded path, then the
+//! route.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -67,19 +68,22 @@ impl SiteService {
         }
         let site = &group.sites[i];
         if !self.count {
-            return match site.mode {
-                Mode::Serve => serve(site, req),
-                Mode::RedirectHttps { port } => redirect_https(&req, host, port),
-            };
+            // Straight back: the response is not held here to be counted.
+            return answer_site(site, req);
         }
-        let resp = match site.mode {
-            Mode::Serve => serve(site, req),
-            Mode::RedirectHttps { port } => redirect_https(&req, host, port),
-        };
-        if self.count {
-            site.counters.count(resp.status().as_u16());
-        }
+        let resp = answer_site(site, req);
+        site.counters.count(resp.status().as_u16());
         resp
+    }
+}
+
+/// `site`'s answer to `req`.
+#[inline(always)]
+fn answer_site(site: &Site, req: Request) -> Response {
+    match site.mode {
+        Mode::Serve => serve(site, req),
+        // The host is looked up again only here (sites that redirect serve nothing else).
+        Mode::RedirectHttps { port } => redirect_https(&req, request_host(&req), port),
     }
 }
 
