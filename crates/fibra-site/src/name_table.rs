@@ -1,13 +1,9 @@
 //! [`NameTable`]: byte strings fixed when a configuration is built (host names, exact route
-//! paths) to an index, looked up by requests a word at a time: the key is read once, into
-//! words that are hashed and then compared, with no copy, no UTF-8 check and no call to
-//! `memcmp`. Host names are looked up without regard to ASCII case, in the same pass.
+//! paths) to an index, looked up by requests a word at a time: the key's first 16 bytes are
+//! read once, into two words that are hashed and then compared, with no copy, no UTF-8 check
+//! and no call to `memcmp` (a longer key's rest is compared after). Host names are looked up without regard to ASCII case, in the same pass.
 
 use crate::words::{short_word, to_lower, word_at};
-
-/// The longest key a lookup reads; longer ones are in no table (a host name has at most 253
-/// bytes, and paths that long are not routed by an exact match).
-pub const MAX_KEY: usize = 256;
 
 /// See the module docs.
 #[derive(Debug, Clone, Default)]
@@ -71,11 +67,8 @@ fn head_of(key: &[u8], lower: bool) -> ((u64, u64), u64) {
 
 impl NameTable {
     /// Adds `key` (as it is: lower-case host names before adding them) with `value`; a key
-    /// added again takes the new value. Keys over [`MAX_KEY`] bytes are not added.
+    /// added again takes the new value.
     pub fn insert(&mut self, key: &[u8], value: usize) {
-        if key.len() > MAX_KEY {
-            return;
-        }
         let value = u32::try_from(value).expect("a table of fewer than 2^32 entries");
         if let Some(i) = self.position(key, false) {
             self.slots[i].value = value;
@@ -133,7 +126,7 @@ impl NameTable {
 
     #[inline(always)]
     fn position(&self, key: &[u8], lower: bool) -> Option<usize> {
-        if self.len == 0 || key.len() > MAX_KEY {
+        if self.len == 0 {
             return None;
         }
         let (head, hash) = head_of(key, lower);
@@ -189,6 +182,11 @@ mod tests {
         );
         assert_eq!(t.get(b"site1.tes", false), None);
         assert_eq!(t.get(&[b'a'; 300], false), None);
+        // No length is too long to be a key.
+        t.insert(&[b'a'; 300], 3000);
+        assert_eq!(t.get(&[b'a'; 300], false), Some(3000));
+        assert_eq!(t.get(&[b'A'; 300], true), Some(3000));
+        assert_eq!(t.get(&[b'a'; 299], false), None);
         // Longer than the words read at once: the rest is compared too.
         let long_a = format!("{}a", "x".repeat(40));
         let long_b = format!("{}b", "x".repeat(40));
