@@ -17,7 +17,6 @@ impl HostTable {
     /// Adds site `site`'s names (lower case; `*.` for wildcards).
     pub fn add(&mut self, site: usize, hosts: &[String], default: bool) {
         for h in hosts {
-            let h = h.to_ascii_lowercase();
             match h.strip_prefix("*.") {
                 Some(suffix) => self.wildcard.insert(suffix.as_bytes(), site),
                 None => self.exact.insert(h.as_bytes(), site),
