@@ -204,6 +204,16 @@ pub(super) fn encode(src: &[u8], out: &mut Vec<u8>) {
     }
 }
 
+/// The length of `src` Huffman-coded (tests' encoder).
+#[cfg(test)]
+pub(super) fn encoded_len(src: &[u8]) -> usize {
+    let bits: usize = src
+        .iter()
+        .map(|&b| usize::from(LENGTHS[usize::from(b)]))
+        .sum();
+    bits.div_ceil(8)
+}
+
 /// A symbol's code and length (tests).
 #[cfg(test)]
 pub(super) fn code(sym: usize) -> (u32, u8) {

@@ -1,30 +1,142 @@
-//! HPACK (RFC 7541), the header compression of HTTP/2, as a server needs it.
+//! HPACK (RFC 7541), the header compression of HTTP/2, as a server needs it: a [`Decoder`]
+//! for request header blocks (with the dynamic table a client may fill, up to the 4096 bytes
+//! we allow) and a stateless encoder for response heads ([`encode_status`], [`encode_field`]:
+//! literals that never enter the client's dynamic table, so there is no encoder state to
+//! keep in step).
 //!
+//! The decoder classifies each field's name once ([`Name`]): a static-table name is
+//! classified at compile time, a dynamic-table name when its entry is inserted, so a field
+//! taken from a table costs a lookup and the callback, with no parsing and no allocation.
+//! Values come out as a [`Value`]: shared from the table (a `HeaderValue` the caller clones
+//! for the price of a reference count) or the literal's bytes.
+//!
+//! - `table`: the static table (names classified, values as `HeaderValue`s) and the dynamic
+//!   table (a ring, newest first, sized as RFC 7541 §4.1 counts);
 //! - `huffman`: the canonical Huffman code of Appendix B, decoded with a table built at
-//!   compile time.
+//!   compile time;
+//! - `decode`: the decoder (integers, strings, the field representations of §6);
+//! - `encode`: the response-side encoder.
 
 use std::fmt;
 
+use http::{HeaderName, HeaderValue};
+
+mod decode;
+mod encode;
 mod huffman;
+mod table;
 #[cfg(test)]
 mod tests;
+
+pub(crate) use decode::Decoder;
+pub(crate) use encode::{encode_field, encode_status};
+
+/// A field's name, classified once (for table entries: when they are inserted, so a name
+/// taken from the dynamic table is never re-parsed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Name {
+    /// A name starting with `:`.
+    Pseudo(Pseudo),
+    /// A valid, lower-case field name.
+    Header(HeaderName),
+    /// Anything else: empty, upper case, or bytes a field name cannot have. Not an HPACK
+    /// error: the request it is in is malformed (a stream error for the caller).
+    Invalid,
+}
+
+/// The pseudo-header fields of HTTP/2 (RFC 9113 §8.3) and RFC 8441's `:protocol`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pseudo {
+    /// `:method`
+    Method,
+    /// `:scheme`
+    Scheme,
+    /// `:authority`
+    Authority,
+    /// `:path`
+    Path,
+    /// `:status`
+    Status,
+    /// `:protocol` (extended CONNECT)
+    Protocol,
+    /// Any other name starting with `:`.
+    Unknown,
+}
+
+/// A field's value: shared from a table entry (a cheap clone, no allocation) or the
+/// literal's bytes (in the header block, or in the decoder's buffer when Huffman-coded),
+/// valid during the callback.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Value<'a> {
+    /// A table entry's value.
+    Shared(&'a HeaderValue),
+    /// A literal's bytes, or a dynamic-table value `HeaderValue` refused (control bytes).
+    Raw(&'a [u8]),
+}
+
+impl Value<'_> {
+    /// The value's bytes.
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        match self {
+            Value::Shared(v) => v.as_bytes(),
+            Value::Raw(b) => b,
+        }
+    }
+}
+
+/// Classifies a name's bytes (see [`Name`]).
+pub(crate) fn classify(name: &[u8]) -> Name {
+    match name {
+        [b':', rest @ ..] => Name::Pseudo(match rest {
+            b"method" => Pseudo::Method,
+            b"scheme" => Pseudo::Scheme,
+            b"authority" => Pseudo::Authority,
+            b"path" => Pseudo::Path,
+            b"status" => Pseudo::Status,
+            b"protocol" => Pseudo::Protocol,
+            _ => Pseudo::Unknown,
+        }),
+        // `from_lowercase` refuses upper case (HTTP/2 forbids it) where `from_bytes` would
+        // lower it.
+        _ => HeaderName::from_lowercase(name).map_or(Name::Invalid, Name::Header),
+    }
+}
 
 /// Why a header block could not be decoded. Every one is a connection error of type
 /// COMPRESSION_ERROR (RFC 9113 §4.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum HpackError {
+    /// Index 0, or an index past the static and dynamic tables.
+    InvalidIndex,
+    /// An integer that does not fit in 32 bits, or has more continuation bytes than one
+    /// that does would need.
+    IntegerOverflow,
+    /// The block ends inside a field representation.
+    Truncated,
     /// A Huffman-coded string contains EOS.
     HuffmanEos,
     /// A Huffman-coded string ends in more than 7 bits of padding, or padding that is not
     /// all ones.
     HuffmanPadding,
+    /// A dynamic table size update after the block's first field.
+    LateSizeUpdate,
+    /// A dynamic table size update above the 4096 bytes we allow.
+    SizeUpdateTooLarge,
+    /// The decoder failed on an earlier block; its table is no longer the peer's.
+    Failed,
 }
 
 impl fmt::Display for HpackError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
+            HpackError::InvalidIndex => "HPACK: invalid index",
+            HpackError::IntegerOverflow => "HPACK: integer overflow",
+            HpackError::Truncated => "HPACK: truncated header block",
             HpackError::HuffmanEos => "HPACK: EOS in a Huffman-coded string",
             HpackError::HuffmanPadding => "HPACK: invalid Huffman padding",
+            HpackError::LateSizeUpdate => "HPACK: table size update after a field",
+            HpackError::SizeUpdateTooLarge => "HPACK: table size update above the limit",
+            HpackError::Failed => "HPACK: decoder failed earlier",
         })
     }
 }
