@@ -1,11 +1,14 @@
 //! The codec's tests: RFC 7541 Appendix C (`rfc`), the Huffman code (`huffman_code`), errors,
-//! limits and name classification (`errors`), the encoder's output (`encoder`). Shared here: a representation-level encoder (every
-//! representation of §6, Huffman or not, unlike the production encoder), a seeded PRNG and
-//! helpers that turn decoded fields into comparable values.
+//! limits and name classification (`errors`), the encoder's output (`encoder`), and
+//! differential tests against the `loona-hpack` crate (`differential`). Shared here: a
+//! representation-level encoder (every representation of §6, Huffman or not, unlike the
+//! production encoder), a seeded PRNG and helpers that turn decoded fields into comparable
+//! values.
 
 use super::encode::encode_int;
 use super::{huffman, Decoder, HpackError, Name, Pseudo};
 
+mod differential;
 mod encoder;
 mod errors;
 mod huffman_code;
@@ -163,5 +166,10 @@ impl Rng {
     /// `len` random bytes.
     pub(super) fn bytes(&mut self, len: usize) -> Vec<u8> {
         (0..len).map(|_| self.next() as u8).collect()
+    }
+
+    /// One of `items`.
+    pub(super) fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
     }
 }
