@@ -82,7 +82,8 @@
 //! (listening sockets inherited through `LISTEN_FDS`: socket activation, binary upgrades),
 //! `server` (the builder, accept loops, the connection limit, graceful shutdown), [`date`]
 //! (the cached `Date` header, UTC calendar fields). Internal: `parse` (request heads) and `chunked` (chunked bodies), public
-//! only with the `fuzzing` feature and `backoff` (when the one-entry caches of the last head
+//! only with the `fuzzing` feature (which also adds `fuzz_hpack`, the entry point of the HPACK
+//! decoder's fuzz target) and `backoff` (when the one-entry caches of the last head
 //! stop looking). Static files and the reverse proxy are the `fibra-files` and `fibra-proxy`
 //! crates.
 
@@ -100,6 +101,12 @@ mod chunked;
 pub mod client;
 pub mod conn;
 pub mod date;
+/// The HPACK decoder's fuzz entry point (the codec itself is internal to `http2`).
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzz_hpack {
+    pub use crate::http2::hpack::fuzz::decode_blocks;
+}
 mod error;
 mod going_away;
 pub mod http2;

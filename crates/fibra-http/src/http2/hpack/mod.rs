@@ -16,6 +16,8 @@
 //!   compile time;
 //! - `decode`: the decoder (integers, strings, the field representations of §6);
 //! - `encode`: the response-side encoder.
+//! - `fuzz` (with the `fuzzing` feature): the `hpack_decode` fuzz target's entry point,
+//!   re-exported as `fibra_http::fuzz_hpack`.
 
 use std::fmt;
 
@@ -23,6 +25,8 @@ use http::{HeaderName, HeaderValue};
 
 mod decode;
 mod encode;
+#[cfg(feature = "fuzzing")]
+pub mod fuzz;
 mod huffman;
 mod table;
 #[cfg(test)]
