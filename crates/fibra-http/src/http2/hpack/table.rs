@@ -155,11 +155,12 @@ pub(super) struct Table {
 }
 
 impl Table {
-    /// An empty table of [`MAX_TABLE_SIZE`], with room for as many entries as fit (32 bytes
-    /// each at least), so it never grows after.
+    /// An empty table of [`MAX_TABLE_SIZE`]. It allocates nothing until the first insertion
+    /// (an entry is 96 bytes: room for the 128 that 4096 bytes can hold would cost every
+    /// connection 12 KiB up front); the ring then grows by doubling, at most 6 times.
     pub(super) fn new() -> Table {
         Table {
-            entries: VecDeque::with_capacity(MAX_TABLE_SIZE / ENTRY_OVERHEAD),
+            entries: VecDeque::new(),
             size: 0,
             max_size: MAX_TABLE_SIZE,
         }
@@ -208,6 +209,15 @@ impl Table {
             Ok(v) => EntryValue::Header(v),
             Err(_) => EntryValue::Raw(value.into()),
         };
+        // A buffer `http` copied into is made shared (an allocation) on its first clone: do
+        // it now, so every clone a caller makes of a field taken from this entry is a
+        // reference count.
+        if let EntryValue::Header(v) = &value {
+            drop(v.clone());
+        }
+        if let Name::Header(h) = &name {
+            drop(h.clone());
+        }
         self.size += size;
         self.entries.push_front(Entry {
             name,
