@@ -101,6 +101,7 @@ mod chunked;
 pub mod client;
 pub mod conn;
 pub mod date;
+mod digits;
 /// The HPACK decoder's fuzz entry point (the codec itself is internal to `http2`).
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]

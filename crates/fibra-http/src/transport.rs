@@ -59,9 +59,7 @@ use crate::going_away::GoingAway;
 
 mod capabilities;
 
-pub(crate) use capabilities::{
-    copy_file, send_file, set_cork, skip_to_line_offset, write_before_file, write_last,
-};
+pub(crate) use capabilities::{copy_file, send_file, set_cork, write_before_file, write_last};
 pub use capabilities::{Capabilities, NoCapabilities};
 
 /// A connection's transport; every method is required. See the module docs.

@@ -15,6 +15,7 @@ const LAYERS: module_graph::Layers = &[
             "body",
             "client",
             "date",
+            "digits",
             "error",
             "going_away",
             "inline_bytes",

@@ -2,7 +2,7 @@
 //! on every connection, like `h2load -m`.
 //!
 //! One fiber per connection drives the `h2` crate's client through
-//! [`fibra_http::http2::wire`] (the same adapter the server's owner fibers use): it keeps `-m`
+//! [`super::h2_io::wire`] (an `AsyncRead + AsyncWrite` adapter over a fiber's transport): it keeps `-m`
 //! requests open, polls the connection and every response, and between polls waits for
 //! input or a wake-up. A response counts when its body has ended; its latency runs from
 //! the request's submission.
@@ -11,9 +11,9 @@ use std::rc::Rc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
+use super::h2_io::park::Parker;
+use super::h2_io::wire::{H2Io, Link};
 use bytes::Bytes;
-use fibra_http::http2::park::Parker;
-use fibra_http::http2::wire::{H2Io, Link};
 use fibra_http::{Tcp, Transport};
 use h2::client::{ResponseFuture, SendRequest};
 use h2::RecvStream;

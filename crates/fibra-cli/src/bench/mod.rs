@@ -15,6 +15,7 @@
 pub mod args;
 pub mod conn;
 pub mod driver;
+pub mod h2_io;
 pub mod http2;
 pub mod pace;
 pub mod paths;

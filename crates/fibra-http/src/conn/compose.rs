@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use crate::backoff::Backoff;
 use crate::date::{with_date, with_date_until};
+use crate::digits::itoa_buf;
 
 /// Pre-rendered status lines for the common codes; others are rendered on the fly.
 fn status_line(status: StatusCode) -> Option<&'static [u8]> {
@@ -393,33 +394,6 @@ fn put_name(out: &mut Vec<u8>, name: &[u8]) {
 pub(crate) fn has_close_token(v: &[u8]) -> bool {
     v.split(|&b| b == b',')
         .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"))
-}
-
-/// Decimal digits of `n` without allocating.
-fn itoa_buf(mut n: u64) -> Digits {
-    let mut d = Digits {
-        buf: [0; 20],
-        start: 20,
-    };
-    loop {
-        d.start -= 1;
-        d.buf[d.start] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            return d;
-        }
-    }
-}
-
-struct Digits {
-    buf: [u8; 20],
-    start: usize,
-}
-
-impl Digits {
-    fn as_slice(&self) -> &[u8] {
-        &self.buf[self.start..]
-    }
 }
 
 #[cfg(test)]

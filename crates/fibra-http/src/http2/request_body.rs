@@ -2,30 +2,29 @@
 //! behind the request's [`crate::Body`], reading DATA frames (and giving flow-control window
 //! back as it goes), answering `100 Continue` on the first read, and holding the limit.
 
-use std::cell::RefCell;
 use std::io;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use h2::server::SendResponse;
-use h2::RecvStream;
-use http::{HeaderMap, StatusCode};
+use http::HeaderMap;
 
-use super::park::Parker;
-use super::stream::{h2_error, TOO_LARGE};
+use super::hpack;
+use super::stream::TOO_LARGE;
+use super::stream_io::StreamIo;
 use crate::body::BodySource;
 use crate::error::ProtocolError;
 
-/// The stream's request body, as the [`Body`] source.
+/// The stream's request body, as the [`crate::Body`] source.
 pub(super) struct StreamBody {
-    pub(super) recv: RecvStream,
+    pub(super) io: Rc<StreamIo>,
     /// The DATA not yet read by the application.
     pub(super) chunk: Bytes,
-    pub(super) parker: Rc<Parker>,
-    /// Set while a `100 Continue` is owed (sent before the first read).
-    pub(super) respond: Option<Rc<RefCell<SendResponse<Bytes>>>>,
+    /// A `100 Continue` is owed (sent before the first read).
+    pub(super) owes_continue: bool,
+    /// The body has ended (all of it read).
+    pub(super) ended: bool,
     pub(super) timeout: std::time::Duration,
     /// Body bytes still allowed (`Settings::max_body_bytes`).
     pub(super) left: u64,
@@ -42,26 +41,17 @@ pub(super) struct StreamBody {
 }
 
 impl StreamBody {
-    /// Waits (up to the body read timeout) for the next DATA and gives its window back to
-    /// the client; `None` at the end of the body.
+    /// Waits (up to the body read timeout) for the next DATA; `None` at the end of the body
+    /// (whose trailers are then kept).
     fn next_data(&mut self) -> io::Result<Option<Bytes>> {
-        let recv = &mut self.recv;
-        match self
-            .parker
-            .poll_until(self.timeout, |cx| recv.poll_data(cx))?
-        {
-            Some(Ok(data)) => {
-                let _ = recv.flow_control().release_capacity(data.len());
-                Ok(Some(data))
-            }
-            Some(Err(e)) => Err(h2_error(e)),
+        if self.ended {
+            return Ok(None);
+        }
+        match self.io.read_data(self.timeout)? {
+            Some(data) => Ok(Some(data)),
             None => {
-                // After the last DATA: a trailing HEADERS frame, if the client sent one
-                // (already received, so this does not wait).
-                let trailers = self
-                    .parker
-                    .poll_until(self.timeout, |cx| recv.poll_trailers(cx))?;
-                self.trailers = trailers.map_err(h2_error)?;
+                self.ended = true;
+                self.trailers = self.io.take_trailers();
                 Ok(None)
             }
         }
@@ -71,14 +61,11 @@ impl StreamBody {
     pub(super) fn drain(&mut self, limit: u64) {
         let mut left = limit.saturating_sub(self.chunk.len() as u64);
         self.chunk.clear();
-        self.respond = None;
-        while !self.recv.is_end_stream() {
-            match self.next_data() {
-                Ok(Some(data)) => match left.checked_sub(data.len() as u64) {
-                    Some(l) => left = l,
-                    None => return,
-                },
-                _ => return,
+        self.owes_continue = false;
+        while let Ok(Some(data)) = self.next_data() {
+            match left.checked_sub(data.len() as u64) {
+                Some(l) => left = l,
+                None => return,
             }
         }
     }
@@ -87,15 +74,9 @@ impl StreamBody {
 impl BodySource for StreamBody {
     fn read_body(&mut self, _seq: u64, out: &mut [u8]) -> io::Result<usize> {
         if self.chunk.is_empty() {
-            if let Some(respond) = self.respond.take() {
-                let head = http::Response::builder()
-                    .status(StatusCode::CONTINUE)
-                    .body(())
-                    .expect("a valid 100 Continue head");
-                respond
-                    .borrow_mut()
-                    .send_informational(head)
-                    .map_err(h2_error)?;
+            if std::mem::take(&mut self.owes_continue) {
+                self.io
+                    .send_headers(false, |out| hpack::encode_status(out, 100))?;
             }
             match self.next_data()? {
                 Some(data) => {

@@ -3,25 +3,23 @@
 //! DATA frames), the unchanged handler, and its [`Response`] sent as HEADERS and DATA frames
 //! within the peer's flow-control windows.
 //!
-//! The fiber only hands frames to the `h2` crate's shared state; the connection's owner fiber
-//! (woken through the crate's wakers) writes them, batched with every other stream's.
+//! The fiber puts its frames into the connection's shared output; the owner fiber writes
+//! them, batched with every other stream's.
 
 use std::cell::RefCell;
-use std::io;
 use std::net::SocketAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use h2::server::SendResponse;
-use h2::{Reason, RecvStream};
 use http::header::{self, HeaderValue};
 use http::{Method, StatusCode};
 
-use super::park::Parker;
+use super::frame::code;
 use super::request_body::StreamBody;
 use super::send::{send, Failed};
+use super::stream_io::StreamIo;
 use crate::access_log::{HeadFields, LogEntry};
 use crate::body::Body;
 use crate::error::ProtocolError;
@@ -43,8 +41,8 @@ pub(crate) struct ConnInfo {
 
 /// Runs one request stream: the handler, then its response.
 pub(crate) fn run<H>(
-    req: http::Request<RecvStream>,
-    respond: SendResponse<Bytes>,
+    parts: http::request::Parts,
+    io: StreamIo,
     settings: &Settings,
     handler: &H,
     conn: ConnInfo,
@@ -56,29 +54,18 @@ pub(crate) fn run<H>(
         server_name,
         streamed,
     } = conn;
-    let parker = Rc::new(Parker::new());
-    let (mut parts, recv) = req.into_parts();
-    // The application reads the target's host from `Host`, as over HTTP/1.1.
-    if !parts.headers.contains_key(header::HOST) {
-        if let Some(value) = parts
-            .uri
-            .authority()
-            .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
-        {
-            parts.headers.insert(header::HOST, value);
-        }
-    }
+    let io = Rc::new(io);
     let is_head = parts.method == Method::HEAD;
     let expects_continue = parts
         .headers
         .get(header::EXPECT)
         .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
-    let respond = Rc::new(RefCell::new(respond));
+    let recv_ended = io.recv_ended();
     let src = Rc::new(RefCell::new(StreamBody {
-        recv,
+        io: io.clone(),
         chunk: Bytes::new(),
-        parker: parker.clone(),
-        respond: expects_continue.then(|| respond.clone()),
+        owes_continue: expects_continue && !recv_ended,
+        ended: recv_ended,
         timeout: settings.body_read_timeout,
         left: settings.max_body_bytes,
         peer,
@@ -89,9 +76,9 @@ pub(crate) fn run<H>(
     }));
     let logged = settings.logs_access().then(|| Logged::of(&parts));
     // A body declared larger than the limit is refused before the handler runs, as over
-    // HTTP/1.1 (the crate has checked that the DATA will match the declared length). A
-    // request that has ended (no body: most) is not looked at.
-    let declared_too_large = !src.borrow().recv.is_end_stream()
+    // HTTP/1.1 (the DATA is checked against the declared length as it comes). A request
+    // that has ended (no body: most) is not looked at.
+    let declared_too_large = !recv_ended
         && parts
             .headers
             .get(header::CONTENT_LENGTH)
@@ -123,28 +110,18 @@ pub(crate) fn run<H>(
     // goes out whole except for its END_STREAM, the rest of the body is read (up to
     // `max_drain_bytes`, as HTTP/1.1 drains), and only then is the stream ended: it stays
     // open on both sides meanwhile, so what the client sends on it is still checked (a
-    // WINDOW_UPDATE overflow is a stream error, RFC 9113 §6.9.1, which the crate no longer
-    // reports once our side is closed), and the response ends after the request, as with
-    // a server that reads the body first. Not when a `100 Continue` is still owed: that
-    // client sends no body after a final answer.
+    // WINDOW_UPDATE overflow is a stream error, RFC 9113 §6.9.1), and the response ends
+    // after the request, as with a server that reads the body first. Not when a
+    // `100 Continue` is still owed: that client sends no body after a final answer.
     let body_open = {
         let src = src.borrow();
-        !src.recv.is_end_stream() && src.respond.is_none() && !rejected
+        !src.ended && !io.recv_ended() && !src.owes_continue && !rejected
     };
-    let mut respond = respond.borrow_mut();
-    let sent = match send(
-        &mut respond,
-        response,
-        is_head,
-        body_open,
-        settings,
-        &parker,
-        &streamed,
-    ) {
+    let sent = match send(&io, response, is_head, body_open, settings, &streamed) {
         Ok(sent) => sent,
         Err(Failed(e, bytes)) => {
-            log::debug!("HTTP/2 stream {:?} from {peer:?}: {e}", respond.stream_id());
-            respond.send_reset(Reason::CANCEL);
+            log::debug!("HTTP/2 stream {} from {peer:?}: {e}", io.id());
+            io.reset(code::CANCEL);
             // Logged as nginx logs an aborted response: with what had gone.
             if let Some(logged) = logged {
                 logged.log(settings, peer, status, bytes);
@@ -155,15 +132,15 @@ pub(crate) fn run<H>(
     if let Some(logged) = logged {
         logged.log(settings, peer, status, sent.bytes);
     }
-    if !rejected {
-        src.borrow_mut().drain(settings.max_drain_bytes);
-    }
-    if let Some(mut out) = sent.unended {
-        // Past the drain limit or timeout the stream ends all the same, and dropping it
-        // then resets what is left of the request with NO_ERROR (RFC 9113 §8.1).
+    if sent.unended {
+        if !rejected {
+            src.borrow_mut().drain(settings.max_drain_bytes);
+        }
+        // Past the drain limit or timeout the stream ends all the same, and the fiber's
+        // end then resets what is left of the request with NO_ERROR (RFC 9113 §8.1).
         let _ = match sent.trailers {
-            Some(t) => out.send_trailers(t),
-            None => out.send_data(Bytes::new(), true),
+            Some(t) => io.send_headers(true, |out| super::send::encode_trailers(out, &t)),
+            None => io.send_data(&[], true, settings.write_timeout),
         };
     }
 }
@@ -219,13 +196,3 @@ pub(super) const TOO_LARGE: ProtocolError =
     ProtocolError::new(StatusCode::PAYLOAD_TOO_LARGE, "body too large");
 /// The body of that answer (HTTP/1.1's: the reason and a newline).
 const TOO_LARGE_TEXT: &str = "body too large\n";
-
-/// An `h2` error as an I/O error (the crate's own I/O errors unwrapped).
-pub(crate) fn h2_error(e: h2::Error) -> io::Error {
-    if e.is_io() {
-        return e
-            .into_io()
-            .unwrap_or_else(|| io::Error::other("HTTP/2 I/O error"));
-    }
-    io::Error::other(e)
-}

@@ -36,15 +36,6 @@ impl BodyBytes<'_> {
             BodyBytes::Shared(b) => b,
         }
     }
-
-    /// The bytes as `Bytes`: without a copy (owned ones are taken from the body).
-    pub(crate) fn into_shared(self) -> Bytes {
-        match self {
-            BodyBytes::Static(b) => Bytes::from_static(b),
-            BodyBytes::Owned(v) => Bytes::from(std::mem::take(v)),
-            BodyBytes::Shared(b) => b.clone(),
-        }
-    }
 }
 
 /// Where a protocol puts a response body. The head has been sent (or buffered) before;

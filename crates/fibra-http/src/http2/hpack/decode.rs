@@ -66,16 +66,19 @@ impl Decoder {
     }
 
     /// The dynamic table's size (RFC 7541 §4.1).
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn table_size(&self) -> usize {
         self.table.size()
     }
 
     /// The dynamic table's maximum size, as the peer last set it.
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn max_table_size(&self) -> usize {
         self.table.max_size()
     }
 
     /// The number of entries in the dynamic table.
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn table_len(&self) -> usize {
         self.table.len()
     }

@@ -48,6 +48,7 @@ const MAX_LEN: usize = 30;
 const FAST_BITS: u32 = 10;
 
 /// Each symbol's code, right-aligned: the canonical code of [`LENGTHS`].
+#[cfg(test)]
 const CODES: [u32; 257] = build().codes;
 
 /// The decoding tables (see the module docs).

@@ -248,16 +248,19 @@ impl Table {
     }
 
     /// The table's size as §4.1 counts it.
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(super) fn size(&self) -> usize {
         self.size
     }
 
     /// The size the peer last set.
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(super) fn max_size(&self) -> usize {
         self.max_size
     }
 
     /// The number of entries.
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(super) fn len(&self) -> usize {
         self.entries.len()
     }

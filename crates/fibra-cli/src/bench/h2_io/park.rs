@@ -1,16 +1,13 @@
-//! Polling the `h2` crate's futures from a fiber: a [`Parker`] is a waker that notifies a
-//! [`Notify`], and a loop that polls a future until it is ready, waiting on that `Notify`
-//! between polls, for at most a timeout.
+//! Polling the `h2` crate's futures from a fiber (`fibra bench --h2`'s client): a [`Parker`]
+//! is a waker that notifies a [`Notify`], which the fiber waits on between polls.
 //!
 //! Wakers are cloned into the connection's shared state and woken by whichever fiber makes
 //! progress (the owner fiber reading frames, a stream fiber sending), possibly on another
 //! thread: `Notify` stores a permit when nobody waits, so a wake-up between a poll and the
 //! wait is not lost.
 
-use std::io;
 use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
-use std::time::{Duration, Instant};
+use std::task::{Wake, Waker};
 
 use fibra::sync::Notify;
 
@@ -60,29 +57,5 @@ impl Parker {
     /// What the waker notifies.
     pub fn notify(&self) -> &Notify {
         &self.woken.0
-    }
-
-    /// Polls `f` until it returns `Ready`, waiting for a wake-up between polls; `TimedOut`
-    /// after `timeout`. In a fiber being cancelled (the runtime is stopping) the wait ends at
-    /// once, also as `TimedOut`.
-    pub fn poll_until<R>(
-        &self,
-        timeout: Duration,
-        mut f: impl FnMut(&mut Context<'_>) -> Poll<R>,
-    ) -> io::Result<R> {
-        let mut cx = Context::from_waker(&self.waker);
-        let start = Instant::now();
-        loop {
-            if let Poll::Ready(r) = f(&mut cx) {
-                return Ok(r);
-            }
-            let left = timeout.saturating_sub(start.elapsed());
-            if left.is_zero() || !self.notify().wait_timeout(left) {
-                return Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    "HTTP/2 stream timed out",
-                ));
-            }
-        }
     }
 }

@@ -1,5 +1,5 @@
 //! The connection's transport as the `h2` crate sees it: `AsyncRead + AsyncWrite` over a
-//! [`Transport`], for the owner fiber only.
+//! [`Transport`], for the fiber that drives the crate's client connection only.
 //!
 //! Reads never wait: a read that finds nothing returns `Pending` and records that the
 //! connection wants input, and the owner fiber then waits for input *or* a wake-up from a
@@ -18,7 +18,7 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::park::Parker;
-use crate::transport::{self, Transport};
+use fibra_http::Transport;
 
 /// The transport, shared by the adapter (inside the `h2` connection) and the owning fiber's
 /// waits between polls.
@@ -43,11 +43,6 @@ impl<T: Transport> Link<T> {
     /// Whether the last poll ended waiting for input (and forgets it).
     pub fn take_wants_read(&self) -> bool {
         self.wants_read.replace(false)
-    }
-
-    /// Whether the last poll ended waiting for input.
-    pub fn wants_read(&self) -> bool {
-        self.wants_read.get()
     }
 
     /// The transport, between polls (a poll of the `h2` connection borrows it).
@@ -169,7 +164,7 @@ impl<T: Transport> AsyncWrite for H2Io<T> {
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        // TLS sends its close_notify with the shutdown.
-        Poll::Ready(transport::write_last(&mut *self.0.io.borrow_mut(), &[]))
+        let io = self.0.io.borrow_mut();
+        Poll::Ready(io.shutdown(std::net::Shutdown::Write))
     }
 }

@@ -1,0 +1,384 @@
+//! The owner fiber of an HTTP/2 connection: it reads the client's frames and hands them to
+//! [`Recv`], starts a fiber for each new request stream, and writes what the streams have
+//! put into the shared output, batched: one `write` for every response that became ready
+//! while it waited. Between rounds it waits for input or a wake-up from a stream fiber; an
+//! idle connection (no stream) waits without a stack.
+
+use std::cell::Cell;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use fibra::fiber::{Resume, Step};
+
+use super::frame::{self, code, Head, HEAD_LEN, MAX_FRAME};
+use super::recv::{NewStream, Recv};
+use super::shared::ConnShared;
+use super::stream::{self, ConnInfo};
+use super::stream_io::StreamIo;
+use super::{CONNECTION_WINDOW, MAX_CONCURRENT_STREAMS, PREFACE, STREAM_WINDOW};
+use crate::going_away::GoingAwayList;
+use crate::lifecycle::Owner;
+use crate::service::Service;
+use crate::settings::Settings;
+use crate::transport::{self, is_timeout, Transport};
+
+/// Input read and handled per round before the output is written: a flood's answers are
+/// written (and so meet the client's backpressure) before more of it is read.
+const READ_BUDGET: usize = 64 * 1024;
+
+/// The size of each read.
+const SCRATCH_LEN: usize = 16 * 1024;
+
+thread_local! {
+    /// Where reads land: one per worker, zeroed once. Taken out while in use (a TLS read
+    /// may write, and so wait, and another connection of the thread then reads with a
+    /// scratch of its own).
+    static SCRATCH: Cell<Option<Box<[u8]>>> = const { Cell::new(None) };
+}
+
+/// An HTTP/2 connection between the owner fiber's rounds.
+pub(super) struct Connection<T, H: ?Sized, O> {
+    pub(super) io: T,
+    pub(super) shared: Arc<ConnShared>,
+    pub(super) recv: Recv,
+    /// Input of a frame not yet whole, kept between reads.
+    pub(super) partial: Vec<u8>,
+    /// Bytes read before the switch to HTTP/2 (the preface, and what followed it).
+    pub(super) early: Vec<u8>,
+    /// The buffer swapped with the shared output when it is written.
+    pub(super) spare: Vec<u8>,
+    /// The last read found the socket drained.
+    pub(super) drained: bool,
+    pub(super) settings: Arc<Settings>,
+    pub(super) handler: Arc<H>,
+    pub(super) owner: O,
+    pub(super) peer: Option<SocketAddr>,
+    /// The TLS server name (SNI), for each stream's request.
+    pub(super) server_name: Option<Arc<str>>,
+    pub(super) worker: Option<usize>,
+    /// The streamed bodies' shutdown signals, set with the GOAWAY.
+    pub(super) streamed: Arc<GoingAwayList>,
+    /// Whether an idle connection waits without a stack.
+    pub(super) stackless: bool,
+}
+
+/// Why the connection ends.
+enum End {
+    /// A connection error: GOAWAY with this code, then the close.
+    Error(u32),
+    /// The client closed, or the transport failed: nothing more to say.
+    Gone,
+}
+
+impl<T, H, O> Connection<T, H, O>
+where
+    T: Transport,
+    H: Service + Send + Sync + ?Sized + 'static,
+    O: Owner + 'static,
+{
+    /// Writes the server's SETTINGS and the connection window, before the client speaks.
+    pub(super) fn greet(&mut self) -> bool {
+        {
+            let mut st = self.shared.lock();
+            frame::put_settings(
+                &mut st.out,
+                &[
+                    (
+                        frame::setting::MAX_CONCURRENT_STREAMS,
+                        MAX_CONCURRENT_STREAMS,
+                    ),
+                    (frame::setting::INITIAL_WINDOW_SIZE, STREAM_WINDOW),
+                    (
+                        frame::setting::MAX_HEADER_LIST_SIZE,
+                        self.settings.max_head_bytes as u32,
+                    ),
+                ],
+            );
+            frame::put_window_update(&mut st.out, 0, CONNECTION_WINDOW - 65_535);
+        }
+        let _ = self.io.set_read_timeout(Some(self.settings.header_timeout));
+        self.flush().is_ok()
+    }
+
+    /// Runs the connection until it ends, or returns the stackless wait of an idle one.
+    pub(super) fn run(mut self: Box<Self>) -> Step {
+        loop {
+            if let Err(end) = self.read() {
+                self.close(end);
+                return Step::done();
+            }
+            self.spawn_streams();
+            if self.flush().is_err() {
+                self.close(End::Gone);
+                return Step::done();
+            }
+            let (idle, streams) = {
+                let mut st = self.shared.lock();
+                st.owner_woken = false;
+                (
+                    st.fibers == 0 && st.streams.is_empty(),
+                    !st.streams.is_empty(),
+                )
+            };
+            let ctl = self.owner.ctl();
+            ctl.idle.store(idle, std::sync::atomic::Ordering::Relaxed);
+            if ctl.shutting_down.load(std::sync::atomic::Ordering::Relaxed)
+                && self.recv.goaway.is_none()
+            {
+                // GOAWAY with the last stream id; the streams in flight finish.
+                self.go_away();
+                continue;
+            }
+            if idle && self.recv.goaway.is_some() {
+                self.close(End::Gone);
+                return Step::done();
+            }
+            if !self.drained {
+                // Input is left (the round's budget ran out): read on after the writes.
+                continue;
+            }
+            let setup = !self.recv.settings_seen;
+            let timeout = if setup {
+                Some(self.settings.header_timeout)
+            } else if idle && !self.recv.mid_block() {
+                Some(self.settings.idle_timeout)
+            } else {
+                None
+            };
+            let _ = self.io.set_read_timeout(timeout);
+            if self.stackless && idle && !setup && self.partial.is_empty() {
+                if let Some(wait) = self.io.when_readable() {
+                    return wait.resume_with(self);
+                }
+            }
+            let notify = self.shared.owner.clone();
+            match self.io.wait_readable_or(&notify) {
+                Ok(_) => {}
+                Err(e) if is_timeout(&e) && !streams => {
+                    if !self.timed_out() {
+                        return Step::done();
+                    }
+                }
+                Err(_) => {
+                    self.close(End::Gone);
+                    return Step::done();
+                }
+            }
+        }
+    }
+
+    /// Reads and handles input until the socket is drained or the round's budget is used.
+    fn read(&mut self) -> Result<(), End> {
+        if !self.early.is_empty() {
+            let early = std::mem::take(&mut self.early);
+            self.input(&early)?;
+        }
+        let mut scratch = SCRATCH
+            .with(Cell::take)
+            .unwrap_or_else(|| vec![0; SCRATCH_LEN].into_boxed_slice());
+        let mut total = 0;
+        let result = loop {
+            match self.io.try_read(&mut scratch) {
+                Ok(0) => break Err(End::Gone),
+                Ok(n) => {
+                    if let Err(e) = self.input(&scratch[..n]) {
+                        break Err(e);
+                    }
+                    total += n;
+                    if total >= READ_BUDGET {
+                        self.drained = false;
+                        break Ok(());
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.drained = true;
+                    break Ok(());
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => break Err(End::Gone),
+            }
+        };
+        SCRATCH.with(|s| s.set(Some(scratch)));
+        result
+    }
+
+    /// Handles `bytes` of input: every whole frame in it (after what was left over from
+    /// the last read), keeping the rest.
+    fn input(&mut self, bytes: &[u8]) -> Result<(), End> {
+        if self.partial.is_empty() {
+            let used = self.frames(bytes)?;
+            self.partial.extend_from_slice(&bytes[used..]);
+        } else {
+            let mut partial = std::mem::take(&mut self.partial);
+            partial.extend_from_slice(bytes);
+            let used = self.frames(&partial);
+            partial.drain(..*used.as_ref().unwrap_or(&0));
+            self.partial = partial;
+            used?;
+        }
+        Ok(())
+    }
+
+    /// Handles the whole frames at the start of `buf`; returns the bytes they took.
+    fn frames(&mut self, buf: &[u8]) -> Result<usize, End> {
+        let mut at = 0;
+        if !self.recv.preface_seen {
+            let n = buf.len().min(PREFACE.len());
+            if buf[..n] != PREFACE[..n] {
+                return Err(End::Error(code::PROTOCOL_ERROR));
+            }
+            if n < PREFACE.len() {
+                return Ok(0);
+            }
+            self.recv.preface_seen = true;
+            at = PREFACE.len();
+        }
+        while buf.len() - at >= HEAD_LEN {
+            let head = Head::parse(buf[at..at + HEAD_LEN].try_into().expect("9 bytes"));
+            if head.len > MAX_FRAME {
+                return Err(End::Error(code::FRAME_SIZE_ERROR));
+            }
+            let end = at + HEAD_LEN + head.len;
+            if end > buf.len() {
+                break;
+            }
+            self.recv
+                .frame(&self.shared, head, &buf[at + HEAD_LEN..end])
+                .map_err(End::Error)?;
+            at = end;
+        }
+        Ok(at)
+    }
+
+    /// Starts a fiber for each stream the last frames opened.
+    fn spawn_streams(&mut self) {
+        for NewStream { id, head, notify } in self.recv.spawns.drain(..) {
+            let io = StreamIo::new(self.shared.clone(), id, notify);
+            let (settings, handler, peer) =
+                (self.settings.clone(), self.handler.clone(), self.peer);
+            let server_name = self.server_name.clone();
+            let streamed = self.streamed.clone();
+            let mut fiber = fibra::fiber::Builder::new();
+            if let Some(w) = self.worker {
+                fiber = fiber.worker(w);
+            }
+            let spawned = fiber.spawn(move || {
+                let conn = ConnInfo {
+                    peer,
+                    server_name,
+                    streamed,
+                };
+                stream::run(*head, io, &settings, &*handler, conn);
+            });
+            if let Err(e) = spawned {
+                // The closure (and its `StreamIo`) is dropped: the stream is reset.
+                log::warn!("cannot spawn an HTTP/2 stream fiber: {e}");
+            }
+        }
+    }
+
+    /// Writes what the streams and the frame handling have put out, until nothing is left.
+    fn flush(&mut self) -> io::Result<()> {
+        loop {
+            {
+                let mut st = self.shared.lock();
+                if st.out.is_empty() {
+                    return Ok(());
+                }
+                std::mem::swap(&mut st.out, &mut self.spare);
+                if st.stalled {
+                    st.wake_all();
+                }
+            }
+            let result = self.io.write_all(&self.spare);
+            if self.spare.capacity() > 1 << 20 {
+                self.spare = Vec::with_capacity(16 * 1024);
+            } else {
+                self.spare.clear();
+            }
+            if let Err(e) = result {
+                log::debug!("HTTP/2 connection with {:?}: {e}", self.peer);
+                return Err(e);
+            }
+        }
+    }
+
+    /// Starts a graceful close: GOAWAY, no new streams, the open ones finish.
+    fn go_away(&mut self) {
+        let last = self.recv.last_stream;
+        frame::put_goaway(&mut self.shared.lock().out, last, code::NO_ERROR);
+        self.recv.goaway = Some(last);
+        // Streamed bodies (server-sent events) end their responses.
+        self.streamed.set_all();
+    }
+
+    /// A wait ended without input on an idle connection (the idle timeout) or one still
+    /// setting up (the header timeout): GOAWAY and the end.
+    fn timed_out(&mut self) -> bool {
+        let code = if self.recv.settings_seen {
+            code::NO_ERROR
+        } else {
+            code::PROTOCOL_ERROR
+        };
+        self.close(End::Error(code));
+        false
+    }
+
+    /// Ends the connection: tells the streams, says GOAWAY for an error, closes.
+    fn close(&mut self, end: End) {
+        self.shared.lock().end();
+        self.streamed.set_all();
+        if let End::Error(c) = end {
+            if c != code::NO_ERROR {
+                log::debug!("HTTP/2 connection error {c:#x} with {:?}", self.peer);
+            }
+            {
+                let mut st = self.shared.lock();
+                frame::put_goaway(&mut st.out, self.recv.last_stream, c);
+            }
+            let _ = self.io.set_write_timeout(Some(Duration::from_secs(2)));
+            if self.flush().is_ok() {
+                let _ = transport::write_last(&mut self.io, &[]);
+                linger(&mut self.io);
+            }
+        } else if self.recv.goaway.is_some() {
+            let _ = self.flush();
+            let _ = transport::write_last(&mut self.io, &[]);
+        }
+    }
+}
+
+/// After GOAWAY and our end of the stream, reads (and drops) what the client still sends,
+/// for a moment, so that closing with unread input does not reset the connection and take
+/// the GOAWAY with it.
+fn linger<T: Transport>(io: &mut T) {
+    let _ = io.set_read_timeout(Some(Duration::from_millis(500)));
+    let mut buf = [0u8; 4096];
+    for _ in 0..64 {
+        match io.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+    }
+}
+
+impl<T, H, O> Resume for Connection<T, H, O>
+where
+    T: Transport,
+    H: Service + Send + Sync + ?Sized + 'static,
+    O: Owner + 'static,
+{
+    /// The end of an idle connection's stackless wait: input, or the idle timeout.
+    fn resume(mut self: Box<Self>, ready: io::Result<()>) -> Step {
+        match ready {
+            Ok(()) => self.run(),
+            Err(e) if is_timeout(&e) => {
+                self.timed_out();
+                Step::done()
+            }
+            Err(_) => Step::done(),
+        }
+    }
+}
