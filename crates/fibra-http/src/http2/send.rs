@@ -76,29 +76,35 @@ pub(super) fn send(
     let status = parts.status.as_u16();
     let encode = |out: &mut Vec<u8>| {
         hpack::encode_status(out, status);
+        // One pass over the handler's fields, noting the ones the server would add.
+        let (mut has_type, mut has_length, mut has_date, mut has_server) =
+            (false, false, false, false);
         for (name, value) in headers {
-            if !is_connection_specific(name) {
-                hpack::encode_field(out, name, value.as_bytes(), value.is_sensitive());
+            if *name == header::CONTENT_TYPE {
+                has_type = true;
+            } else if *name == header::CONTENT_LENGTH {
+                has_length = true;
+            } else if *name == header::DATE {
+                has_date = true;
+            } else if *name == header::SERVER {
+                has_server = true;
+            } else if is_connection_specific(name) {
+                continue;
             }
+            hpack::encode_field(out, name, value.as_bytes(), value.is_sensitive());
         }
-        if let Some(ct) = &content_type {
-            if !headers.contains_key(header::CONTENT_TYPE) {
-                hpack::encode_field(out, &header::CONTENT_TYPE, ct.as_bytes(), false);
-            }
+        if let Some(ct) = content_type.as_ref().filter(|_| !has_type) {
+            hpack::encode_field(out, &header::CONTENT_TYPE, ct.as_bytes(), false);
         }
-        if !bodiless && !headers.contains_key(header::CONTENT_LENGTH) {
-            if let Some(n) = len {
-                let digits = itoa_buf(n);
-                hpack::encode_field(out, &header::CONTENT_LENGTH, digits.as_slice(), false);
-            }
+        if let Some(n) = len.filter(|_| !bodiless && !has_length) {
+            let digits = itoa_buf(n);
+            hpack::encode_field(out, &header::CONTENT_LENGTH, digits.as_slice(), false);
         }
-        if !headers.contains_key(header::DATE) {
+        if !has_date {
             with_date(|d| hpack::encode_field(out, &header::DATE, d, false));
         }
-        if let Some(server) = &settings.server_header {
-            if !headers.contains_key(header::SERVER) {
-                hpack::encode_field(out, &header::SERVER, server.as_bytes(), false);
-            }
+        if let Some(server) = settings.server_header.as_ref().filter(|_| !has_server) {
+            hpack::encode_field(out, &header::SERVER, server.as_bytes(), false);
         }
     };
     if no_body {

@@ -45,6 +45,14 @@ pub(crate) fn encode_field(out: &mut Vec<u8>, name: &HeaderName, value: &[u8], s
     let flags = if sensitive { 0x10 } else { 0x00 };
     let name = name.as_str();
     match static_name_index(name) {
+        // The common case in one append: the index (15..=61 needs two bytes with a 4-bit
+        // prefix) and a value length under 127.
+        Some(index) if value.len() < 0x7f => {
+            out.reserve(3 + value.len());
+            out.extend_from_slice(&[flags | 0x0f, index - 0x0f, value.len() as u8]);
+            out.extend_from_slice(value);
+            return;
+        }
         Some(index) => encode_int(out, flags, 4, usize::from(index)),
         None => {
             out.push(flags);
