@@ -53,6 +53,8 @@ pub struct PreparedHead {
     /// The HTTP/1.1 lines, rendered by the connection loop the first time one is sent (the
     /// wire format is `conn`'s business).
     lines: OnceLock<Lines>,
+    /// The fields as an HPACK block, encoded by HTTP/2 the first time one is sent.
+    hpack: OnceLock<Box<[u8]>>,
     fields: Box<HeaderMap>,
 }
 
@@ -70,6 +72,7 @@ impl PreparedHead {
         }
         PreparedHead {
             lines: OnceLock::new(),
+            hpack: OnceLock::new(),
             fields: Box::new(fields),
         }
     }
@@ -86,6 +89,14 @@ impl PreparedHead {
         self.lines
             .get_or_init(|| Lines::new(&render(&self.fields)))
             .as_bytes()
+    }
+
+    /// The fields as an HPACK header block fragment: made by `encode` from the fields the
+    /// first time (by HTTP/2, which owns that wire format), then kept.
+    #[inline]
+    pub(crate) fn hpack(&self, encode: impl FnOnce(&HeaderMap) -> Vec<u8>) -> &[u8] {
+        self.hpack
+            .get_or_init(|| encode(&self.fields).into_boxed_slice())
     }
 }
 

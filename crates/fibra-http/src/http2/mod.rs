@@ -138,7 +138,7 @@ where
         recv: Recv::new(settings.max_head_bytes),
         partial: Vec::new(),
         early,
-        spare: Vec::with_capacity(16 * 1024),
+        spare: conn::new_out(),
         drained: false,
         settings,
         handler,

@@ -59,6 +59,8 @@ pub(super) fn send(
     streamed: &Arc<GoingAwayList>,
 ) -> Result<Sent, Failed> {
     let last = !leave_open;
+    let mut response = response;
+    let prepared = response.take_prepared_head();
     let (parts, mut body) = response.into_parts();
     if let Kind::Upgrade(_) = body.kind {
         // No connection to hand over on HTTP/2 (RFC 8441's extended CONNECT is not offered).
@@ -72,27 +74,33 @@ pub(super) fn send(
     let len = body.len();
     let no_body = is_head || bodiless || len == Some(0);
     let content_type = body.content_type.take();
-    let headers = &parts.headers;
     let status = parts.status.as_u16();
     let encode = |out: &mut Vec<u8>| {
         hpack::encode_status(out, status);
-        // One pass over the handler's fields, noting the ones the server would add.
-        let (mut has_type, mut has_length, mut has_date, mut has_server) =
-            (false, false, false, false);
-        for (name, value) in headers {
-            if *name == header::CONTENT_TYPE {
-                has_type = true;
-            } else if *name == header::CONTENT_LENGTH {
-                has_length = true;
-            } else if *name == header::DATE {
-                has_date = true;
-            } else if *name == header::SERVER {
-                has_server = true;
-            } else if is_connection_specific(name) {
-                continue;
+        let seen = match &prepared {
+            // A prepared head's fields (never `Date`, `Server` or framing ones), encoded
+            // once and kept with it.
+            Some(p) => {
+                let fields = p.head().fields();
+                out.extend_from_slice(p.head().hpack(|f| {
+                    let mut block = Vec::new();
+                    encode_fields(&mut block, f);
+                    block
+                }));
+                Seen {
+                    content_type: content_type.is_some()
+                        && fields.contains_key(header::CONTENT_TYPE),
+                    ..Seen::default()
+                }
             }
-            hpack::encode_field(out, name, value.as_bytes(), value.is_sensitive());
-        }
+            None => encode_fields(out, &parts.headers),
+        };
+        let Seen {
+            content_type: has_type,
+            content_length: has_length,
+            date: has_date,
+            server: has_server,
+        } = seen;
         if let Some(ct) = content_type.as_ref().filter(|_| !has_type) {
             hpack::encode_field(out, &header::CONTENT_TYPE, ct.as_bytes(), false);
         }
@@ -140,13 +148,39 @@ pub(super) fn send(
     }
 }
 
+/// Which of the fields the server may add a handler set.
+#[derive(Default)]
+struct Seen {
+    content_type: bool,
+    content_length: bool,
+    date: bool,
+    server: bool,
+}
+
+/// Encodes a handler's fields in one pass (the connection-specific ones left out), noting
+/// the ones the server would otherwise add.
+fn encode_fields(out: &mut Vec<u8>, headers: &HeaderMap) -> Seen {
+    let mut seen = Seen::default();
+    for (name, value) in headers {
+        if *name == header::CONTENT_TYPE {
+            seen.content_type = true;
+        } else if *name == header::CONTENT_LENGTH {
+            seen.content_length = true;
+        } else if *name == header::DATE {
+            seen.date = true;
+        } else if *name == header::SERVER {
+            seen.server = true;
+        } else if is_connection_specific(name) {
+            continue;
+        }
+        hpack::encode_field(out, name, value.as_bytes(), value.is_sensitive());
+    }
+    seen
+}
+
 /// Encodes trailer fields (a HEADERS block without pseudo-header fields).
 pub(super) fn encode_trailers(out: &mut Vec<u8>, trailers: &HeaderMap) {
-    for (name, value) in trailers {
-        if !is_connection_specific(name) {
-            hpack::encode_field(out, name, value.as_bytes(), value.is_sensitive());
-        }
-    }
+    encode_fields(out, trailers);
 }
 
 /// HTTP/2's [`BodySink`]: DATA frames on the stream, within its flow-control window, ending

@@ -37,7 +37,7 @@ impl ConnShared {
     pub(super) fn new(owner: Arc<Notify>, max_frame: usize) -> ConnShared {
         ConnShared {
             state: Mutex::new(Shared {
-                out: Vec::with_capacity(16 * 1024),
+                out: super::conn::new_out(),
                 streams: HashMap::default(),
                 send_window: 65_535,
                 initial_window: 65_535,

@@ -158,6 +158,12 @@ impl Response {
     pub fn into_body(self) -> ResponseBody {
         self.body
     }
+    /// The head prepared ahead of time, taken out before [`Response::into_parts`] so that
+    /// its fields are not copied into the map (a protocol that renders them its own way,
+    /// HTTP/2, keeps them encoded in the prepared head).
+    pub(crate) fn take_prepared_head(&mut self) -> Option<PreparedRef> {
+        self.raw.take()
+    }
     /// The head as `http`'s parts, and the body.
     pub fn into_parts(mut self) -> (http::response::Parts, ResponseBody) {
         self.own_fields();
