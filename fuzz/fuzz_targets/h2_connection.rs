@@ -1,10 +1,10 @@
 //! Fuzzes HTTP/2 as the server speaks it: `fibra_http::http2::serve_connection_h2` over an
 //! in-memory transport whose reads hand out the connection preface, then the fuzz input as
 //! the client's frames (SETTINGS, HEADERS with HPACK blocks, CONTINUATION, DATA, RST_STREAM,
-//! WINDOW_UPDATE, PING, GOAWAY, garbage). The frame decoder and the HPACK decoder are the `h2`
-//! crate's; this drives them through the server's owner fiber, with request streams in
+//! WINDOW_UPDATE, PING, GOAWAY, garbage). This drives fibra's own frame parser, stream state
+//! machines and HPACK decoder through the server's owner fiber, with request streams in
 //! fibers of their own running a handler that echoes bodies, answers small and large
-//! responses, and streams.
+//! responses, and streams. (`hpack_decode` fuzzes the HPACK decoder alone.)
 //!
 //! Input layout: `[read_size, wire...]`, `read_size` the bytes handed out per `read`
 //! (1..=255; 0 counts as 1, 255 means "all at once").
