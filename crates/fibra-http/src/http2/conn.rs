@@ -156,7 +156,7 @@ where
                 continue;
             }
             let setup = !self.recv.settings_seen;
-            let timeout = if setup {
+            let timeout = if setup || self.recv.mid_block() {
                 Some(self.settings.header_timeout)
             } else if idle && !self.recv.mid_block() {
                 Some(self.settings.idle_timeout)
@@ -164,8 +164,10 @@ where
                 None
             };
             let _ = self.io.set_read_timeout(timeout);
-            if self.stackless && idle && !setup && self.partial.is_empty() {
+            if self.stackless && idle && !setup && self.partial.is_empty() && !self.recv.mid_block()
+            {
                 if let Some(wait) = self.io.when_readable() {
+                    self.shrink();
                     return wait.resume_with(self);
                 }
             }
@@ -182,6 +184,29 @@ where
                     return Step::done();
                 }
             }
+        }
+    }
+
+    /// An idle connection gives its buffers back while it waits without a stack (they are
+    /// 16 KiB each); they are taken again when input comes ([`Connection::regrow`]).
+    fn shrink(&mut self) {
+        self.spare = Vec::new();
+        let mut st = self.shared.lock();
+        st.out = Vec::new();
+        st.streams.shrink_to_fit();
+        drop(st);
+        self.recv.spawns = Vec::new();
+        self.partial = Vec::new();
+    }
+
+    /// The output buffers again, after [`Connection::shrink`].
+    fn regrow(&mut self) {
+        if self.spare.is_empty() {
+            self.spare = new_out();
+        }
+        let mut st = self.shared.lock();
+        if st.out.is_empty() {
+            st.out = new_out();
         }
     }
 
@@ -388,6 +413,7 @@ where
 {
     /// The end of an idle connection's stackless wait: input, or the idle timeout.
     fn resume(mut self: Box<Self>, ready: io::Result<()>) -> Step {
+        self.regrow();
         match ready {
             Ok(()) => self.run(),
             Err(e) if is_timeout(&e) => {
