@@ -7,7 +7,7 @@ use bytes::Bytes;
 
 use super::frame::{self, code, kind, setting, Frame, FrameError, Head, MAX_WINDOW};
 use super::hpack::Decoder;
-use super::request_head::{decode_request, decode_trailers, Decoded};
+use super::request_head::{decode_request, decode_trailers, Decoded, LastTarget};
 use super::shared::{ConnShared, Shared, Stream};
 use super::{MAX_CONCURRENT_STREAMS, STREAM_WINDOW};
 
@@ -45,6 +45,8 @@ pub(super) struct Recv {
     opened: u64,
     early_resets: u64,
     max_list: usize,
+    /// The last request's target, for the next one with the same `:path`.
+    last_target: LastTarget,
     /// Streams opened by the frames handled since the owner last took them.
     pub(super) spawns: Vec<NewStream>,
 }
@@ -62,6 +64,7 @@ impl Recv {
             opened: 0,
             early_resets: 0,
             max_list,
+            last_target: LastTarget::default(),
             spawns: Vec::new(),
         }
     }
@@ -287,8 +290,13 @@ impl Recv {
             return Err(code::PROTOCOL_ERROR);
         }
         self.last_stream = id;
-        let decoded = decode_request(&mut self.decoder, &b.bytes, self.max_list)
-            .map_err(|_| code::COMPRESSION_ERROR)?;
+        let decoded = decode_request(
+            &mut self.decoder,
+            &b.bytes,
+            self.max_list,
+            &mut self.last_target,
+        )
+        .map_err(|_| code::COMPRESSION_ERROR)?;
         let mut guard = conn.lock();
         let st = &mut *guard;
         if b.self_dependent {

@@ -29,10 +29,36 @@ pub(super) fn decode_request(
     decoder: &mut Decoder,
     block: &[u8],
     max_list: usize,
+    last_target: &mut LastTarget,
 ) -> Result<Decoded, HpackError> {
     let mut head = Head::default();
-    decoder.decode(block, |name, value| head.field(name, value, max_list))?;
+    decoder.decode(block, |name, value| {
+        head.field(name, value, max_list, last_target)
+    })?;
     Ok(head.finish())
+}
+
+/// The connection's last `:path` and the target made of it: a connection asking for the
+/// same path again (a client polling, a benchmark) gets the target by a reference count
+/// instead of parsing it again.
+#[derive(Default)]
+pub(super) struct LastTarget {
+    path: Vec<u8>,
+    uri: Option<Uri>,
+}
+
+impl LastTarget {
+    /// The target for `path`, parsed or the last one's.
+    fn get(&mut self, path: &[u8]) -> Option<Uri> {
+        if let Some(uri) = self.uri.as_ref().filter(|_| self.path == path) {
+            return Some(uri.clone());
+        }
+        let uri = target(path)?;
+        self.path.clear();
+        self.path.extend_from_slice(path);
+        self.uri = Some(uri.clone());
+        Some(uri)
+    }
 }
 
 /// Decodes a trailer block; `None` if it is malformed (a pseudo-header field, a bad name
@@ -81,7 +107,13 @@ struct Head {
 }
 
 impl Head {
-    fn field(&mut self, name: &Name, value: Value<'_>, max_list: usize) {
+    fn field(
+        &mut self,
+        name: &Name,
+        value: Value<'_>,
+        max_list: usize,
+        last_target: &mut LastTarget,
+    ) {
         let bytes = value.as_bytes();
         self.size += name_len(name) + bytes.len() + FIELD_OVERHEAD;
         if self.size > max_list {
@@ -116,7 +148,7 @@ impl Head {
                     }
                     Pseudo::Path => {
                         self.path.is_none()
-                            && target(bytes).is_some_and(|uri| {
+                            && last_target.get(bytes).is_some_and(|uri| {
                                 self.path = Some(uri);
                                 true
                             })
