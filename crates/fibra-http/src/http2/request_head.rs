@@ -306,3 +306,23 @@ fn parse_length(b: &[u8]) -> Option<u64> {
     }
     std::str::from_utf8(b).ok()?.parse().ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_target_is_reused_only_for_the_same_path() {
+        let mut last = LastTarget::default();
+        for path in ["/a?x=1", "/b", "/b", "/a?x=1", "/a?x=2", "*"] {
+            let uri = last.get(path.as_bytes()).expect("a target");
+            assert_eq!(uri, path, "{path}");
+        }
+        assert!(last.get(b"relative").is_none());
+        assert_eq!(
+            last.get(b"*").unwrap(),
+            "*",
+            "a refused path leaves the last one"
+        );
+    }
+}
