@@ -7,7 +7,7 @@ use bytes::Bytes;
 
 use super::frame::{self, code, kind, setting, Frame, FrameError, Head, MAX_WINDOW};
 use super::hpack::Decoder;
-use super::request_head::{decode_request, decode_trailers, Decoded, LastTarget};
+use super::request_head::{decode_request_cached, decode_trailers, Decoded, LastHead, LastTarget};
 use super::shared::{ConnShared, Shared, Stream};
 use super::{MAX_CONCURRENT_STREAMS, STREAM_WINDOW};
 
@@ -47,6 +47,8 @@ pub(super) struct Recv {
     max_list: usize,
     /// The last request's target, for the next one with the same `:path`.
     last_target: LastTarget,
+    /// The last request block, for the next one that repeats it.
+    last_head: LastHead,
     /// Streams opened by the frames handled since the owner last took them.
     pub(super) spawns: Vec<NewStream>,
 }
@@ -65,6 +67,7 @@ impl Recv {
             early_resets: 0,
             max_list,
             last_target: LastTarget::default(),
+            last_head: LastHead::default(),
             spawns: Vec::new(),
         }
     }
@@ -290,11 +293,12 @@ impl Recv {
             return Err(code::PROTOCOL_ERROR);
         }
         self.last_stream = id;
-        let decoded = decode_request(
+        let decoded = decode_request_cached(
             &mut self.decoder,
             &b.bytes,
             self.max_list,
             &mut self.last_target,
+            &mut self.last_head,
         )
         .map_err(|_| code::COMPRESSION_ERROR)?;
         let mut guard = conn.lock();

@@ -35,6 +35,13 @@ pub(crate) struct Decoder {
 }
 
 impl Decoder {
+    /// How many times the dynamic table has changed: a block decoded with this unchanged
+    /// before and after changed nothing, and decodes to the same fields again while it
+    /// stays unchanged.
+    pub(crate) fn table_changes(&self) -> u64 {
+        self.table.changes()
+    }
+
     /// A decoder whose dynamic table may grow to 4096 bytes (the default
     /// SETTINGS_HEADER_TABLE_SIZE, which we never change).
     pub(crate) fn new() -> Decoder {

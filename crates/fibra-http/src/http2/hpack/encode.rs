@@ -23,20 +23,10 @@ pub(crate) fn encode_status(out: &mut Vec<u8>, status: u16) {
         out.push(0x80 | index);
         return;
     }
-    // Decimal digits, right-aligned (a StatusCode has three; any u16 has at most five).
-    let mut digits = [0u8; 5];
-    let mut start = digits.len();
-    let mut n = status;
-    loop {
-        start -= 1;
-        digits[start] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&[0x08, (digits.len() - start) as u8]);
-    out.extend_from_slice(&digits[start..]);
+    let digits = crate::digits::itoa_buf(u64::from(status));
+    let digits = digits.as_slice();
+    out.extend_from_slice(&[0x08, digits.len() as u8]);
+    out.extend_from_slice(digits);
 }
 
 /// One field as a literal without indexing (never indexed when `sensitive`), its name by

@@ -152,6 +152,8 @@ pub(super) struct Table {
     size: usize,
     /// The size the peer last set (initially [`MAX_TABLE_SIZE`]).
     max_size: usize,
+    /// Insertions and size updates so far: unchanged, the table is the same.
+    changes: u64,
 }
 
 impl Table {
@@ -163,7 +165,13 @@ impl Table {
             entries: VecDeque::new(),
             size: 0,
             max_size: MAX_TABLE_SIZE,
+            changes: 0,
         }
+    }
+
+    /// How many times the table has changed (insertions, size updates).
+    pub(super) fn changes(&self) -> u64 {
+        self.changes
     }
 
     /// The field at `index` (1-based, static then dynamic), or `None` for 0 or past the end.
@@ -198,6 +206,7 @@ impl Table {
         name_len: usize,
         value: &[u8],
     ) -> Result<(&Name, Value<'_>), Name> {
+        self.changes += 1;
         let size = name_len + value.len() + ENTRY_OVERHEAD;
         if size > self.max_size {
             self.entries.clear();
@@ -233,6 +242,7 @@ impl Table {
     /// [`MAX_TABLE_SIZE`] (the caller checks).
     pub(super) fn set_max_size(&mut self, max_size: usize) {
         debug_assert!(max_size <= MAX_TABLE_SIZE);
+        self.changes += 1;
         self.max_size = max_size;
         self.evict(max_size);
     }
