@@ -158,7 +158,7 @@ where
             let setup = !self.recv.settings_seen;
             let timeout = if setup || self.recv.mid_block() {
                 Some(self.settings.header_timeout)
-            } else if idle && !self.recv.mid_block() {
+            } else if idle {
                 Some(self.settings.idle_timeout)
             } else {
                 None
@@ -175,9 +175,8 @@ where
             match self.io.wait_readable_or(&notify) {
                 Ok(_) => {}
                 Err(e) if is_timeout(&e) && !streams => {
-                    if !self.timed_out() {
-                        return Step::done();
-                    }
+                    self.timed_out();
+                    return Step::done();
                 }
                 Err(_) => {
                     self.close(End::Gone);
@@ -357,14 +356,13 @@ where
 
     /// A wait ended without input on an idle connection (the idle timeout) or one still
     /// setting up (the header timeout): GOAWAY and the end.
-    fn timed_out(&mut self) -> bool {
+    fn timed_out(&mut self) {
         let code = if self.recv.settings_seen {
             code::NO_ERROR
         } else {
             code::PROTOCOL_ERROR
         };
         self.close(End::Error(code));
-        false
     }
 
     /// Ends the connection: tells the streams, says GOAWAY for an error, closes.

@@ -341,13 +341,8 @@ impl Recv {
         }
         let mut guard = conn.lock();
         let st = &mut *guard;
-        if let Some(mut s) = st.streams.remove(&id) {
-            if !s.sent_end {
-                self.early_resets += 1;
-            }
-            let unread = s.body.iter().map(|b| b.len() as u32).sum::<u32>();
-            st.conn_consumed(unread);
-            s.wake();
+        if st.forget(id).is_some_and(|s| !s.sent_end) {
+            self.early_resets += 1;
         }
         if self.early_resets > EARLY_RESETS && self.early_resets * 2 > self.opened {
             return Err(code::ENHANCE_YOUR_CALM);

@@ -124,8 +124,6 @@ pub(super) struct Stream {
     pub(super) notify: Arc<Notify>,
     /// The fiber waits for window, input or room in `out`.
     pub(super) waiting: bool,
-    /// The stream's fiber has finished.
-    pub(super) fiber_done: bool,
 }
 
 impl Stream {
@@ -148,7 +146,6 @@ impl Stream {
             trailers: None,
             notify: Arc::new(Notify::new()),
             waiting: false,
-            fiber_done: false,
         }
     }
 
@@ -171,12 +168,18 @@ impl Shared {
     /// operation fails. Frames the client sent before it saw the reset are ignored.
     pub(super) fn reset(&mut self, id: u32, code: u32) {
         frame::put_rst(&mut self.out, id, code);
-        if let Some(mut s) = self.streams.remove(&id) {
-            let unread = s.body.iter().map(|b| b.len() as u32).sum::<u32>();
-            self.conn_consumed(unread);
-            s.wake();
-        }
+        self.forget(id);
         self.remember_reset(id);
+    }
+
+    /// Removes stream `id` (reset by either side): its unread DATA is given back to the
+    /// connection's window and its fiber, if it waits, is woken to find it gone.
+    pub(super) fn forget(&mut self, id: u32) -> Option<Stream> {
+        let mut s = self.streams.remove(&id)?;
+        let unread = s.body.iter().map(|b| b.len() as u32).sum::<u32>();
+        self.conn_consumed(unread);
+        s.wake();
+        Some(s)
     }
 
     /// Notes that this side reset stream `id`.

@@ -81,7 +81,6 @@ impl StreamIo {
             rest = &rest[n..];
             Ok(n)
         })
-        .map(|_| ())
     }
 
     /// Sends `len` bytes of `file` from `offset` as DATA frames, read straight into the
@@ -295,8 +294,7 @@ impl Drop for StreamIo {
     fn drop(&mut self) {
         let mut st = self.conn.lock();
         st.fibers -= 1;
-        if let Some(s) = st.streams.get_mut(&self.id) {
-            s.fiber_done = true;
+        if let Some(s) = st.streams.get(&self.id) {
             if !s.sent_end {
                 st.reset(self.id, code::INTERNAL_ERROR);
             } else if !s.recv_closed {
