@@ -122,18 +122,18 @@ impl Recv {
                 priority,
             } => {
                 let self_dependent = priority.is_some_and(|p| p.depends_on == stream);
-                let b = Block {
+                if end_headers {
+                    // The whole block in one frame (nearly every request): decoded where
+                    // it lies.
+                    return self.headers(conn, stream, block, end_stream, self_dependent);
+                }
+                self.block = Some(Block {
                     stream,
                     end_stream,
                     self_dependent,
                     bytes: block.to_vec(),
-                };
-                if end_headers {
-                    self.headers(conn, b)
-                } else {
-                    self.block = Some(b);
-                    Ok(())
-                }
+                });
+                Ok(())
             }
             Frame::Continuation {
                 block, end_headers, ..
@@ -148,7 +148,7 @@ impl Recv {
                 }
                 if end_headers {
                     let b = self.block.take().expect("checked above");
-                    self.headers(conn, b)
+                    self.headers(conn, b.stream, &b.bytes, b.end_stream, b.self_dependent)
                 } else {
                     Ok(())
                 }
@@ -244,48 +244,41 @@ impl Recv {
     }
 
     /// A complete header block: a new request, or a stream's trailers.
-    fn headers(&mut self, conn: &ConnShared, b: Block) -> Result<(), u32> {
-        let id = b.stream;
-        let (exists, recv_closed) = {
-            let st = conn.lock();
-            match st.streams.get(&id) {
-                Some(s) => (true, s.recv_closed),
-                None => (false, false),
-            }
-        };
-        if exists || id <= self.last_stream {
+    fn headers(
+        &mut self,
+        conn: &ConnShared,
+        id: u32,
+        block: &[u8],
+        end_stream: bool,
+        self_dependent: bool,
+    ) -> Result<(), u32> {
+        let mut guard = conn.lock();
+        let st = &mut *guard;
+        // `Some(recv_closed)` for a stream still in the table.
+        let known = st.streams.get(&id).map(|s| s.recv_closed);
+        if known.is_some() || id <= self.last_stream {
             // Trailers, or frames on a stream that has ended: decoded all the same, to keep
             // the HPACK state in step.
-            let trailers = decode_trailers(&mut self.decoder, &b.bytes, self.max_list)
+            let trailers = decode_trailers(&mut self.decoder, block, self.max_list)
                 .map_err(|_| code::COMPRESSION_ERROR)?;
-            let mut guard = conn.lock();
-            let st = &mut *guard;
-            if !exists {
-                return if st.was_reset(id) {
-                    Ok(())
-                } else {
-                    Err(code::STREAM_CLOSED)
-                };
-            }
-            if recv_closed {
-                st.reset(id, code::STREAM_CLOSED);
-                return Ok(());
-            }
-            let Some(s) = st.streams.get_mut(&id) else {
-                return Ok(());
-            };
-            match trailers {
-                // Trailers end the stream (RFC 9113 §8.1).
-                Some(t) if b.end_stream && !b.self_dependent => {
-                    if s.content_length.is_some_and(|n| n != s.received) {
-                        st.reset(id, code::PROTOCOL_ERROR);
-                        return Ok(());
+            match known {
+                None if st.was_reset(id) => {}
+                None => return Err(code::STREAM_CLOSED),
+                Some(true) => st.reset(id, code::STREAM_CLOSED),
+                Some(false) => match trailers {
+                    // Trailers end the stream (RFC 9113 §8.1).
+                    Some(t) if end_stream && !self_dependent => {
+                        let s = st.streams.get_mut(&id).expect("in the table");
+                        if s.content_length.is_some_and(|n| n != s.received) {
+                            st.reset(id, code::PROTOCOL_ERROR);
+                            return Ok(());
+                        }
+                        s.trailers = Some(t);
+                        s.recv_closed = true;
+                        s.wake();
                     }
-                    s.trailers = Some(t);
-                    s.recv_closed = true;
-                    s.wake();
-                }
-                _ => st.reset(id, code::PROTOCOL_ERROR),
+                    _ => st.reset(id, code::PROTOCOL_ERROR),
+                },
             }
             return Ok(());
         }
@@ -295,15 +288,13 @@ impl Recv {
         self.last_stream = id;
         let decoded = decode_request_cached(
             &mut self.decoder,
-            &b.bytes,
+            block,
             self.max_list,
             &mut self.last_target,
             &mut self.last_head,
         )
         .map_err(|_| code::COMPRESSION_ERROR)?;
-        let mut guard = conn.lock();
-        let st = &mut *guard;
-        if b.self_dependent {
+        if self_dependent {
             st.reset(id, code::PROTOCOL_ERROR);
             return Ok(());
         }
@@ -313,16 +304,16 @@ impl Recv {
         }
         match decoded {
             Decoded::Malformed => st.reset(id, code::PROTOCOL_ERROR),
-            Decoded::TooLarge => too_large(st, id, b.end_stream),
+            Decoded::TooLarge => too_large(st, id, end_stream),
             Decoded::Request(head, content_length) => {
-                if b.end_stream && content_length.is_some_and(|n| n != 0) {
+                if end_stream && content_length.is_some_and(|n| n != 0) {
                     st.reset(id, code::PROTOCOL_ERROR);
                     return Ok(());
                 }
                 let stream = Stream::new(
                     st.initial_window,
                     i64::from(STREAM_WINDOW),
-                    b.end_stream,
+                    end_stream,
                     content_length,
                 );
                 let notify = stream.notify.clone();
