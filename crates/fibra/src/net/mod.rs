@@ -2,6 +2,11 @@
 //! [`UnixListener`], [`UnixStream`]; [`Pollable`], any other non-blocking descriptor a fiber
 //! can wait on; and [`RedialBackoff`], for clients that dial a peer which may be down.
 //!
+//! [`UdpSocket`] also moves datagrams in batches, [`OutDatagram`]s with
+//! [`UdpSocket::send_many`] (`sendmmsg`) and [`InDatagram`]s with [`UdpSocket::recv_many`]
+//! (`recvmmsg`), with UDP segmentation (GSO) and receive coalescing (GRO) where the kernel has
+//! them: the I/O a QUIC endpoint needs.
+//!
 //! Sockets are non-blocking underneath. Inside a fiber, an operation that would block parks
 //! the fiber until the worker's driver reports readiness (or its timeout passes); on a plain
 //! thread the same types block the thread, so they can be used from tests and set-up code too.
@@ -51,5 +56,5 @@ mod unix;
 pub use pollable::Pollable;
 pub use redial::RedialBackoff;
 pub use tcp::{ListenOptions, TcpListener, TcpStream};
-pub use udp::{UdpSocket, QUIC_BUFFER_SIZE};
+pub use udp::{InDatagram, OutDatagram, UdpSocket, QUIC_BUFFER_SIZE};
 pub use unix::{UnixListener, UnixStream};

@@ -1,4 +1,15 @@
-//! UDP: [`UdpSocket`], with `std::net::UdpSocket`'s shape, and socket buffer sizing.
+//! UDP: [`UdpSocket`], with `std::net::UdpSocket`'s shape, plus batched I/O for QUIC
+//! ([`UdpSocket::send_many`] over `sendmmsg`, [`UdpSocket::recv_many`] over `recvmmsg`, with
+//! UDP GSO and GRO where the kernel has them) and socket buffer sizing.
+//!
+//! Files: `datagram.rs` (the batch entries), `mmsg.rs` (the batched system calls and control
+//! messages), `gso.rs` (segmentation offload: the probe, its limits, the fallback).
+
+mod datagram;
+mod gso;
+mod mmsg;
+
+pub use datagram::{InDatagram, OutDatagram};
 
 use super::evented::Evented;
 use crate::reactor::Dir;
@@ -6,6 +17,8 @@ use socket2::{Domain, Protocol, SockRef, Socket, Type};
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 /// The socket buffer size to ask for on a QUIC endpoint, each way: 2 MiB, room for about
@@ -24,6 +37,10 @@ pub const QUIC_BUFFER_SIZE: usize = 2 << 20;
 /// nothing queued, a send with the send buffer full) parks the fiber until the socket is ready
 /// or its timeout passes (`TimedOut`); on a plain thread it blocks the thread. All take
 /// `&self`, so fibers can share a socket through an `Arc`, one receiving while others send.
+///
+/// For QUIC, [`send_many`](UdpSocket::send_many) and [`recv_many`](UdpSocket::recv_many) move
+/// up to 32 datagrams per system call, and a segmented [`OutDatagram`] (GSO) or a coalesced
+/// [`InDatagram`] (GRO) many datagrams per entry.
 ///
 /// An error the kernel queues on the socket (an ICMP "port unreachable" for a connected socket
 /// reads as `ConnectionRefused`) is returned once, by the next call, and the socket goes on
@@ -52,6 +69,11 @@ pub const QUIC_BUFFER_SIZE: usize = 2 << 20;
 /// ```
 pub struct UdpSocket {
     inner: Evented<std::net::UdpSocket, true>,
+    /// Whether the kernel has UDP GSO (probed when the socket was made).
+    gso_supported: bool,
+    /// Whether segmented sends use GSO: `gso_supported` and not turned off by `set_gso` (or
+    /// by a send that failed with `EIO`, which a device without checksum offload returns).
+    gso: AtomicBool,
 }
 
 // No call on a datagram socket proves it drained when it succeeds (a datagram shorter than
@@ -91,17 +113,22 @@ impl UdpSocket {
     }
 
     fn from_nonblocking(socket: std::net::UdpSocket) -> UdpSocket {
+        let gso_supported = gso::probe(socket.as_raw_fd());
         UdpSocket {
             inner: Evented::new(socket),
+            gso_supported,
+            gso: AtomicBool::new(gso_supported),
         }
     }
 
-    /// A second descriptor (`dup`) of the same socket, with no timeout. As with
-    /// [`TcpListener::try_clone`](super::TcpListener::try_clone), it is registered on its own,
-    /// with the worker where a fiber first waits on it.
+    /// A second descriptor (`dup`) of the same socket, with the same GSO setting and no
+    /// timeout. As with [`TcpListener::try_clone`](super::TcpListener::try_clone), it is
+    /// registered on its own, with the worker where a fiber first waits on it.
     pub fn try_clone(&self) -> io::Result<UdpSocket> {
         Ok(UdpSocket {
             inner: Evented::new(self.inner.io.try_clone()?),
+            gso_supported: self.gso_supported,
+            gso: AtomicBool::new(self.gso.load(Relaxed)),
         })
     }
 
@@ -146,6 +173,10 @@ impl UdpSocket {
 
     /// Receives one datagram into `buf`, waiting until one arrives; returns its length and
     /// sender. A datagram longer than `buf` is cut to fit, the rest dropped.
+    ///
+    /// On a socket with [`set_gro`](UdpSocket::set_gro) on, one call may return several
+    /// datagrams run together: use [`recv_many`](UdpSocket::recv_many), which says where
+    /// they divide.
     pub fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
         self.inner.op(Dir::Read, |s| s.recv_from(buf), |_| false)
     }
@@ -165,6 +196,104 @@ impl UdpSocket {
     /// does.
     pub fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
         self.inner.op(Dir::Read, |s| s.recv(buf), |_| false)
+    }
+
+    /// Sends the first entries of `msgs` (up to 32) with one `sendmmsg(2)`, waiting until at
+    /// least one can go; returns how many entries went, maybe fewer than given (the send
+    /// buffer filled up): call again with the rest. A segmented entry ([`OutDatagram`]'s
+    /// segment size) leaves as several datagrams, through GSO or, without it, one by one.
+    ///
+    /// An entry that cannot be sent fails the call if it is the first (`InvalidInput` for a
+    /// bad segment size, the kernel's error otherwise); later, it ends the batch before it, and
+    /// the next call reports it. Without GSO, an entry that an error cuts short after some of
+    /// its datagrams left counts as sent (its other datagrams lost, as on a network), so no
+    /// datagram goes twice.
+    pub fn send_many(&self, msgs: &[OutDatagram<'_>]) -> io::Result<usize> {
+        let gso = self.gso.load(Relaxed);
+        let mut end = msgs.len().min(mmsg::BATCH);
+        for (i, m) in msgs[..end].iter().enumerate() {
+            if let Err(e) = gso::check(m, gso) {
+                if i == 0 {
+                    return Err(e);
+                }
+                end = i;
+                break;
+            }
+        }
+        let msgs = &msgs[..end];
+        if msgs.is_empty() {
+            return Ok(0);
+        }
+        let segmented = msgs.iter().any(|m| m.segmented().is_some());
+        if gso || !segmented {
+            let mut out = [mmsg::Outgoing::EMPTY; mmsg::BATCH];
+            for (o, m) in out.iter_mut().zip(msgs) {
+                *o = gso::whole(m);
+            }
+            let out = &out[..msgs.len()];
+            match self
+                .inner
+                .op(Dir::Write, |s| mmsg::send(s.as_raw_fd(), out), |_| false)
+            {
+                // The route's device cannot checksum segments: GSO is off for this socket from
+                // now on, and this batch goes out one segment at a time.
+                Err(e) if segmented && e.raw_os_error() == Some(libc::EIO) => {
+                    self.gso.store(false, Relaxed);
+                }
+                other => return other,
+            }
+        }
+        gso::send_each_segment(&self.inner, msgs)
+    }
+
+    /// Receives up to `bufs.len()` datagrams (at most 32) with one `recvmmsg(2)`, waiting
+    /// until at least one has arrived; returns how many entries were filled, from the first.
+    /// Each filled entry says how many bytes it got, from where, and with GRO how they divide
+    /// into datagrams ([`InDatagram::segments`]).
+    pub fn recv_many(&self, bufs: &mut [InDatagram<'_>]) -> io::Result<usize> {
+        if bufs.is_empty() {
+            return Ok(0);
+        }
+        self.inner
+            .op(Dir::Read, |s| mmsg::recv(s.as_raw_fd(), bufs), |_| false)
+    }
+
+    /// Turns GSO for [`send_many`](UdpSocket::send_many) on (the default where the kernel
+    /// has it) or off: off, a segmented entry leaves one datagram per system call entry,
+    /// which the receiver cannot tell apart (for kernels or devices where GSO misbehaves,
+    /// and to test the fallback). Turning it on where the kernel lacks it does nothing; see
+    /// [`max_gso_segments`](UdpSocket::max_gso_segments).
+    pub fn set_gso(&self, on: bool) {
+        self.gso.store(on && self.gso_supported, Relaxed);
+    }
+
+    /// The most segments one [`OutDatagram`] may have for GSO: 64 when it is in use, 1 when
+    /// it is not (the kernel lacks it, or [`set_gso`](UdpSocket::set_gso) turned it off; any
+    /// number of segments is then sent one by one).
+    pub fn max_gso_segments(&self) -> usize {
+        if self.gso.load(Relaxed) {
+            gso::MAX_SEGMENTS
+        } else {
+            1
+        }
+    }
+
+    /// Turns UDP GRO on or off (`UDP_GRO`, off by default): on, the kernel may coalesce
+    /// datagrams of one size from one sender into one received entry, which
+    /// [`recv_many`](UdpSocket::recv_many) reports with its segment size. Returns whether GRO
+    /// is now on: `false` if the kernel lacks it (before 5.0), where datagrams simply arrive
+    /// one by one.
+    pub fn set_gro(&self, on: bool) -> io::Result<bool> {
+        match mmsg::set_int(
+            self.as_raw_fd(),
+            libc::SOL_UDP,
+            libc::UDP_GRO,
+            i32::from(on),
+        ) {
+            Ok(()) => Ok(on),
+            Err(e) if e.raw_os_error() == Some(libc::ENOPROTOOPT) => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     /// Asks for a receive buffer (`SO_RCVBUF`) of `size` bytes. The kernel caps the request
