@@ -58,7 +58,7 @@
 //! ## Modules
 //!
 //! [`fiber`] (spawning and joining, [`fiber::Builder`], fibers made of steps, the shared
-//! stack, cancellation), [`net`] (TCP and Unix-domain sockets), [`time`] (`sleep`, deadlines),
+//! stack, cancellation), [`net`] (TCP, UDP and Unix-domain sockets), [`time`] (`sleep`, deadlines),
 //! [`sync`] (`Mutex`, `mpsc`, `oneshot`, `Notify`, `WaitGroup`), [`task`] (`spawn_blocking`),
 //! and [`Runtime`] / [`run`]. The internals (stacks, the readiness driver, the reactor,
 //! timers, the task layer, the workers) form layers that never name a higher one; the

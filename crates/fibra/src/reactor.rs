@@ -114,6 +114,20 @@ impl<W: Identity> IoState<W> {
             .compare_exchange(snapshot, snapshot & !dir.bit(), AcqRel, Acquire);
     }
 
+    /// Marks `dir` not ready and not closed, unless an event arrived since `snapshot` was
+    /// taken. For a datagram socket, whose error (an ICMP report on a connected UDP socket)
+    /// ends nothing: the operation that returns it consumes it, and one that then finds
+    /// nothing proves the direction idle. Kept closed, the direction would stay ready and a
+    /// waiting fiber would retry forever without parking.
+    pub(crate) fn clear_closed_too(&self, snapshot: usize, dir: Dir) {
+        let _ = self.readiness.compare_exchange(
+            snapshot,
+            snapshot & !(dir.bit() | dir.closed_bit()),
+            AcqRel,
+            Acquire,
+        );
+    }
+
     /// Registers the waiter named `id` (made by `waiter` if it is not registered already) for
     /// `dir`, unless `dir` is ready (false).
     #[inline(always)]

@@ -25,9 +25,15 @@ use std::time::Duration;
 
 /// A socket plus its reactor registration and timeouts.
 ///
+/// `DATAGRAM` is true for a socket whose errors are transient (UDP: an ICMP report is returned
+/// once, by the next operation, and the socket goes on working), false for a stream, whose
+/// error or end of file is final. A stream's direction stays ready once the driver reported
+/// it closed; a datagram socket's goes back to waiting once an operation finds nothing
+/// ([`IoState::clear_closed_too`]).
+///
 /// Field order matters: `Drop` deregisters `io`, then `io` is closed before `reg` releases
 /// the poller's reference.
-pub(crate) struct Evented<S: AsRawFd> {
+pub(crate) struct Evented<S: AsRawFd, const DATAGRAM: bool = false> {
     pub(crate) io: S,
     reg: OnceLock<Registration>,
     /// Read timeout in nanoseconds, 0 for none.
@@ -57,7 +63,7 @@ impl Drop for Registration {
     }
 }
 
-impl<S: AsRawFd> Drop for Evented<S> {
+impl<S: AsRawFd, const DATAGRAM: bool> Drop for Evented<S, DATAGRAM> {
     fn drop(&mut self) {
         if let Some(reg) = self.reg.get() {
             let fd = self.io.as_raw_fd();
@@ -85,7 +91,7 @@ fn from_nanos(n: u64) -> Option<Duration> {
 
 // `op` and `try_op` are forced inline: they are the whole of a stream's read and write, on the
 // path every wake-up of a connection runs.
-impl<S: AsRawFd> Evented<S> {
+impl<S: AsRawFd, const DATAGRAM: bool> Evented<S, DATAGRAM> {
     pub(crate) fn new(io: S) -> Self {
         Evented {
             io,
@@ -152,6 +158,17 @@ impl<S: AsRawFd> Evented<S> {
         Ok(self.reg.get())
     }
 
+    /// Marks `dir` drained (see the type's doc for `DATAGRAM`), unless an event arrived since
+    /// `snap` was taken.
+    #[inline(always)]
+    fn clear(reg: &Registration, snap: usize, dir: Dir) {
+        if DATAGRAM {
+            reg.state.clear_closed_too(snap, dir);
+        } else {
+            reg.state.clear(snap, dir);
+        }
+    }
+
     /// Runs `op` until it does not return `WouldBlock`, waiting for readiness in between.
     /// `drained(&r)` says a successful result proves the socket has nothing more to give
     /// (a short read), so the next call parks without trying.
@@ -172,11 +189,11 @@ impl<S: AsRawFd> Evented<S> {
                 match op(&self.io) {
                     Ok(r) => {
                         if drained(&r) {
-                            reg.state.clear(snap, dir);
+                            Self::clear(reg, snap, dir);
                         }
                         return Ok(r);
                     }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => reg.state.clear(snap, dir),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => Self::clear(reg, snap, dir),
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Err(e) => return Err(e),
                 }
@@ -226,7 +243,7 @@ impl<S: AsRawFd> Evented<S> {
                 Ok(v) => drained(v),
             };
             if let (true, Some((reg, snap))) = (empty, snap) {
-                reg.state.clear(snap, dir);
+                Self::clear(reg, snap, dir);
             }
             return r;
         }

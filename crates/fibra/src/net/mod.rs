@@ -1,6 +1,11 @@
-//! Networking with `std::net`'s shape: [`TcpListener`], [`TcpStream`], [`UnixListener`],
-//! [`UnixStream`]; [`Pollable`], any other non-blocking descriptor a fiber can wait on; and
-//! [`RedialBackoff`], for clients that dial a peer which may be down.
+//! Networking with `std::net`'s shape: [`TcpListener`], [`TcpStream`], [`UdpSocket`],
+//! [`UnixListener`], [`UnixStream`]; [`Pollable`], any other non-blocking descriptor a fiber
+//! can wait on; and [`RedialBackoff`], for clients that dial a peer which may be down.
+//!
+//! [`UdpSocket`] also moves datagrams in batches, [`OutDatagram`]s with
+//! [`UdpSocket::send_many`] (`sendmmsg`) and [`InDatagram`]s with [`UdpSocket::recv_many`]
+//! (`recvmmsg`), with UDP segmentation (GSO) and receive coalescing (GRO) where the kernel has
+//! them: the I/O a QUIC endpoint needs.
 //!
 //! Sockets are non-blocking underneath. Inside a fiber, an operation that would block parks
 //! the fiber until the worker's driver reports readiness (or its timeout passes); on a plain
@@ -45,9 +50,11 @@ mod pollable;
 mod redial;
 mod sys;
 mod tcp;
+mod udp;
 mod unix;
 
 pub use pollable::Pollable;
 pub use redial::RedialBackoff;
 pub use tcp::{ListenOptions, TcpListener, TcpStream};
+pub use udp::{InDatagram, OutDatagram, UdpSocket, QUIC_BUFFER_SIZE};
 pub use unix::{UnixListener, UnixStream};
