@@ -81,11 +81,12 @@
 //! [`proxy_protocol`] (the PROXY protocol v1/v2 transport, behind a balancer), [`listen_fds`]
 //! (listening sockets inherited through `LISTEN_FDS`: socket activation, binary upgrades),
 //! `server` (the builder, accept loops, the connection limit, graceful shutdown), [`date`]
-//! (the cached `Date` header, UTC calendar fields). Internal: `parse` (request heads) and `chunked` (chunked bodies), public
-//! only with the `fuzzing` feature (which also adds `fuzz_hpack`, the entry point of the HPACK
-//! decoder's fuzz target) and `backoff` (when the one-entry caches of the last head
-//! stop looking). Static files and the reverse proxy are the `fibra-files` and `fibra-proxy`
-//! crates.
+//! (the cached `Date` header, UTC calendar fields). Internal: `parse` (request heads) and
+//! `chunked` (chunked bodies), public only with the `fuzzing` feature (which also adds
+//! `fuzz_hpack`, the entry point of the HPACK decoder's fuzz target); `backoff` (when the
+//! one-entry caches of the last head stop looking); `field` (field names classified once,
+//! values shared or raw: what the HPACK and QPACK decoders hand out); `huffman` (the Huffman
+//! code HPACK and QPACK share). Static files and the reverse proxy are the `fibra-files` and `fibra-proxy` crates.
 
 pub mod acceptor;
 pub mod access_log;
@@ -109,8 +110,10 @@ pub mod fuzz_hpack {
     pub use crate::http2::hpack::fuzz::decode_blocks;
 }
 mod error;
+mod field;
 mod going_away;
 pub mod http2;
+mod huffman;
 pub mod inline_bytes;
 pub mod ip_net;
 mod lazy;
