@@ -41,6 +41,22 @@ pub(crate) enum Pseudo {
     Unknown,
 }
 
+impl Pseudo {
+    /// The field name, colon included (`None` for [`Pseudo::Unknown`], which stands for
+    /// many names).
+    pub(crate) fn as_str(self) -> Option<&'static str> {
+        Some(match self {
+            Pseudo::Method => ":method",
+            Pseudo::Scheme => ":scheme",
+            Pseudo::Authority => ":authority",
+            Pseudo::Path => ":path",
+            Pseudo::Status => ":status",
+            Pseudo::Protocol => ":protocol",
+            Pseudo::Unknown => return None,
+        })
+    }
+}
+
 /// A field's value: shared from a table entry (a cheap clone, no allocation) or the
 /// literal's bytes (in the encoded block, or in the decoder's buffer when Huffman-coded),
 /// valid during the callback.
@@ -142,7 +158,19 @@ mod tests {
     }
 
     #[test]
-    fn odd_names() {
+    fn pseudo_names_round_trip() {
+        for p in [
+            Pseudo::Method,
+            Pseudo::Scheme,
+            Pseudo::Authority,
+            Pseudo::Path,
+            Pseudo::Status,
+            Pseudo::Protocol,
+        ] {
+            let text = p.as_str().unwrap();
+            assert_eq!(classify(text.as_bytes()), Name::Pseudo(p));
+        }
+        assert_eq!(Pseudo::Unknown.as_str(), None);
         assert_eq!(classify(b":bogus"), Name::Pseudo(Pseudo::Unknown));
         assert_eq!(classify(b"Upper"), Name::Invalid);
         assert_eq!(classify(b""), Name::Invalid);

@@ -1,5 +1,5 @@
 //! The Huffman code of RFC 7541 Appendix B, which HPACK (HTTP/2) and QPACK (HTTP/3, RFC 9204
-//! §4.1.2) share for string literals, decoded.
+//! §4.1.2) share for string literals: decoded for both, encoded for an encoder that asks.
 //!
 //! The code is canonical: within one length the codes are consecutive in symbol order, and
 //! each length's first code follows the previous length's last. So the code lengths alone
@@ -49,7 +49,6 @@ const MAX_LEN: usize = 30;
 const FAST_BITS: u32 = 10;
 
 /// Each symbol's code, right-aligned: the canonical code of [`LENGTHS`].
-#[cfg(test)]
 const CODES: [u32; 257] = build().codes;
 
 /// The decoding tables (see the module docs).
@@ -208,8 +207,8 @@ fn long_code(t: &Tables, acc: u64) -> (u16, u32) {
     }
 }
 
-/// Appends the Huffman coding of `src` to `out`, padded with ones (tests' encoder).
-#[cfg(test)]
+/// Appends the Huffman coding of `src` to `out`, padded with ones to a byte boundary (the
+/// most significant bits of EOS, RFC 7541 §5.2).
 pub(crate) fn encode(src: &[u8], out: &mut Vec<u8>) {
     let mut acc: u64 = 0;
     let mut bits = 0;
@@ -227,8 +226,8 @@ pub(crate) fn encode(src: &[u8], out: &mut Vec<u8>) {
     }
 }
 
-/// The length of `src` Huffman-coded (tests' encoder).
-#[cfg(test)]
+/// The length in bytes of `src` Huffman-coded: an encoder compares it with `src.len()` to
+/// choose the shorter form.
 pub(crate) fn encoded_len(src: &[u8]) -> usize {
     let bits: usize = src
         .iter()

@@ -83,11 +83,11 @@
 //! `server` (the builder, accept loops, the connection limit, graceful shutdown), [`date`]
 //! (the cached `Date` header, UTC calendar fields). Internal: `parse` (request heads) and
 //! `chunked` (chunked bodies), public only with the `fuzzing` feature (which also adds
-//! `fuzz_hpack`, the entry point of the HPACK decoder's fuzz target); `backoff` (when the
-//! one-entry caches of the last head stop looking); `field` (field names classified once,
-//! values shared or raw: what the HPACK and QPACK decoders hand out); `huffman` (the Huffman
-//! code HPACK and QPACK share); `http3` (HTTP/3's codecs: varints, frames, SETTINGS, stream
-//! types; not yet wired to a QUIC transport). Static files and the reverse proxy are the `fibra-files` and `fibra-proxy` crates.
+//! `fuzz_hpack`, the entry point of the HPACK decoder's fuzz target); `backoff` (when the one-entry caches of the last head stop looking); `field`
+//! (field names classified once, values shared or raw: what the HPACK and QPACK decoders
+//! hand out); `huffman` (the Huffman code HPACK and QPACK share); `http3` (HTTP/3's codecs:
+//! varints, frames, SETTINGS, stream types, QPACK; not yet wired to a QUIC transport).
+//! Static files and the reverse proxy are the `fibra-files` and `fibra-proxy` crates.
 
 pub mod acceptor;
 pub mod access_log;
