@@ -13,7 +13,9 @@
 //! - `encode`: the field section [`Encoder`] (static references and literals, Huffman
 //!   where shorter when asked);
 //! - `streams`: the checks of the client's encoder and decoder streams (§4.3, §4.4), fed
-//!   as the bytes arrive.
+//!   as the bytes arrive;
+//! - `fuzz` (with the `fuzzing` feature): the `qpack_decode` fuzz target's entry point,
+//!   re-exported as `fibra_http::fuzz_qpack`.
 //!
 //! Fields come out as HPACK's do: a classified [`Name`] and a [`Value`] shared from the
 //! static table or borrowed from the section.
@@ -25,6 +27,8 @@ use crate::huffman::HuffmanError;
 
 mod decode;
 mod encode;
+#[cfg(feature = "fuzzing")]
+pub mod fuzz;
 mod primitive;
 mod streams;
 mod table;
