@@ -1,12 +1,14 @@
 //! The codec's tests: RFC 9204's static table and examples (`rfc`), every rejection
-//! (`errors`), encoder-to-decoder round trips (`round_trip`) and the instruction streams
-//! (`streams`). Shared here: a representation-level encoder (every representation of §4.5,
+//! (`errors`), encoder-to-decoder round trips (`round_trip`), the instruction streams
+//! (`streams`), and differential tests against the `wtransport-proto` crate
+//! (`differential`). Shared here: a representation-level encoder (every representation of §4.5,
 //! the dynamic ones included, Huffman or not, unlike the production encoder), a seeded
 //! PRNG and helpers that turn decoded fields into comparable values.
 
 use super::primitive::{put_int, put_string};
 use super::{Decoder, Name, QpackError};
 
+mod differential;
 mod errors;
 mod rfc;
 mod round_trip;
