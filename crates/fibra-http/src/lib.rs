@@ -81,11 +81,14 @@
 //! [`proxy_protocol`] (the PROXY protocol v1/v2 transport, behind a balancer), [`listen_fds`]
 //! (listening sockets inherited through `LISTEN_FDS`: socket activation, binary upgrades),
 //! `server` (the builder, accept loops, the connection limit, graceful shutdown), [`date`]
-//! (the cached `Date` header, UTC calendar fields). Internal: `parse` (request heads) and `chunked` (chunked bodies), public
-//! only with the `fuzzing` feature (which also adds `fuzz_hpack`, the entry point of the HPACK
-//! decoder's fuzz target) and `backoff` (when the one-entry caches of the last head
-//! stop looking). Static files and the reverse proxy are the `fibra-files` and `fibra-proxy`
-//! crates.
+//! (the cached `Date` header, UTC calendar fields). Internal: `parse` (request heads) and
+//! `chunked` (chunked bodies), public only with the `fuzzing` feature (which also adds
+//! `fuzz_hpack` and `fuzz_qpack`, the entry points of the HPACK and QPACK decoders' fuzz
+//! targets); `backoff` (when the one-entry caches of the last head stop looking); `field`
+//! (field names classified once, values shared or raw: what the HPACK and QPACK decoders
+//! hand out); `huffman` (the Huffman code HPACK and QPACK share); `http3` (HTTP/3's codecs:
+//! varints, frames, SETTINGS, stream types, QPACK; not yet wired to a QUIC transport).
+//! Static files and the reverse proxy are the `fibra-files` and `fibra-proxy` crates.
 
 pub mod acceptor;
 pub mod access_log;
@@ -108,9 +111,21 @@ mod digits;
 pub mod fuzz_hpack {
     pub use crate::http2::hpack::fuzz::decode_blocks;
 }
+/// The QPACK decoder's fuzz entry point (the codec itself is internal to `http3`).
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzz_qpack {
+    pub use crate::http3::qpack::fuzz::decode_sections;
+}
 mod error;
+mod field;
 mod going_away;
 pub mod http2;
+// Not wired to a QUIC transport yet: until it is, only the tests and the fuzz entry point
+// use the codecs and their re-exports.
+#[allow(dead_code, unused_imports)]
+mod http3;
+mod huffman;
 pub mod inline_bytes;
 pub mod ip_net;
 mod lazy;

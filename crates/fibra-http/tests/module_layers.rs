@@ -17,7 +17,9 @@ const LAYERS: module_graph::Layers = &[
             "date",
             "digits",
             "error",
+            "field",
             "going_away",
+            "huffman",
             "inline_bytes",
             "ip_net",
             "word_hash",
@@ -47,7 +49,7 @@ const LAYERS: module_graph::Layers = &[
         "acceptors and protocols over a connection",
         &["acceptor", "tls", "ws"],
     ),
-    ("the connection engine", &["conn", "http2"]),
+    ("the connection engine", &["conn", "http2", "http3"]),
     ("the server", &["listen_fds", "proxy_protocol", "server"]),
     ("handlers that come with the engine", &["redirect"]),
 ];

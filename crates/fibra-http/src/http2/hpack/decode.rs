@@ -12,9 +12,9 @@
 //! - literal with incremental indexing: as above, plus the entry: the value copied into a
 //!   `HeaderValue`, the name classified or cloned from the entry it indexes.
 
-use super::huffman;
 use super::table::{Table, MAX_TABLE_SIZE};
 use super::{classify, HpackError, Name, Value};
+use crate::huffman;
 
 /// Continuation bytes an integer may have: enough for any 32-bit value.
 const MAX_CONTINUATION: u32 = 5;

@@ -4,16 +4,16 @@
 //! literals that never enter the client's dynamic table, so there is no encoder state to
 //! keep in step).
 //!
-//! The decoder classifies each field's name once ([`Name`]): a static-table name is
-//! classified at compile time, a dynamic-table name when its entry is inserted, so a field
-//! taken from a table costs a lookup and the callback, with no parsing and no allocation.
+//! The decoder classifies each field's name once ([`Name`], shared with QPACK in
+//! `crate::field`): a static-table name is classified at compile time, a dynamic-table name
+//! when its entry is inserted, so a field taken from a table costs a lookup and the
+//! callback, with no parsing and no allocation.
 //! Values come out as a [`Value`]: shared from the table (a `HeaderValue` the caller clones
 //! for the price of a reference count) or the literal's bytes.
 //!
 //! - `table`: the static table (names classified, values as `HeaderValue`s) and the dynamic
 //!   table (a ring, newest first, sized as RFC 7541 §4.1 counts);
-//! - `huffman`: the canonical Huffman code of Appendix B, decoded with a table built at
-//!   compile time;
+//! - the canonical Huffman code of Appendix B is `crate::huffman`, shared with QPACK;
 //! - `decode`: the decoder (integers, strings, the field representations of §6);
 //! - `encode`: the response-side encoder.
 //! - `fuzz` (with the `fuzzing` feature): the `hpack_decode` fuzz target's entry point,
@@ -21,90 +21,19 @@
 
 use std::fmt;
 
-use http::{HeaderName, HeaderValue};
+use crate::huffman::HuffmanError;
 
 mod decode;
 mod encode;
 #[cfg(feature = "fuzzing")]
 pub mod fuzz;
-mod huffman;
 mod table;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use crate::field::{classify, Name, Pseudo, Value};
 pub(crate) use decode::Decoder;
 pub(crate) use encode::{encode_field, encode_status};
-
-/// A field's name, classified once (for table entries: when they are inserted, so a name
-/// taken from the dynamic table is never re-parsed).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Name {
-    /// A name starting with `:`.
-    Pseudo(Pseudo),
-    /// A valid, lower-case field name.
-    Header(HeaderName),
-    /// Anything else: empty, upper case, or bytes a field name cannot have. Not an HPACK
-    /// error: the request it is in is malformed (a stream error for the caller).
-    Invalid,
-}
-
-/// The pseudo-header fields of HTTP/2 (RFC 9113 §8.3) and RFC 8441's `:protocol`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Pseudo {
-    /// `:method`
-    Method,
-    /// `:scheme`
-    Scheme,
-    /// `:authority`
-    Authority,
-    /// `:path`
-    Path,
-    /// `:status`
-    Status,
-    /// `:protocol` (extended CONNECT)
-    Protocol,
-    /// Any other name starting with `:`.
-    Unknown,
-}
-
-/// A field's value: shared from a table entry (a cheap clone, no allocation) or the
-/// literal's bytes (in the header block, or in the decoder's buffer when Huffman-coded),
-/// valid during the callback.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Value<'a> {
-    /// A table entry's value.
-    Shared(&'a HeaderValue),
-    /// A literal's bytes, or a dynamic-table value `HeaderValue` refused (control bytes).
-    Raw(&'a [u8]),
-}
-
-impl Value<'_> {
-    /// The value's bytes.
-    pub(crate) fn as_bytes(&self) -> &[u8] {
-        match self {
-            Value::Shared(v) => v.as_bytes(),
-            Value::Raw(b) => b,
-        }
-    }
-}
-
-/// Classifies a name's bytes (see [`Name`]).
-pub(crate) fn classify(name: &[u8]) -> Name {
-    match name {
-        [b':', rest @ ..] => Name::Pseudo(match rest {
-            b"method" => Pseudo::Method,
-            b"scheme" => Pseudo::Scheme,
-            b"authority" => Pseudo::Authority,
-            b"path" => Pseudo::Path,
-            b"status" => Pseudo::Status,
-            b"protocol" => Pseudo::Protocol,
-            _ => Pseudo::Unknown,
-        }),
-        // `from_lowercase` refuses upper case (HTTP/2 forbids it) where `from_bytes` would
-        // lower it.
-        _ => HeaderName::from_lowercase(name).map_or(Name::Invalid, Name::Header),
-    }
-}
 
 /// Why a header block could not be decoded. Every one is a connection error of type
 /// COMPRESSION_ERROR (RFC 9113 §4.3).
@@ -146,3 +75,12 @@ impl fmt::Display for HpackError {
 }
 
 impl std::error::Error for HpackError {}
+
+impl From<HuffmanError> for HpackError {
+    fn from(e: HuffmanError) -> HpackError {
+        match e {
+            HuffmanError::Eos => HpackError::HuffmanEos,
+            HuffmanError::Padding => HpackError::HuffmanPadding,
+        }
+    }
+}

@@ -7,9 +7,10 @@
 
 use std::collections::VecDeque;
 
-use http::{HeaderName, HeaderValue};
+use http::HeaderValue;
 
-use super::{Name, Pseudo, Value};
+use super::{Name, Value};
+use crate::field::classify_static;
 
 /// Entries in the static table; dynamic indices start after them.
 pub(super) const STATIC_LEN: usize = 61;
@@ -31,23 +32,11 @@ pub(super) struct StaticEntry {
     pub(super) value: HeaderValue,
 }
 
-/// Builds a static entry, classifying `name` at compile time like [`super::classify`].
+/// Builds a static entry, classifying `name` at compile time.
 const fn entry(name: &'static str, value: &'static str) -> StaticEntry {
-    let b = name.as_bytes();
-    let name_kind = if b[0] == b':' {
-        Name::Pseudo(match b[1] {
-            b'a' => Pseudo::Authority,
-            b'm' => Pseudo::Method,
-            b'p' => Pseudo::Path,
-            b's' if b[2] == b'c' => Pseudo::Scheme,
-            _ => Pseudo::Status,
-        })
-    } else {
-        Name::Header(HeaderName::from_static(name))
-    };
     StaticEntry {
         text: name,
-        name: name_kind,
+        name: classify_static(name),
         value: HeaderValue::from_static(value),
     }
 }

@@ -1,17 +1,17 @@
-//! The codec's tests: RFC 7541 Appendix C (`rfc`), the Huffman code (`huffman_code`), errors,
-//! limits and name classification (`errors`), the encoder's output (`encoder`), and
-//! differential tests against the `loona-hpack` crate (`differential`). Shared here: a
+//! The codec's tests: RFC 7541 Appendix C (`rfc`), errors, limits and name classification
+//! (`errors`), the encoder's output (`encoder`), and differential tests against the
+//! `loona-hpack` crate (`differential`); the Huffman code's are `crate::huffman`'s. Shared here: a
 //! representation-level encoder (every representation of §6, Huffman or not, unlike the
 //! production encoder), a seeded PRNG and helpers that turn decoded fields into comparable
 //! values.
 
 use super::encode::encode_int;
-use super::{huffman, Decoder, HpackError, Name, Pseudo};
+use super::{Decoder, HpackError, Name, Pseudo};
+use crate::huffman;
 
 mod differential;
 mod encoder;
 mod errors;
-mod huffman_code;
 mod rfc;
 
 /// A decoded field: the name's text as classified (`<invalid>` for [`Name::Invalid`]) and

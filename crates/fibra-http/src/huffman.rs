@@ -1,4 +1,5 @@
-//! The Huffman code of RFC 7541 Appendix B, decoded.
+//! The Huffman code of RFC 7541 Appendix B, which HPACK (HTTP/2) and QPACK (HTTP/3, RFC 9204
+//! §4.1.2) share for string literals: decoded for both, encoded for an encoder that asks.
 //!
 //! The code is canonical: within one length the codes are consecutive in symbol order, and
 //! each length's first code follows the previous length's last. So the code lengths alone
@@ -14,7 +15,7 @@
 //!
 //! Bits are taken from a 64-bit accumulator, refilled a word at a time.
 
-use super::HpackError;
+use std::fmt;
 
 /// Each symbol's code length in bits: octets 0x00 to 0xff, then EOS (RFC 7541 Appendix B).
 #[rustfmt::skip]
@@ -48,7 +49,6 @@ const MAX_LEN: usize = 30;
 const FAST_BITS: u32 = 10;
 
 /// Each symbol's code, right-aligned: the canonical code of [`LENGTHS`].
-#[cfg(test)]
 const CODES: [u32; 257] = build().codes;
 
 /// The decoding tables (see the module docs).
@@ -116,9 +116,30 @@ const fn build() -> Tables {
     t
 }
 
+/// Why a Huffman-coded string could not be decoded (RFC 7541 §5.2). The codec it is part of
+/// maps it to its own error (HPACK: COMPRESSION_ERROR; QPACK: QPACK_DECOMPRESSION_FAILED).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HuffmanError {
+    /// The string contains EOS.
+    Eos,
+    /// The string ends in more than 7 bits of padding, or padding that is not all ones.
+    Padding,
+}
+
+impl fmt::Display for HuffmanError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            HuffmanError::Eos => "EOS in a Huffman-coded string",
+            HuffmanError::Padding => "invalid Huffman padding",
+        })
+    }
+}
+
+impl std::error::Error for HuffmanError {}
+
 /// Decodes the Huffman-coded `src`, appending the octets to `out`. Errors: EOS in the
 /// data, or padding that is longer than 7 bits or not a prefix of EOS (all ones).
-pub(super) fn decode(src: &[u8], out: &mut Vec<u8>) -> Result<(), HpackError> {
+pub(crate) fn decode(src: &[u8], out: &mut Vec<u8>) -> Result<(), HuffmanError> {
     // The shortest code is 5 bits.
     out.reserve(src.len() * 8 / 5);
     let t = &TABLES;
@@ -159,11 +180,11 @@ pub(super) fn decode(src: &[u8], out: &mut Vec<u8>) -> Result<(), HpackError> {
             return if bits <= 7 && acc == !(u64::MAX >> bits) {
                 Ok(())
             } else {
-                Err(HpackError::HuffmanPadding)
+                Err(HuffmanError::Padding)
             };
         }
         if sym == EOS {
-            return Err(HpackError::HuffmanEos);
+            return Err(HuffmanError::Eos);
         }
         out.push(sym as u8);
         acc <<= len;
@@ -186,9 +207,9 @@ fn long_code(t: &Tables, acc: u64) -> (u16, u32) {
     }
 }
 
-/// Appends the Huffman coding of `src` to `out`, padded with ones (tests' encoder).
-#[cfg(test)]
-pub(super) fn encode(src: &[u8], out: &mut Vec<u8>) {
+/// Appends the Huffman coding of `src` to `out`, padded with ones to a byte boundary (the
+/// most significant bits of EOS, RFC 7541 §5.2).
+pub(crate) fn encode(src: &[u8], out: &mut Vec<u8>) {
     let mut acc: u64 = 0;
     let mut bits = 0;
     for &b in src {
@@ -205,9 +226,9 @@ pub(super) fn encode(src: &[u8], out: &mut Vec<u8>) {
     }
 }
 
-/// The length of `src` Huffman-coded (tests' encoder).
-#[cfg(test)]
-pub(super) fn encoded_len(src: &[u8]) -> usize {
+/// The length in bytes of `src` Huffman-coded: an encoder compares it with `src.len()` to
+/// choose the shorter form.
+pub(crate) fn encoded_len(src: &[u8]) -> usize {
     let bits: usize = src
         .iter()
         .map(|&b| usize::from(LENGTHS[usize::from(b)]))
@@ -217,6 +238,9 @@ pub(super) fn encoded_len(src: &[u8]) -> usize {
 
 /// A symbol's code and length (tests).
 #[cfg(test)]
-pub(super) fn code(sym: usize) -> (u32, u8) {
+fn code(sym: usize) -> (u32, u8) {
     (CODES[sym], LENGTHS[sym])
 }
+
+#[cfg(test)]
+mod tests;

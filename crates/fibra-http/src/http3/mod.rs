@@ -1,0 +1,29 @@
+//! HTTP/3 (RFC 9114) codecs, without I/O: what a connection over a QUIC transport reads and
+//! writes on its streams. Not wired to a transport yet; the QUIC side is written apart.
+//!
+//! As for HTTP/2 (`crate::http2`), the framing and the field compression are our own:
+//!
+//! - `varint`: QUIC's variable-length integers (RFC 9000 §16), and the reserved
+//!   identifiers every HTTP/3 code space has;
+//! - `frame`: frame heads parsed from however much has arrived, the checks that need no
+//!   connection state, one-ID payloads, the writers;
+//! - `settings`: the SETTINGS payload, read and written;
+//! - `stream_type`: the type that opens each unidirectional stream;
+//! - `error`: the HTTP/3 and QPACK error codes;
+//! - `qpack`: QPACK (RFC 9204) with no dynamic table, in either direction: the field
+//!   section decoder and encoder, and the checks of the peer's encoder and decoder streams.
+//!
+//! A server built on these advertises `SETTINGS_QPACK_MAX_TABLE_CAPACITY` = 0 and
+//! `SETTINGS_QPACK_BLOCKED_STREAMS` = 0 (the defaults, so its SETTINGS need not carry them):
+//! a client may then never use the dynamic table, and the decoder needs no state, no
+//! blocked streams and no decoder-stream output. Its encoder never uses the client's table
+//! either, so nothing is acknowledged in either direction.
+
+pub(crate) mod error;
+pub(crate) mod frame;
+pub(crate) mod qpack;
+pub(crate) mod settings;
+pub(crate) mod stream_type;
+pub(crate) mod varint;
+
+pub(crate) use error::H3Error;
