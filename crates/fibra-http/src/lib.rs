@@ -144,6 +144,7 @@ pub mod prepared;
 pub mod proxy_protocol;
 pub mod redirect;
 pub mod request;
+mod request_fields;
 pub mod response;
 mod server;
 pub mod service;

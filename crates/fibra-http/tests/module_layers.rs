@@ -38,6 +38,7 @@ const LAYERS: module_graph::Layers = &[
             "outbox",
             "parse",
             "request",
+            "request_fields",
             "response",
             "service",
             "settings",

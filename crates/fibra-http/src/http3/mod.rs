@@ -11,7 +11,9 @@
 //! - `stream_type`: the type that opens each unidirectional stream;
 //! - `error`: the HTTP/3 and QPACK error codes;
 //! - `qpack`: QPACK (RFC 9204) with no dynamic table, in either direction: the field
-//!   section decoder and encoder, and the checks of the peer's encoder and decoder streams.
+//!   section decoder and encoder, and the checks of the peer's encoder and decoder streams;
+//! - `request_head`: a request's (and its trailers') field section decoded and checked,
+//!   as the handler sees it (the checks are HTTP/2's too: `crate::request_fields`).
 //!
 //! A server built on these advertises `SETTINGS_QPACK_MAX_TABLE_CAPACITY` = 0 and
 //! `SETTINGS_QPACK_BLOCKED_STREAMS` = 0 (the defaults, so its SETTINGS need not carry them):
@@ -22,6 +24,7 @@
 pub(crate) mod error;
 pub(crate) mod frame;
 pub(crate) mod qpack;
+pub(crate) mod request_head;
 pub(crate) mod settings;
 pub(crate) mod stream_type;
 pub(crate) mod varint;

@@ -31,7 +31,7 @@ mod table;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use crate::field::{classify, Name, Pseudo, Value};
+pub(crate) use crate::field::{classify, Name, Value};
 pub(crate) use decode::Decoder;
 pub(crate) use encode::{encode_field, encode_status};
 

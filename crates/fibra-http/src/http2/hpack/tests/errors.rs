@@ -4,8 +4,9 @@
 use http::header::{self, HeaderName};
 
 use super::{decode, encode_block, encode_repr, fields, Kind, NameRef, Repr};
+use crate::field::Pseudo;
 use crate::http2::hpack::table::STATIC;
-use crate::http2::hpack::{classify, Decoder, HpackError, Name, Pseudo, Value};
+use crate::http2::hpack::{classify, Decoder, HpackError, Name, Value};
 
 fn decode_new(block: &[u8]) -> Result<Vec<super::Field>, HpackError> {
     decode(&mut Decoder::new(), block)

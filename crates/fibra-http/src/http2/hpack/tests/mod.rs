@@ -6,7 +6,8 @@
 //! values.
 
 use super::encode::encode_int;
-use super::{Decoder, HpackError, Name, Pseudo};
+use super::{Decoder, HpackError, Name};
+use crate::field::Pseudo;
 use crate::huffman;
 
 mod differential;
