@@ -1,7 +1,7 @@
 //! The calls a fiber that owns a UDP socket and also serves other fibers and timers needs (a
 //! QUIC endpoint's driver): `try_recv_many` and `try_send_many`, which never park;
 //! `readable_or_notified_until` and `writable_or_notified_until`, which wake for the socket, a
-//! notification or a deadline.
+//! notification or a deadline; and `set_dont_fragment` for path MTU discovery.
 
 mod util;
 
@@ -162,4 +162,53 @@ fn try_send_many_sends_trains_with_and_without_gso() {
         })
     });
     assert_eq!(got, vec![vec![3, 1200, 1200, 600]; 2]);
+}
+
+/// `getsockopt(level, name)` of an `int`.
+fn get_int(s: &UdpSocket, level: libc::c_int, name: libc::c_int) -> i32 {
+    use std::os::fd::AsRawFd;
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `v` and `len` are valid for writes and `len` says `v` holds an int.
+    let r = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            level,
+            name,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    assert_eq!(r, 0, "{}", std::io::Error::last_os_error());
+    v
+}
+
+#[test]
+fn dont_fragment_sets_pmtu_probe_and_back() {
+    let s = loopback();
+    s.set_dont_fragment(true).unwrap();
+    assert_eq!(
+        get_int(&s, libc::IPPROTO_IP, libc::IP_MTU_DISCOVER),
+        libc::IP_PMTUDISC_PROBE
+    );
+    // Datagrams still leave (the loopback MTU is 64 KiB).
+    let rx = loopback();
+    s.send_to(&[7u8; 1452], rx.local_addr().unwrap()).unwrap();
+    let mut buf = [0u8; 2048];
+    assert_eq!(rx.recv_from(&mut buf).unwrap().0, 1452);
+    s.set_dont_fragment(false).unwrap();
+    assert_eq!(
+        get_int(&s, libc::IPPROTO_IP, libc::IP_MTU_DISCOVER),
+        libc::IP_PMTUDISC_WANT
+    );
+    // IPv6, where the machine has it.
+    if let Ok(v6) = UdpSocket::bind("[::1]:0") {
+        v6.set_dont_fragment(true).unwrap();
+        assert_eq!(
+            get_int(&v6, libc::IPPROTO_IPV6, libc::IPV6_MTU_DISCOVER),
+            libc::IPV6_PMTUDISC_PROBE
+        );
+    } else {
+        println!("no IPv6 loopback here: the IPv6 option is not checked");
+    }
 }

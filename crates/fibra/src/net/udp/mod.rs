@@ -321,6 +321,35 @@ impl UdpSocket {
         self.inner.ready_or_notified(Dir::Write, notify, until)
     }
 
+    /// Sets or clears "don't fragment" on the datagrams this socket sends, for path MTU
+    /// discovery done by the protocol above (QUIC's DPLPMTUD, RFC 9000 §14.3): on,
+    /// `IP_MTU_DISCOVER` (and on an IPv6 socket `IPV6_MTU_DISCOVER`) is set to
+    /// `IP_PMTUDISC_PROBE`: datagrams leave with DF set, are never fragmented, and a datagram
+    /// larger than the interface's MTU fails with `EMSGSIZE` (a probe lost, not a large
+    /// datagram cut in pieces behind the protocol's back). Off restores the kernel's default,
+    /// `IP_PMTUDISC_WANT`.
+    pub fn set_dont_fragment(&self, on: bool) -> io::Result<()> {
+        let fd = self.as_raw_fd();
+        let v4 = if on {
+            libc::IP_PMTUDISC_PROBE
+        } else {
+            libc::IP_PMTUDISC_WANT
+        };
+        if self.local_addr()?.is_ipv6() {
+            let v6 = if on {
+                libc::IPV6_PMTUDISC_PROBE
+            } else {
+                libc::IPV6_PMTUDISC_WANT
+            };
+            mmsg::set_int(fd, libc::IPPROTO_IPV6, libc::IPV6_MTU_DISCOVER, v6)?;
+            // A dual-stack socket also sends IPv4 datagrams (to mapped addresses); an
+            // IPv6-only one refuses the IPv4 option, which then has nothing to govern.
+            let _ = mmsg::set_int(fd, libc::IPPROTO_IP, libc::IP_MTU_DISCOVER, v4);
+            return Ok(());
+        }
+        mmsg::set_int(fd, libc::IPPROTO_IP, libc::IP_MTU_DISCOVER, v4)
+    }
+
     /// Turns GSO for [`send_many`](UdpSocket::send_many) on (the default where the kernel
     /// has it) or off: off, a segmented entry leaves one datagram per system call entry,
     /// which the receiver cannot tell apart (for kernels or devices where GSO misbehaves,
