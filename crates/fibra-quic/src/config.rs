@@ -10,6 +10,7 @@
 use quinn_proto::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 use quinn_proto::{
     ClientConfig, EndpointConfig, IdleTimeout, MtuDiscoveryConfig, ServerConfig, TransportConfig,
+    VarInt,
 };
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use std::io;
@@ -171,4 +172,9 @@ impl Config {
         tls.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
         Ok(tls)
     }
+}
+
+/// A `u64` as a QUIC variable-length integer, saturating at 2⁶² − 1 (the largest it holds).
+pub(crate) fn varint(v: u64) -> VarInt {
+    VarInt::from_u64(v).unwrap_or(VarInt::MAX)
 }
