@@ -27,6 +27,7 @@ use fibra::net::UdpSocket;
 use fibra::sync::Notify;
 use quinn_proto::{ConnectionError, DatagramEvent, Event, Incoming, StreamEvent};
 use std::io;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -50,6 +51,7 @@ pub(crate) fn run(shared: Arc<Shared>, socket: UdpSocket, gro: bool) {
         timers: Timers::default(),
         wake: Vec::new(),
         due: Vec::new(),
+        driving: Vec::new(),
     };
     stop.why = driver.run();
 }
@@ -86,6 +88,8 @@ struct Driver<'a> {
     wake: Vec<Arc<Notify>>,
     /// Connections whose deadline has passed (scratch).
     due: Vec<u64>,
+    /// The dirty list being driven (scratch, swapped with `State::dirty`).
+    driving: Vec<u64>,
 }
 
 impl Driver<'_> {
@@ -169,8 +173,8 @@ impl Driver<'_> {
     /// packets to make (the outbox filled up first).
     fn drive(&mut self, st: &mut State, now: Instant) -> bool {
         let max_train = Outbox::max_train(self.socket);
-        let dirty = std::mem::take(&mut st.dirty);
-        for id in dirty {
+        std::mem::swap(&mut self.driving, &mut st.dirty);
+        for id in self.driving.drain(..) {
             let Some(c) = st.conns.get_mut(&id) else {
                 continue;
             };
@@ -201,29 +205,45 @@ impl Driver<'_> {
 /// Feeds the datagrams `inbox` holds to quinn-proto.
 fn handle_datagrams(st: &mut State, inbox: &Inbox, outbox: &mut Outbox) {
     let now = Instant::now();
-    for (from, data) in inbox.datagrams() {
-        let mut buf = outbox.buffer();
-        match st
-            .endpoint
-            .handle(now, from, None, None, BytesMut::from(data), &mut buf)
-        {
-            Some(DatagramEvent::ConnectionEvent(handle, event)) => {
-                outbox.recycle(buf);
-                if let Some(&id) = st.by_handle.get(&handle) {
-                    if let Some(c) = st.conns.get_mut(&id) {
-                        c.conn.handle_event(event);
-                    }
-                    st.mark_dirty(id);
-                }
-            }
-            Some(DatagramEvent::NewConnection(incoming)) => {
-                new_connection(st, now, incoming, buf, outbox);
-            }
-            Some(DatagramEvent::Response(t)) => {
-                outbox.push(t.destination, buf, t.size, t.segment_size);
-            }
-            None => outbox.recycle(buf),
+    for (from, entry, segment) in inbox.entries() {
+        // One copy per entry: quinn-proto keeps pieces of a packet (stream data) until the
+        // application reads them, so it cannot borrow the receive buffer. A GRO entry's
+        // datagrams share that copy.
+        let mut data = BytesMut::from(entry);
+        let size = segment.unwrap_or(entry.len()).max(1);
+        while !data.is_empty() {
+            let datagram = data.split_to(size.min(data.len()));
+            handle_datagram(st, now, from, datagram, outbox);
         }
+    }
+}
+
+/// Feeds one datagram to quinn-proto and routes what comes of it.
+fn handle_datagram(
+    st: &mut State,
+    now: Instant,
+    from: SocketAddr,
+    data: BytesMut,
+    outbox: &mut Outbox,
+) {
+    let mut buf = outbox.buffer();
+    match st.endpoint.handle(now, from, None, None, data, &mut buf) {
+        Some(DatagramEvent::ConnectionEvent(handle, event)) => {
+            outbox.recycle(buf);
+            if let Some(&id) = st.by_handle.get(&handle) {
+                if let Some(c) = st.conns.get_mut(&id) {
+                    c.conn.handle_event(event);
+                }
+                st.mark_dirty(id);
+            }
+        }
+        Some(DatagramEvent::NewConnection(incoming)) => {
+            new_connection(st, now, incoming, buf, outbox);
+        }
+        Some(DatagramEvent::Response(t)) => {
+            outbox.push(t.destination, buf, t.size, t.segment_size);
+        }
+        None => outbox.recycle(buf),
     }
 }
 

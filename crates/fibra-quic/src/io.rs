@@ -40,12 +40,13 @@ impl Inbox {
     /// send us.
     pub(crate) fn receive(&mut self, socket: &UdpSocket) -> io::Result<usize> {
         self.filled.clear();
-        let mut batch: Vec<InDatagram<'_>> = self
-            .bufs
-            .iter_mut()
-            .map(|b| InDatagram::new(b.as_mut_slice()))
-            .collect();
-        let n = match socket.try_recv_many(&mut batch) {
+        let count = self.bufs.len();
+        let mut bufs = self.bufs.iter_mut();
+        // On the stack: no allocation per receive.
+        let mut batch: [InDatagram<'_>; BATCH] = std::array::from_fn(|_| {
+            InDatagram::new(bufs.next().map_or(&mut [][..], |b| b.as_mut_slice()))
+        });
+        let n = match socket.try_recv_many(&mut batch[..count]) {
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(0),
             Err(e) => return Err(e),
@@ -58,16 +59,12 @@ impl Inbox {
         Ok(n)
     }
 
-    /// The datagrams the last [`receive`](Inbox::receive) got, with their senders; a GRO
-    /// entry is cut back into its datagrams at its segment size.
-    pub(crate) fn datagrams(&self) -> impl Iterator<Item = (SocketAddr, &[u8])> + '_ {
+    /// The entries the last [`receive`](Inbox::receive) filled: sender, bytes, and the GRO
+    /// segment size where several datagrams were coalesced.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (SocketAddr, &[u8], Option<usize>)> + '_ {
         self.filled
             .iter()
-            .flat_map(move |&(i, from, len, segment)| {
-                let data = &self.bufs[i][..len];
-                let size = segment.unwrap_or(len).max(1);
-                data.chunks(size).map(move |d| (from, d))
-            })
+            .map(move |&(i, from, len, segment)| (from, &self.bufs[i][..len], segment))
     }
 }
 
@@ -141,19 +138,18 @@ impl Outbox {
     pub(crate) fn flush(&mut self, socket: &UdpSocket) {
         self.blocked = false;
         while !self.queue.is_empty() {
-            let batch: Vec<OutDatagram<'_>> = self
-                .queue
-                .iter()
-                .take(BATCH)
-                .map(|p| {
-                    let d = OutDatagram::to(p.to, &p.buf);
-                    match p.segment_size {
-                        Some(s) => d.with_segment_size(s),
-                        None => d,
-                    }
-                })
-                .collect();
-            let done = match socket.try_send_many(&batch) {
+            // On the stack: no allocation per flush.
+            let mut batch = [OutDatagram::connected(&[]); BATCH];
+            let mut count = 0;
+            for (slot, p) in batch.iter_mut().zip(&self.queue) {
+                let d = OutDatagram::to(p.to, &p.buf);
+                *slot = match p.segment_size {
+                    Some(s) => d.with_segment_size(s),
+                    None => d,
+                };
+                count += 1;
+            }
+            let done = match socket.try_send_many(&batch[..count]) {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     self.blocked = true;
@@ -167,7 +163,6 @@ impl Outbox {
                     1
                 }
             };
-            drop(batch);
             for _ in 0..done {
                 if let Some(p) = self.queue.pop_front() {
                     self.spare.push(p.buf);
