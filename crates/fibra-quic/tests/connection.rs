@@ -9,7 +9,7 @@ use fibra::net::UdpSocket;
 use fibra_quic::{Config, ConnectionError, Endpoint, Error};
 use std::io::{ErrorKind, Read, Write};
 use std::time::Duration;
-use util::{pair, run, server_with, ALPN};
+use util::{pair, run, server_with, within, ALPN};
 
 #[test]
 fn the_handshake_agrees_on_alpn_and_both_ends_know_each_other() {
@@ -157,6 +157,80 @@ fn a_dropped_endpoint_stops_its_driver_and_lets_go_of_the_socket() {
         rebound.len()
     });
     assert_eq!(rebound, 2);
+}
+
+#[test]
+fn eight_clients_at_once_each_get_their_own_connection() {
+    let served = run("eight clients", || {
+        let (server, client_config) = server_with(&Config::default());
+        let addr = server.local_addr().unwrap();
+        // Two fibers accept (the accept baton passes between them); each connection gets a
+        // fiber that answers one stream with the client's own address, as the server sees it.
+        let acceptors: Vec<_> = (0..2)
+            .map(|_| {
+                let s = server.clone();
+                fibra::spawn(move || {
+                    let mut n = 0;
+                    while let Some(conn) = s.accept() {
+                        n += 1;
+                        fibra::spawn(move || {
+                            let (mut send, mut recv) = conn.accept_bi().unwrap();
+                            let mut hello = Vec::new();
+                            recv.read_to_end(&mut hello).unwrap();
+                            let answer = conn.remote_address().to_string();
+                            send.write_all(answer.as_bytes()).unwrap();
+                            send.finish().unwrap();
+                            // Until the client closes.
+                            let _ = conn.accept_bi();
+                        });
+                    }
+                    n
+                })
+            })
+            .collect();
+        let clients: Vec<_> = (0..8)
+            .map(|_| {
+                let config = client_config.clone();
+                fibra::spawn(move || {
+                    let client = util::client();
+                    let conn = client.connect(addr, "localhost", config).unwrap();
+                    let (mut send, mut recv) = conn.open_bi().unwrap();
+                    send.write_all(b"hello").unwrap();
+                    send.finish().unwrap();
+                    let mut answer = String::new();
+                    recv.read_to_string(&mut answer).unwrap();
+                    conn.close(0, b"");
+                    answer == client.local_addr().unwrap().to_string()
+                })
+            })
+            .collect();
+        let answered: Vec<bool> = clients.into_iter().map(|h| h.join().unwrap()).collect();
+        server.close();
+        let accepted: usize = acceptors.into_iter().map(|h| h.join().unwrap()).sum();
+        (answered, accepted)
+    });
+    assert_eq!(served, (vec![true; 8], 8));
+}
+
+#[test]
+fn a_runtime_shutting_down_ends_calls_parked_on_quic() {
+    // The root fiber returns while other fibers are parked in `accept`, `accept_bi` and
+    // `read`; dropping the runtime cancels them (and the drivers) without a hang.
+    within("shutdown", || {
+        let rt = fibra::Runtime::builder().workers(2).build().unwrap();
+        rt.block_on(|| {
+            let p = pair();
+            let server = p.server.clone();
+            fibra::spawn(move || server.accept());
+            let accepted = p.accepted.clone();
+            fibra::spawn(move || accepted.accept_bi().map(|_| ()));
+            let (mut send, mut recv) = p.conn.open_bi().unwrap();
+            send.write_all(b"x").unwrap();
+            fibra::spawn(move || recv.read(&mut [0u8; 8]).map(|_| ()));
+            fibra::time::sleep(Duration::from_millis(20));
+        });
+        drop(rt);
+    });
 }
 
 #[test]
