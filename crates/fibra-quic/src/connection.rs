@@ -2,74 +2,17 @@
 //! calling fiber until they can go on.
 //!
 //! The connection lives in the endpoint's shared state; its handles (every `Connection`
-//! clone, and every stream) share one [`ConnRef`]. When the last of them is dropped the
+//! clone, and every stream) share one `ConnRef` (in `state`). When the last of them is dropped the
 //! connection is closed (application code 0, no reason), as quinn does: a connection nobody
 //! can use any more should not wait for its idle timeout.
 
-use crate::state::{self, park, ConnState, ConnWaiters, Shared, State};
+use crate::state::{self, ConnRef, ConnState};
 use crate::stream::{RecvStream, SendStream};
 use fibra::sync::Notify;
 use quinn_proto::{ConnectionError, Dir, StreamId};
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
-
-/// What every handle of one connection shares; dropping the last one closes it.
-pub(crate) struct ConnRef {
-    pub(crate) shared: Arc<Shared>,
-    /// The connection's id in `State::conns`.
-    pub(crate) id: u64,
-    pub(crate) waiters: Arc<ConnWaiters>,
-}
-
-impl ConnRef {
-    /// Runs `attempt` under the lock until it gives a value or an error, parking on `notify`
-    /// in between (never holding the lock while parked). `attempt` returns `Ok(None)` for
-    /// "not yet"; whatever wakes `notify` after it said so is kept as a permit, so the next
-    /// park returns at once.
-    pub(crate) fn wait_for<T>(
-        &self,
-        notify: &Notify,
-        mut attempt: impl FnMut(&mut State) -> io::Result<Option<T>>,
-    ) -> io::Result<T> {
-        loop {
-            let tried = attempt(&mut self.shared.lock());
-            if let Some(v) = tried? {
-                return Ok(v);
-            }
-            park(notify)?;
-        }
-    }
-
-    /// Runs `f` on the connection under the lock, failing once the driver has stopped.
-    pub(crate) fn with<T>(&self, f: impl FnOnce(&mut ConnState) -> io::Result<T>) -> io::Result<T> {
-        let mut st = self.shared.lock();
-        if let Some(e) = st.failed() {
-            return Err(e);
-        }
-        f(st.conn(self.id)?)
-    }
-
-    /// Tells the driver the connection changed (it may have packets to send).
-    pub(crate) fn kick(&self) {
-        self.shared.driver.notify_one();
-    }
-}
-
-impl Drop for ConnRef {
-    fn drop(&mut self) {
-        let mut wake = Vec::new();
-        {
-            let mut st = self.shared.lock();
-            if let Some(c) = st.conns.get_mut(&self.id) {
-                c.held = false;
-            }
-            st.close_conn(self.id, 0, b"", &mut wake);
-        }
-        state::wake(&mut wake);
-        self.kick();
-    }
-}
 
 /// A QUIC connection, made by [`Endpoint::connect`](crate::Endpoint::connect) or
 /// [`Endpoint::accept`](crate::Endpoint::accept).
@@ -247,7 +190,7 @@ impl Connection {
         st.conns.get(&self.inner.id)?.error.clone()
     }
 
-    /// The error calls on this connection fail with once it is over (see [`Error`]).
+    /// The error calls on this connection fail with once it is over (see [`Error`](crate::Error)).
     pub fn closed_error(&self) -> Option<io::Error> {
         let st = self.inner.shared.lock();
         st.conns.get(&self.inner.id)?.lost()

@@ -2,10 +2,10 @@
 //! give [`Connection`]s.
 
 use crate::config::Config;
-use crate::connection::{ConnRef, Connection};
+use crate::connection::Connection;
 use crate::driver;
 use crate::error::Error;
-use crate::state::{self, park, Shared, State};
+use crate::state::{self, park, ConnRef, Shared, State};
 use fibra::net::{UdpSocket, QUIC_BUFFER_SIZE};
 use quinn_proto::{ClientConfig, EndpointConfig, ServerConfig};
 use std::io;

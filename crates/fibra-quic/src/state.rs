@@ -28,6 +28,9 @@
 //!   credit, the connection lost) wakes the next with `notify_one`;
 //! - per endpoint, one `Notify` for `accept` (a baton too) and one the driver waits on,
 //!   which handles notify after an operation that may have given it something to send.
+//!
+//! A handle's blocking call is [`ConnRef::wait_for`]: lock, attempt, unlock, park, again.
+//! `ConnRef` is what all handles of one connection share; the last one dropped closes it.
 
 use crate::error::Error;
 use fibra::sync::Notify;
@@ -302,6 +305,63 @@ impl ConnState {
             Dir::Bi => &mut self.incoming_bi,
             Dir::Uni => &mut self.incoming_uni,
         }
+    }
+}
+
+/// What every handle of one connection shares; dropping the last one closes it.
+pub(crate) struct ConnRef {
+    pub(crate) shared: Arc<Shared>,
+    /// The connection's id in `State::conns`.
+    pub(crate) id: u64,
+    pub(crate) waiters: Arc<ConnWaiters>,
+}
+
+impl ConnRef {
+    /// Runs `attempt` under the lock until it gives a value or an error, parking on `notify`
+    /// in between (never holding the lock while parked). `attempt` returns `Ok(None)` for
+    /// "not yet"; whatever wakes `notify` after it said so is kept as a permit, so the next
+    /// park returns at once.
+    pub(crate) fn wait_for<T>(
+        &self,
+        notify: &Notify,
+        mut attempt: impl FnMut(&mut State) -> io::Result<Option<T>>,
+    ) -> io::Result<T> {
+        loop {
+            let tried = attempt(&mut self.shared.lock());
+            if let Some(v) = tried? {
+                return Ok(v);
+            }
+            park(notify)?;
+        }
+    }
+
+    /// Runs `f` on the connection under the lock, failing once the driver has stopped.
+    pub(crate) fn with<T>(&self, f: impl FnOnce(&mut ConnState) -> io::Result<T>) -> io::Result<T> {
+        let mut st = self.shared.lock();
+        if let Some(e) = st.failed() {
+            return Err(e);
+        }
+        f(st.conn(self.id)?)
+    }
+
+    /// Tells the driver the connection changed (it may have packets to send).
+    pub(crate) fn kick(&self) {
+        self.shared.driver.notify_one();
+    }
+}
+
+impl Drop for ConnRef {
+    fn drop(&mut self) {
+        let mut woken = Vec::new();
+        {
+            let mut st = self.shared.lock();
+            if let Some(c) = st.conns.get_mut(&self.id) {
+                c.held = false;
+            }
+            st.close_conn(self.id, 0, b"", &mut woken);
+        }
+        wake(&mut woken);
+        self.kick();
     }
 }
 

@@ -7,8 +7,8 @@
 //! read) marks the connection dirty and notifies the driver.
 
 use crate::config::varint;
-use crate::connection::ConnRef;
 use crate::error::Error;
+use crate::state::ConnRef;
 use fibra::sync::Notify;
 use quinn_proto::{FinishError, ReadError, ReadableError, StreamId, WriteError};
 use std::io::{self, Read, Write};
