@@ -21,7 +21,7 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A socket plus its reactor registration and timeouts.
 ///
@@ -277,15 +277,22 @@ impl<S: AsRawFd, const DATAGRAM: bool> Evented<S, DATAGRAM> {
     }
 
     /// Waits until `dir` is (believed) ready or `notify` is notified, for at most the
-    /// direction's timeout (`TimedOut`). True if it was notified (the notification, or a
-    /// stored permit, is taken); false if `dir` is ready. On a plain thread it looks at both
-    /// every 10 ms (`poll(2)` cannot wait for a `Notify`).
-    pub(crate) fn ready_or_notified(&self, dir: Dir, notify: &Notify) -> io::Result<bool> {
+    /// direction's timeout and until `until` if given, whichever ends first (`TimedOut`).
+    /// True if it was notified (the notification, or a stored permit, is taken); false if
+    /// `dir` is ready. On a plain thread it looks at both every 10 ms (`poll(2)` cannot wait
+    /// for a `Notify`).
+    pub(crate) fn ready_or_notified(
+        &self,
+        dir: Dir,
+        notify: &Notify,
+        until: Option<Instant>,
+    ) -> io::Result<bool> {
         let Some(reg) = self.registration()? else {
-            return self.ready_or_notified_polling(dir, notify);
+            return self.ready_or_notified_polling(dir, notify, until);
         };
         let mut place = notify.place();
-        let mut deadline = 0u64;
+        // Computed when first needed: a wait that ends at once reads no clock.
+        let mut deadline = None;
         loop {
             if notify.take_or_register(&mut place) {
                 return Ok(true);
@@ -294,11 +301,14 @@ impl<S: AsRawFd, const DATAGRAM: bool> Evented<S, DATAGRAM> {
                 // `place` leaves as it drops, passing on a notification that came meanwhile.
                 return Ok(false);
             }
-            if deadline == 0 {
-                if let Some(t) = self.timeout(dir) {
-                    deadline = crate::timer::ticks_after(t);
+            let deadline = *deadline.get_or_insert_with(|| {
+                let timeout = self.timeout(dir).map_or(0, crate::timer::ticks_after);
+                let until = until.map_or(0, crate::timer::ticks_at);
+                match (timeout, until) {
+                    (0, t) | (t, 0) => t,
+                    (a, b) => a.min(b),
                 }
-            }
+            });
             // A notification wakes this fiber as a spurious wake-up of the I/O wait.
             let waited = sched::with_current(|task| {
                 task.map(|task| wait_io(&reg.state, task, dir, deadline))
@@ -307,7 +317,7 @@ impl<S: AsRawFd, const DATAGRAM: bool> Evented<S, DATAGRAM> {
                 Some(result) => result?,
                 None => {
                     drop(place);
-                    return self.ready_or_notified_polling(dir, notify);
+                    return self.ready_or_notified_polling(dir, notify, until);
                 }
             }
         }
@@ -315,8 +325,17 @@ impl<S: AsRawFd, const DATAGRAM: bool> Evented<S, DATAGRAM> {
 
     /// [`Evented::ready_or_notified`] on a plain thread: `poll(2)` in 10 ms slices, looking
     /// at `notify` between them.
-    fn ready_or_notified_polling(&self, dir: Dir, notify: &Notify) -> io::Result<bool> {
-        let deadline = self.timeout(dir).and_then(crate::time::deadline_after);
+    fn ready_or_notified_polling(
+        &self,
+        dir: Dir,
+        notify: &Notify,
+        until: Option<Instant>,
+    ) -> io::Result<bool> {
+        let timeout = self.timeout(dir).and_then(crate::time::deadline_after);
+        let deadline = match (timeout, until) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         loop {
             {
                 let mut place = notify.place();
@@ -374,9 +393,9 @@ impl<S: AsRawFd, const DATAGRAM: bool> Evented<S, DATAGRAM> {
 }
 
 /// The `poll(2)` timeout left until `deadline` (-1: none), or `TimedOut` once it has passed.
-fn poll_ms(deadline: Option<std::time::Instant>) -> io::Result<i32> {
+fn poll_ms(deadline: Option<Instant>) -> io::Result<i32> {
     let Some(at) = deadline else { return Ok(-1) };
-    let left = at.saturating_duration_since(std::time::Instant::now());
+    let left = at.saturating_duration_since(Instant::now());
     if left.is_zero() {
         return Err(io::Error::new(
             io::ErrorKind::TimedOut,

@@ -452,7 +452,7 @@ impl TcpStream {
     /// hand it: they queue their data and notify, and the owner wakes for either input or
     /// output. On a plain thread it looks at both every 10 ms.
     pub fn readable_or_notified(&self, notify: &crate::sync::Notify) -> io::Result<bool> {
-        self.inner.ready_or_notified(Dir::Read, notify)
+        self.inner.ready_or_notified(Dir::Read, notify, None)
     }
 
     /// Waits until a write may make progress (room in the send buffer, or an error) or
@@ -461,7 +461,7 @@ impl TcpStream {
     /// side of [`readable_or_notified`](TcpStream::readable_or_notified): a fiber that must
     /// not stop reading while its peer is slow to take what it writes.
     pub fn writable_or_notified(&self, notify: &crate::sync::Notify) -> io::Result<bool> {
-        self.inner.ready_or_notified(Dir::Write, notify)
+        self.inner.ready_or_notified(Dir::Write, notify, None)
     }
 
     /// [`readable`](TcpStream::readable) for a fiber made of steps: the wait, holding no

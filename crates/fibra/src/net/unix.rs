@@ -166,7 +166,7 @@ impl UnixStream {
     /// hand it: they queue their data and notify, and the owner wakes for either input or
     /// output. On a plain thread it looks at both every 10 ms.
     pub fn readable_or_notified(&self, notify: &crate::sync::Notify) -> io::Result<bool> {
-        self.inner.ready_or_notified(Dir::Read, notify)
+        self.inner.ready_or_notified(Dir::Read, notify, None)
     }
 
     /// [`readable`](UnixStream::readable) for a fiber made of steps: the wait, holding no

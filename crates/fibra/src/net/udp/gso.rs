@@ -61,7 +61,8 @@ pub(super) fn whole<'a>(m: &OutDatagram<'a>) -> Outgoing<'a> {
 }
 
 /// The fallback: sends whole entries of `msgs` (at least one, all valid), each segment as its
-/// own datagram, waiting as `op` does until the first can go; returns how many entries went.
+/// own datagram, waiting as `op` does until the first can go (or, without `wait`, saying
+/// `WouldBlock` if it cannot); returns how many entries went.
 ///
 /// Segments of several entries go out together, up to [`BATCH`] per system call. An entry
 /// whose segments did not all fit into that call is finished with more calls, waiting for room
@@ -72,6 +73,7 @@ pub(super) fn whole<'a>(m: &OutDatagram<'a>) -> Outgoing<'a> {
 pub(super) fn send_each_segment(
     inner: &Evented<std::net::UdpSocket, true>,
     msgs: &[OutDatagram<'_>],
+    wait: bool,
 ) -> io::Result<usize> {
     let mut out = [Outgoing::EMPTY; BATCH];
     // For each queued segment: its entry, and whether it is that entry's last.
@@ -99,7 +101,12 @@ pub(super) fn send_each_segment(
         }
     }
     let fd = inner.io.as_raw_fd();
-    let sent = inner.op(Dir::Write, |_| mmsg::send(fd, &out[..queued]), |_| false)?;
+    let first = |_: &std::net::UdpSocket| mmsg::send(fd, &out[..queued]);
+    let sent = if wait {
+        inner.op(Dir::Write, first, |_| false)?
+    } else {
+        inner.try_op(Dir::Write, first, |_| false)?
+    };
     if sent == 0 {
         // `sendmmsg` sends one entry or fails; this only keeps a broken kernel from a panic.
         return Err(io::ErrorKind::WriteZero.into());

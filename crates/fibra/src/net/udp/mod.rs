@@ -19,7 +19,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The socket buffer size to ask for on a QUIC endpoint, each way: 2 MiB, room for about
 /// 1,400 full-size (1,500-byte) datagrams, so a burst the endpoint has not yet read is not
@@ -209,6 +209,20 @@ impl UdpSocket {
     /// its datagrams left counts as sent (its other datagrams lost, as on a network), so no
     /// datagram goes twice.
     pub fn send_many(&self, msgs: &[OutDatagram<'_>]) -> io::Result<usize> {
+        self.send_batch(msgs, true)
+    }
+
+    /// [`send_many`](UdpSocket::send_many) without waiting for room: `WouldBlock` when the
+    /// send buffer is full and nothing left. For a fiber that must not park in a send (a QUIC
+    /// endpoint's driver keeps what did not go and waits for "writable, or something else to
+    /// do"). Once a segmented entry sent without GSO has begun to leave, the rest of its
+    /// segments go as with `send_many`, waiting for room if need be.
+    pub fn try_send_many(&self, msgs: &[OutDatagram<'_>]) -> io::Result<usize> {
+        self.send_batch(msgs, false)
+    }
+
+    /// `send_many` (`wait`) or `try_send_many`.
+    fn send_batch(&self, msgs: &[OutDatagram<'_>], wait: bool) -> io::Result<usize> {
         let gso = self.gso.load(Relaxed);
         let mut end = msgs.len().min(mmsg::BATCH);
         for (i, m) in msgs[..end].iter().enumerate() {
@@ -231,10 +245,13 @@ impl UdpSocket {
                 *o = gso::whole(m);
             }
             let out = &out[..msgs.len()];
-            match self
-                .inner
-                .op(Dir::Write, |s| mmsg::send(s.as_raw_fd(), out), |_| false)
-            {
+            let send = |s: &std::net::UdpSocket| mmsg::send(s.as_raw_fd(), out);
+            let sent = if wait {
+                self.inner.op(Dir::Write, send, |_| false)
+            } else {
+                self.inner.try_op(Dir::Write, send, |_| false)
+            };
+            match sent {
                 // The route's device cannot checksum segments: GSO is off for this socket from
                 // now on, and this batch goes out one segment at a time.
                 Err(e) if segmented && e.raw_os_error() == Some(libc::EIO) => {
@@ -243,7 +260,7 @@ impl UdpSocket {
                 other => return other,
             }
         }
-        gso::send_each_segment(&self.inner, msgs)
+        gso::send_each_segment(&self.inner, msgs, wait)
     }
 
     /// Receives up to `bufs.len()` datagrams (at most 32) with one `recvmmsg(2)`, waiting
@@ -256,6 +273,81 @@ impl UdpSocket {
         }
         self.inner
             .op(Dir::Read, |s| mmsg::recv(s.as_raw_fd(), bufs), |_| false)
+    }
+
+    /// [`recv_many`](UdpSocket::recv_many) without waiting: `WouldBlock` when nothing has
+    /// arrived. Once a call has found nothing, later ones say `WouldBlock` without a system
+    /// call until the reactor sees the socket readable again, so a loop of `try_recv_many` and
+    /// [`readable_or_notified_until`](UdpSocket::readable_or_notified_until) costs one
+    /// `recvmmsg` per arrival, like blocking receives.
+    pub fn try_recv_many(&self, bufs: &mut [InDatagram<'_>]) -> io::Result<usize> {
+        if bufs.is_empty() {
+            return Ok(0);
+        }
+        self.inner
+            .try_op(Dir::Read, |s| mmsg::recv(s.as_raw_fd(), bufs), |_| false)
+    }
+
+    /// Waits until a receive may find a datagram (as far as the reactor knows: a following
+    /// [`try_recv_many`](UdpSocket::try_recv_many) can still say `WouldBlock`), or `notify` is
+    /// notified, or `until` passes, whichever comes first; also honours the read timeout.
+    /// Returns true if it was notified (taking the notification, or the permit a
+    /// [`Notify::notify_one`](crate::sync::Notify::notify_one) stored while nobody waited),
+    /// false if the socket may be readable, and `TimedOut` at the deadline. Returns at once
+    /// if no receive has found the socket empty since the last readiness event.
+    ///
+    /// The deadline is kept on the worker's millisecond ticks: the wait ends in the first tick
+    /// after `until`, never before it. This is the wait of a fiber that owns a socket and also
+    /// serves other fibers and timers (a QUIC endpoint's driver). On a plain thread it looks
+    /// at the socket and `notify` every 10 ms.
+    pub fn readable_or_notified_until(
+        &self,
+        notify: &crate::sync::Notify,
+        until: Option<Instant>,
+    ) -> io::Result<bool> {
+        self.inner.ready_or_notified(Dir::Read, notify, until)
+    }
+
+    /// The sending side of
+    /// [`readable_or_notified_until`](UdpSocket::readable_or_notified_until): waits until a
+    /// send may find room in the send buffer, or `notify` is notified, or `until` passes (also
+    /// honouring the write timeout). True if notified, false if the socket may be writable,
+    /// `TimedOut` at the deadline.
+    pub fn writable_or_notified_until(
+        &self,
+        notify: &crate::sync::Notify,
+        until: Option<Instant>,
+    ) -> io::Result<bool> {
+        self.inner.ready_or_notified(Dir::Write, notify, until)
+    }
+
+    /// Sets or clears "don't fragment" on the datagrams this socket sends, for path MTU
+    /// discovery done by the protocol above (QUIC's DPLPMTUD, RFC 9000 §14.3): on,
+    /// `IP_MTU_DISCOVER` (and on an IPv6 socket `IPV6_MTU_DISCOVER`) is set to
+    /// `IP_PMTUDISC_PROBE`: datagrams leave with DF set, are never fragmented, and a datagram
+    /// larger than the interface's MTU fails with `EMSGSIZE` (a probe lost, not a large
+    /// datagram cut in pieces behind the protocol's back). Off restores the kernel's default,
+    /// `IP_PMTUDISC_WANT`.
+    pub fn set_dont_fragment(&self, on: bool) -> io::Result<()> {
+        let fd = self.as_raw_fd();
+        let v4 = if on {
+            libc::IP_PMTUDISC_PROBE
+        } else {
+            libc::IP_PMTUDISC_WANT
+        };
+        if self.local_addr()?.is_ipv6() {
+            let v6 = if on {
+                libc::IPV6_PMTUDISC_PROBE
+            } else {
+                libc::IPV6_PMTUDISC_WANT
+            };
+            mmsg::set_int(fd, libc::IPPROTO_IPV6, libc::IPV6_MTU_DISCOVER, v6)?;
+            // A dual-stack socket also sends IPv4 datagrams (to mapped addresses); an
+            // IPv6-only one refuses the IPv4 option, which then has nothing to govern.
+            let _ = mmsg::set_int(fd, libc::IPPROTO_IP, libc::IP_MTU_DISCOVER, v4);
+            return Ok(());
+        }
+        mmsg::set_int(fd, libc::IPPROTO_IP, libc::IP_MTU_DISCOVER, v4)
     }
 
     /// Turns GSO for [`send_many`](UdpSocket::send_many) on (the default where the kernel

@@ -1,0 +1,383 @@
+//! The driver: one fiber per endpoint that owns the UDP socket and runs quinn-proto.
+//!
+//! Each round it
+//! 1. receives what has arrived (`try_recv_many`, a few batches; GRO entries cut back into
+//!    datagrams) and feeds each datagram to `Endpoint::handle` with `Instant::now()`,
+//!    routing the result: to its connection, to a new server connection, or a stateless
+//!    response into the outbox;
+//! 2. runs `handle_timeout` for the connections whose deadline has passed;
+//! 3. for each connection touched (by a datagram, a timer, or a handle's operation): forwards
+//!    endpoint events both ways, turns application events into wake-ups (a stream readable or
+//!    writable, streams opened or available, handshake done, connection lost), and collects
+//!    its packets with `poll_transmit` (GSO trains up to the socket's limit) while the outbox
+//!    has room;
+//! 4. unlocks, wakes the fibers collected, and sends the outbox (`try_send_many`), keeping
+//!    what the socket's full buffer refused;
+//! 5. waits until the socket is readable (or writable, if the outbox is stuck), or a handle
+//!    notifies it, or the earliest connection deadline passes (see `timers` for precision).
+//!
+//! It runs until every `Endpoint` handle is dropped and no connection is left, or until it fails (the socket, or the runtime shutting down). Either
+//! way it leaves a reason in the state and wakes every waiter, who then fail with it.
+
+use crate::io::{Inbox, Outbox};
+use crate::state::{self, ConnState, Shared, State};
+use crate::timers::Timers;
+use bytes::BytesMut;
+use fibra::net::UdpSocket;
+use fibra::sync::Notify;
+use quinn_proto::{ConnectionError, DatagramEvent, Event, Incoming, StreamEvent};
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Receive batches per round before the rest of the round runs (and other fibers get a turn).
+const RECV_ROUNDS: usize = 4;
+
+/// Receive errors in a row after which the socket is taken to be broken.
+const MAX_RECV_ERRORS: u32 = 64;
+
+/// The driver fiber's body.
+pub(crate) fn run(shared: Arc<Shared>, socket: UdpSocket, gro: bool) {
+    let mut stop = Stop {
+        shared: &shared,
+        why: "the endpoint's driver panicked".into(),
+    };
+    let mut driver = Driver {
+        shared: &shared,
+        socket: &socket,
+        inbox: Inbox::new(gro),
+        outbox: Outbox::default(),
+        timers: Timers::default(),
+        wake: Vec::new(),
+        due: Vec::new(),
+        driving: Vec::new(),
+    };
+    stop.why = driver.run();
+}
+
+/// On the driver's exit, however it comes (a panic too): records why and wakes everybody.
+struct Stop<'a> {
+    shared: &'a Shared,
+    why: String,
+}
+
+impl Drop for Stop<'_> {
+    fn drop(&mut self) {
+        let mut wake = Vec::new();
+        {
+            let mut st = self.shared.lock();
+            st.failure = Some(std::mem::take(&mut self.why));
+            st.closed = true;
+            for c in st.conns.values() {
+                c.wake_everyone(&mut wake);
+            }
+        }
+        state::wake(&mut wake);
+        self.shared.accept.notify_one();
+    }
+}
+
+struct Driver<'a> {
+    shared: &'a Shared,
+    socket: &'a UdpSocket,
+    inbox: Inbox,
+    outbox: Outbox,
+    timers: Timers,
+    /// Fibers to wake once the lock is released.
+    wake: Vec<Arc<Notify>>,
+    /// Connections whose deadline has passed (scratch).
+    due: Vec<u64>,
+    /// The dirty list being driven (scratch, swapped with `State::dirty`).
+    driving: Vec<u64>,
+}
+
+impl Driver<'_> {
+    /// Rounds until the endpoint is done; returns why it stopped.
+    fn run(&mut self) -> String {
+        let mut recv_errors = 0;
+        loop {
+            let mut received = false;
+            for _ in 0..RECV_ROUNDS {
+                match self.inbox.receive(self.socket) {
+                    Ok(0) => break,
+                    Ok(_) => {
+                        recv_errors = 0;
+                        received = true;
+                        let mut st = self.shared.lock();
+                        handle_datagrams(&mut st, &self.inbox, &mut self.outbox);
+                    }
+                    // One error is news about one peer (an ICMP report); many in a row, a
+                    // broken socket.
+                    Err(e) => {
+                        recv_errors += 1;
+                        if recv_errors > MAX_RECV_ERRORS {
+                            return format!("receiving on the socket failed: {e}");
+                        }
+                        break;
+                    }
+                }
+            }
+            let (deadline, more, done) = {
+                let mut st = self.shared.lock();
+                let now = Instant::now();
+                self.fire_timers(&mut st, now);
+                let more = self.drive(&mut st, now);
+                let done = st.released && st.conns.is_empty();
+                (self.timers.next(&st), more, done)
+            };
+            let woke = !self.wake.is_empty();
+            state::wake(&mut self.wake);
+            if done {
+                return "the endpoint was dropped".into();
+            }
+            self.outbox.flush(self.socket);
+            if received || woke || (more && !self.outbox.blocked) {
+                // Let the fibers just woken (and any other) run before the next round; the
+                // socket may hold more, which the wait below then finds at once.
+                fibra::yield_now();
+                if more && !self.outbox.blocked {
+                    continue;
+                }
+            }
+            if deadline.is_some_and(|at| at <= Instant::now()) {
+                continue;
+            }
+            let waited = if self.outbox.blocked {
+                self.socket
+                    .writable_or_notified_until(&self.shared.driver, deadline)
+            } else {
+                self.socket
+                    .readable_or_notified_until(&self.shared.driver, deadline)
+            };
+            match waited {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::TimedOut => {}
+                Err(e) => return format!("waiting on the socket failed: {e}"),
+            }
+        }
+    }
+
+    /// `handle_timeout` for every connection whose deadline has passed.
+    fn fire_timers(&mut self, st: &mut State, now: Instant) {
+        self.timers.take_due(st, now, &mut self.due);
+        for id in self.due.drain(..) {
+            if let Some(c) = st.conns.get_mut(&id) {
+                c.conn.handle_timeout(now);
+            }
+            st.mark_dirty(id);
+        }
+    }
+
+    /// Drives every connection touched since the last round; returns whether some still have
+    /// packets to make (the outbox filled up first).
+    fn drive(&mut self, st: &mut State, now: Instant) -> bool {
+        let max_train = Outbox::max_train(self.socket);
+        std::mem::swap(&mut self.driving, &mut st.dirty);
+        for id in self.driving.drain(..) {
+            let Some(c) = st.conns.get_mut(&id) else {
+                continue;
+            };
+            c.dirty = false;
+            let cut_short = drive_conn(
+                st,
+                id,
+                now,
+                max_train,
+                &mut self.outbox,
+                self.shared,
+                &mut self.wake,
+            );
+            if cut_short {
+                st.mark_dirty(id);
+            }
+            self.timers.update(st, id);
+            if let Some(c) = st.conns.get(&id) {
+                if c.drained && !c.held && !c.queued {
+                    st.conns.remove(&id);
+                }
+            }
+        }
+        !st.dirty.is_empty()
+    }
+}
+
+/// Feeds the datagrams `inbox` holds to quinn-proto.
+fn handle_datagrams(st: &mut State, inbox: &Inbox, outbox: &mut Outbox) {
+    let now = Instant::now();
+    for (from, entry, segment) in inbox.entries() {
+        // One copy per entry: quinn-proto keeps pieces of a packet (stream data) until the
+        // application reads them, so it cannot borrow the receive buffer. A GRO entry's
+        // datagrams share that copy.
+        let mut data = BytesMut::from(entry);
+        let size = segment.unwrap_or(entry.len()).max(1);
+        while !data.is_empty() {
+            let datagram = data.split_to(size.min(data.len()));
+            handle_datagram(st, now, from, datagram, outbox);
+        }
+    }
+}
+
+/// Feeds one datagram to quinn-proto and routes what comes of it.
+fn handle_datagram(
+    st: &mut State,
+    now: Instant,
+    from: SocketAddr,
+    data: BytesMut,
+    outbox: &mut Outbox,
+) {
+    let mut buf = outbox.buffer();
+    match st.endpoint.handle(now, from, None, None, data, &mut buf) {
+        Some(DatagramEvent::ConnectionEvent(handle, event)) => {
+            outbox.recycle(buf);
+            if let Some(&id) = st.by_handle.get(&handle) {
+                if let Some(c) = st.conns.get_mut(&id) {
+                    c.conn.handle_event(event);
+                }
+                st.mark_dirty(id);
+            }
+        }
+        Some(DatagramEvent::NewConnection(incoming)) => {
+            new_connection(st, now, incoming, buf, outbox);
+        }
+        Some(DatagramEvent::Response(t)) => {
+            outbox.push(t.destination, buf, t.size, t.segment_size);
+        }
+        None => outbox.recycle(buf),
+    }
+}
+
+/// A client's first packet: accept it (the handshake goes on in the connection), or refuse
+/// it once the endpoint is closed.
+fn new_connection(
+    st: &mut State,
+    now: Instant,
+    incoming: Incoming,
+    mut buf: Vec<u8>,
+    outbox: &mut Outbox,
+) {
+    if st.closed {
+        let t = st.endpoint.refuse(incoming, &mut buf);
+        outbox.push(t.destination, buf, t.size, t.segment_size);
+        return;
+    }
+    match st.endpoint.accept(incoming, now, &mut buf, None) {
+        Ok((handle, conn)) => {
+            outbox.recycle(buf);
+            st.insert(handle, conn, None, false);
+        }
+        Err(e) => match e.response {
+            Some(t) => outbox.push(t.destination, buf, t.size, t.segment_size),
+            None => outbox.recycle(buf),
+        },
+    }
+}
+
+/// One connection's events and packets; returns whether it has more packets than the outbox
+/// took.
+fn drive_conn(
+    st: &mut State,
+    id: u64,
+    now: Instant,
+    max_train: usize,
+    outbox: &mut Outbox,
+    shared: &Shared,
+    wake: &mut Vec<Arc<Notify>>,
+) -> bool {
+    let State {
+        endpoint,
+        conns,
+        by_handle,
+        incoming,
+        closed,
+        ..
+    } = st;
+    let Some(c) = conns.get_mut(&id) else {
+        return false;
+    };
+    if c.drained {
+        return false;
+    }
+    forward_endpoint_events(endpoint, c);
+    while let Some(event) = c.conn.poll() {
+        let connected = matches!(event, Event::Connected);
+        app_event(c, event, wake);
+        if connected && c.conn.side().is_server() {
+            // Handshake done: ready for `accept`, unless the endpoint stopped accepting.
+            if *closed {
+                c.conn.close(now, 0u32.into(), bytes::Bytes::new());
+                c.error.get_or_insert(ConnectionError::LocallyClosed);
+            } else if c.error.is_none() {
+                incoming.push_back(id);
+                c.queued = true;
+                wake.push(Arc::clone(&shared.accept));
+            }
+        }
+    }
+    let mut cut_short = false;
+    loop {
+        if outbox.full() {
+            cut_short = true;
+            break;
+        }
+        let mut buf = outbox.buffer();
+        match c.conn.poll_transmit(now, max_train, &mut buf) {
+            Some(t) => outbox.push(t.destination, buf, t.size, t.segment_size),
+            None => {
+                outbox.recycle(buf);
+                break;
+            }
+        }
+    }
+    forward_endpoint_events(endpoint, c);
+    if c.conn.is_drained() {
+        // quinn-proto has forgotten the handle (its `Drained` event went to the endpoint);
+        // it may give the number to a new connection.
+        c.drained = true;
+        by_handle.remove(&c.handle);
+    }
+    cut_short
+}
+
+/// Hands the connection's endpoint events to the endpoint, and the endpoint's answers back.
+fn forward_endpoint_events(endpoint: &mut quinn_proto::Endpoint, c: &mut ConnState) {
+    while let Some(event) = c.conn.poll_endpoint_events() {
+        if let Some(answer) = endpoint.handle_event(c.handle, event) {
+            c.conn.handle_event(answer);
+        }
+    }
+}
+
+/// Turns one application event into state and wake-ups.
+fn app_event(c: &mut ConnState, event: Event, wake: &mut Vec<Arc<Notify>>) {
+    match event {
+        Event::HandshakeDataReady | Event::DatagramReceived | Event::DatagramsUnblocked => {}
+        Event::Connected => {
+            c.connected = true;
+            wake.push(Arc::clone(&c.waiters.handshake));
+        }
+        Event::ConnectionLost { reason } => {
+            c.error.get_or_insert(reason);
+            c.wake_everyone(wake);
+        }
+        Event::Stream(StreamEvent::Opened { dir }) => {
+            while let Some(stream) = c.conn.streams().accept(dir) {
+                c.incoming(dir).push_back(stream);
+            }
+            wake.push(Arc::clone(c.waiters.accept(dir)));
+        }
+        Event::Stream(StreamEvent::Available { dir }) => {
+            wake.push(Arc::clone(c.waiters.open(dir)));
+        }
+        Event::Stream(StreamEvent::Readable { id }) => {
+            wake.extend(c.readers.get(&id).cloned());
+        }
+        Event::Stream(
+            StreamEvent::Writable { id }
+            | StreamEvent::Finished { id }
+            | StreamEvent::Stopped { id, .. },
+        ) => {
+            wake.extend(c.writers.get(&id).cloned());
+        }
+    }
+}

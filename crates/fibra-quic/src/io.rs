@@ -1,0 +1,175 @@
+//! The driver's side of the socket: [`Inbox`], the buffers datagrams are received into
+//! (with GRO, split back into datagrams), and [`Outbox`], the packets quinn-proto has made
+//! and the socket has not yet taken (sent as GSO trains where quinn-proto built one).
+//!
+//! Both belong to the driver alone: the system calls run outside the shared state's lock.
+
+use fibra::net::{InDatagram, OutDatagram, UdpSocket};
+use std::collections::VecDeque;
+use std::io;
+use std::net::SocketAddr;
+
+/// Entries per `recvmmsg`/`sendmmsg` (fibra's batch).
+pub(crate) const BATCH: usize = 32;
+
+/// The most datagrams quinn-proto may put in one GSO train. More saves little (the system
+/// call is already amortised over the train) and makes each train a bigger burst; quinn uses
+/// the same cap.
+const MAX_TRAIN: usize = 10;
+
+/// Receive buffers: [`BATCH`] of 2 KiB without GRO, 8 of 64 KiB with it (a coalesced entry
+/// can hold up to 64 KiB of datagrams), and what the last receive put in them.
+pub(crate) struct Inbox {
+    bufs: Vec<Vec<u8>>,
+    /// Per filled entry: its buffer, sender, length, GRO segment size.
+    filled: Vec<(usize, SocketAddr, usize, Option<usize>)>,
+}
+
+impl Inbox {
+    /// Buffers for a socket with GRO on (`gro`) or off.
+    pub(crate) fn new(gro: bool) -> Inbox {
+        let (count, size) = if gro { (8, 65536) } else { (BATCH, 2048) };
+        Inbox {
+            bufs: vec![vec![0u8; size]; count],
+            filled: Vec::with_capacity(count),
+        }
+    }
+
+    /// Receives what has arrived, without waiting; returns how many entries were filled (0:
+    /// nothing had arrived). A truncated entry is left out: too long for anything a peer may
+    /// send us.
+    pub(crate) fn receive(&mut self, socket: &UdpSocket) -> io::Result<usize> {
+        self.filled.clear();
+        let count = self.bufs.len();
+        let mut bufs = self.bufs.iter_mut();
+        // On the stack: no allocation per receive.
+        let mut batch: [InDatagram<'_>; BATCH] = std::array::from_fn(|_| {
+            InDatagram::new(bufs.next().map_or(&mut [][..], |b| b.as_mut_slice()))
+        });
+        let n = match socket.try_recv_many(&mut batch[..count]) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(0),
+            Err(e) => return Err(e),
+        };
+        for (i, d) in batch[..n].iter().enumerate() {
+            if let (Some(from), false) = (d.addr(), d.truncated()) {
+                self.filled.push((i, from, d.received(), d.segment_size()));
+            }
+        }
+        Ok(n)
+    }
+
+    /// The entries the last [`receive`](Inbox::receive) filled: sender, bytes, and the GRO
+    /// segment size where several datagrams were coalesced.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (SocketAddr, &[u8], Option<usize>)> + '_ {
+        self.filled
+            .iter()
+            .map(move |&(i, from, len, segment)| (from, &self.bufs[i][..len], segment))
+    }
+}
+
+/// One packet (or GSO train) waiting for the socket.
+struct Packet {
+    to: SocketAddr,
+    buf: Vec<u8>,
+    segment_size: Option<usize>,
+}
+
+/// The packets made and not yet sent, oldest first, and spare buffers to make more in.
+#[derive(Default)]
+pub(crate) struct Outbox {
+    queue: VecDeque<Packet>,
+    spare: Vec<Vec<u8>>,
+    /// The socket's send buffer was full at the last flush: wait for it to be writable.
+    pub(crate) blocked: bool,
+    /// Packets dropped because the socket refused them (counted for debugging; QUIC repairs
+    /// the loss as it would a network's).
+    pub(crate) dropped: u64,
+}
+
+impl Outbox {
+    /// Whether enough is queued that making more should wait for a flush (one full batch).
+    pub(crate) fn full(&self) -> bool {
+        self.queue.len() >= BATCH
+    }
+
+    /// The most datagrams per train for `socket` now (1 without GSO).
+    pub(crate) fn max_train(socket: &UdpSocket) -> usize {
+        socket.max_gso_segments().clamp(1, MAX_TRAIN)
+    }
+
+    /// An empty buffer to make a packet in.
+    pub(crate) fn buffer(&mut self) -> Vec<u8> {
+        let mut b = self.spare.pop().unwrap_or_default();
+        b.clear();
+        b
+    }
+
+    /// Gives back a buffer that was not used.
+    pub(crate) fn recycle(&mut self, buf: Vec<u8>) {
+        self.spare.push(buf);
+    }
+
+    /// Queues the first `size` bytes of `buf` for `to`, cut into datagrams of `segment_size`
+    /// if quinn-proto made a train.
+    pub(crate) fn push(
+        &mut self,
+        to: SocketAddr,
+        mut buf: Vec<u8>,
+        size: usize,
+        segment_size: Option<usize>,
+    ) {
+        buf.truncate(size);
+        if buf.is_empty() {
+            self.recycle(buf);
+            return;
+        }
+        self.queue.push_back(Packet {
+            to,
+            buf,
+            segment_size: segment_size.filter(|&s| s < size),
+        });
+    }
+
+    /// Sends what the socket takes now, oldest first. Stops, keeping the rest, when the send
+    /// buffer is full ([`Outbox::blocked`]). A packet the socket refuses outright (too big
+    /// for the route: a path MTU probe with "don't fragment"; an unreachable address) is
+    /// dropped, as a network would drop it.
+    pub(crate) fn flush(&mut self, socket: &UdpSocket) {
+        self.blocked = false;
+        while !self.queue.is_empty() {
+            // On the stack: no allocation per flush.
+            let mut batch = [OutDatagram::connected(&[]); BATCH];
+            let mut count = 0;
+            for (slot, p) in batch.iter_mut().zip(&self.queue) {
+                let d = OutDatagram::to(p.to, &p.buf);
+                *slot = match p.segment_size {
+                    Some(s) => d.with_segment_size(s),
+                    None => d,
+                };
+                count += 1;
+            }
+            let done = match socket.try_send_many(&batch[..count]) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.blocked = true;
+                    return;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => 0,
+                // `send_many` fails only for the first entry; later ones' errors end the
+                // batch before them and come back on the next call.
+                Err(_) => {
+                    self.dropped += 1;
+                    1
+                }
+            };
+            for _ in 0..done {
+                if let Some(p) = self.queue.pop_front() {
+                    self.spare.push(p.buf);
+                }
+            }
+        }
+        // Keep a batch's worth of buffers; let a burst's extra ones go.
+        self.spare.truncate(BATCH);
+    }
+}

@@ -1,0 +1,385 @@
+//! The state one endpoint's driver and the application's handles share: quinn-proto's
+//! `Endpoint` and `Connection`s, what each connection's waiters wait for, and the `Notify`s
+//! that wake them.
+//!
+//! # Ownership and locking
+//! Everything sits in one [`Shared`] behind one `std::sync::Mutex`, taken for short
+//! stretches of non-blocking work and **never held across a park**: a blocking call locks,
+//! tries its operation, unlocks, and only then parks on a `Notify`. The driver locks once per
+//! round (a batch of datagrams, the due timers, the connections touched since the last round)
+//! and unlocks before any system call and before waking anybody.
+//!
+//! A mutex rather than an `Rc<RefCell<…>>`: handles move into other fibers, and
+//! `fibra::spawn` places a fiber on any worker (round-robin), so a handle must be `Send`, and
+//! the driver and a stream fiber may run on two threads at once. On one worker (spawn stream
+//! fibers with `fibra::fiber::Builder::worker(endpoint.worker())`) the lock is never contended
+//! and costs two uncontended atomic operations; across workers it stays sound.
+//!
+//! # Waiter protocol
+//! A waiter parks on a `Notify` with a stored permit, so a wake-up that comes between its
+//! unlock and its park is kept, not lost:
+//! - per stream, one `Notify` for the reader and one for the writer (a `RecvStream` or
+//!   `SendStream` is not `Clone`, so each has at most one waiter). The driver calls
+//!   `notify_one` on `Readable`/`Writable`/`Stopped`/`Finished` events and on connection loss;
+//! - per connection, one `Notify` each for the handshake, `accept_bi`, `accept_uni`,
+//!   `open_bi` and `open_uni` (a `Connection` is `Clone`, so these may have several
+//!   waiters). They pass a baton: the driver wakes one waiter; a waiter that leaves while
+//!   what it waited for may still be there for others (streams left in the queue, stream
+//!   credit, the connection lost) wakes the next with `notify_one`;
+//! - per endpoint, one `Notify` for `accept` (a baton too) and one the driver waits on,
+//!   which handles notify after an operation that may have given it something to send.
+//!
+//! A handle's blocking call is [`ConnRef::wait_for`]: lock, attempt, unlock, park, again.
+//! `ConnRef` is what all handles of one connection share; the last one dropped closes it.
+
+use crate::error::Error;
+use fibra::sync::Notify;
+use quinn_proto::{ConnectionError, ConnectionHandle, Dir, StreamId};
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+/// What an endpoint's driver and handles share.
+pub(crate) struct Shared {
+    state: Mutex<State>,
+    /// Wakes the driver: a handle changed a connection (data queued, a stream finished, a
+    /// close); the connection is in [`State::dirty`].
+    pub(crate) driver: Notify,
+    /// `Endpoint::accept`'s waiters (a baton, see the module doc).
+    pub(crate) accept: Arc<Notify>,
+    /// The worker the driver runs on.
+    pub(crate) worker: usize,
+    /// The socket's address.
+    pub(crate) local_addr: SocketAddr,
+}
+
+impl Shared {
+    pub(crate) fn new(state: State, worker: usize, local_addr: SocketAddr) -> Shared {
+        Shared {
+            state: Mutex::new(state),
+            driver: Notify::new(),
+            accept: Arc::new(Notify::new()),
+            worker,
+            local_addr,
+        }
+    }
+
+    /// Locks the state. A panic while it was held (a bug in quinn-proto or here) leaves
+    /// the lock poisoned; the state is used as it is rather than panicking every fiber.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The state behind [`Shared`]'s lock.
+pub(crate) struct State {
+    pub(crate) endpoint: quinn_proto::Endpoint,
+    /// The connections by this crate's id (ids are never reused, unlike quinn-proto's
+    /// handles, so a stale handle can never reach another connection).
+    pub(crate) conns: HashMap<u64, ConnState>,
+    /// quinn-proto's handle → our id, for connections quinn-proto still knows (until drained).
+    pub(crate) by_handle: HashMap<ConnectionHandle, u64>,
+    next_id: u64,
+    /// Server connections whose handshake is done, oldest first, for `accept`.
+    pub(crate) incoming: VecDeque<u64>,
+    /// Connections changed since the driver last looked (each at most once: `ConnState::dirty`).
+    pub(crate) dirty: Vec<u64>,
+    /// No new connections: `Endpoint::close` was called or every `Endpoint` handle dropped.
+    pub(crate) closed: bool,
+    /// Every `Endpoint` handle is gone: the driver ends once no connection is left. (While
+    /// a handle lives, a closed endpoint's driver goes on refusing new connections.)
+    pub(crate) released: bool,
+    /// Why the driver stopped, once it has; every waiter then fails with it.
+    pub(crate) failure: Option<String>,
+}
+
+/// One connection, with what its handles wait for.
+pub(crate) struct ConnState {
+    pub(crate) conn: quinn_proto::Connection,
+    pub(crate) handle: ConnectionHandle,
+    pub(crate) remote: SocketAddr,
+    /// The server name dialled (clients only), for error messages.
+    pub(crate) server_name: Option<String>,
+    pub(crate) waiters: Arc<ConnWaiters>,
+    pub(crate) connected: bool,
+    /// Why the connection is over, once it is.
+    pub(crate) error: Option<ConnectionError>,
+    /// quinn-proto has forgotten it (its `Drained` event was forwarded).
+    pub(crate) drained: bool,
+    /// The application holds a handle (`Connection` or a stream); while it does the entry
+    /// stays, so a handle always finds it.
+    pub(crate) held: bool,
+    /// In [`State::incoming`].
+    pub(crate) queued: bool,
+    /// In [`State::dirty`].
+    pub(crate) dirty: bool,
+    /// The deadline last handed to the driver's timers (`poll_timeout`).
+    pub(crate) timeout: Option<Instant>,
+    /// Streams the peer opened, not yet accepted by the application.
+    pub(crate) incoming_bi: VecDeque<StreamId>,
+    pub(crate) incoming_uni: VecDeque<StreamId>,
+    /// The `Notify` of each stream's reader and writer with a live handle.
+    pub(crate) readers: HashMap<StreamId, Arc<Notify>>,
+    pub(crate) writers: HashMap<StreamId, Arc<Notify>>,
+}
+
+/// The connection-level waits (batons, see the module doc). Each an `Arc` so that the
+/// driver can collect the ones to wake under the lock and wake them after it.
+#[derive(Default)]
+pub(crate) struct ConnWaiters {
+    pub(crate) handshake: Arc<Notify>,
+    accept_bi: Arc<Notify>,
+    accept_uni: Arc<Notify>,
+    open_bi: Arc<Notify>,
+    open_uni: Arc<Notify>,
+}
+
+impl ConnWaiters {
+    /// `accept_bi`'s or `accept_uni`'s waiters.
+    pub(crate) fn accept(&self, dir: Dir) -> &Arc<Notify> {
+        match dir {
+            Dir::Bi => &self.accept_bi,
+            Dir::Uni => &self.accept_uni,
+        }
+    }
+
+    /// `open_bi`'s or `open_uni`'s waiters.
+    pub(crate) fn open(&self, dir: Dir) -> &Arc<Notify> {
+        match dir {
+            Dir::Bi => &self.open_bi,
+            Dir::Uni => &self.open_uni,
+        }
+    }
+
+    /// Adds one waiter of each kind to `wake` (each passes it on).
+    fn wake_all(&self, wake: &mut Vec<Arc<Notify>>) {
+        wake.extend(
+            [
+                &self.handshake,
+                &self.accept_bi,
+                &self.accept_uni,
+                &self.open_bi,
+                &self.open_uni,
+            ]
+            .into_iter()
+            .cloned(),
+        );
+    }
+}
+
+impl State {
+    pub(crate) fn new(endpoint: quinn_proto::Endpoint) -> State {
+        State {
+            endpoint,
+            conns: HashMap::new(),
+            by_handle: HashMap::new(),
+            next_id: 0,
+            incoming: VecDeque::new(),
+            dirty: Vec::new(),
+            closed: false,
+            released: false,
+            failure: None,
+        }
+    }
+
+    /// Adds a connection quinn-proto has just made; returns its id. It is dirty, so the driver
+    /// sends its first packets.
+    pub(crate) fn insert(
+        &mut self,
+        handle: ConnectionHandle,
+        conn: quinn_proto::Connection,
+        server_name: Option<String>,
+        held: bool,
+    ) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        let remote = conn.remote_address();
+        self.conns.insert(
+            id,
+            ConnState {
+                conn,
+                handle,
+                remote,
+                server_name,
+                waiters: Arc::new(ConnWaiters::default()),
+                connected: false,
+                error: None,
+                drained: false,
+                held,
+                queued: false,
+                dirty: false,
+                timeout: None,
+                incoming_bi: VecDeque::new(),
+                incoming_uni: VecDeque::new(),
+                readers: HashMap::new(),
+                writers: HashMap::new(),
+            },
+        );
+        self.by_handle.insert(handle, id);
+        self.mark_dirty(id);
+        id
+    }
+
+    /// Queues connection `id` for the driver's next round.
+    pub(crate) fn mark_dirty(&mut self, id: u64) {
+        if let Some(c) = self.conns.get_mut(&id) {
+            if !c.dirty {
+                c.dirty = true;
+                self.dirty.push(id);
+            }
+        }
+    }
+
+    /// The error a waiter gets once the driver has stopped, if it has.
+    pub(crate) fn failed(&self) -> Option<io::Error> {
+        self.failure
+            .as_ref()
+            .map(|why| Error::EndpointClosed(why.clone()).into())
+    }
+
+    /// Connection `id` for a handle that holds it. The entry stays while a handle is held, so
+    /// it is missing only if the driver stopped and the state was torn down.
+    pub(crate) fn conn(&mut self, id: u64) -> io::Result<&mut ConnState> {
+        match self.conns.get_mut(&id) {
+            Some(c) => Ok(c),
+            None => Err(Error::EndpointClosed("the connection is gone".into()).into()),
+        }
+    }
+
+    /// Closes connection `id` from this side (a no-op once it is over) and adds its waiters
+    /// to `wake`: they find it closed.
+    pub(crate) fn close_conn(
+        &mut self,
+        id: u64,
+        code: u64,
+        reason: &[u8],
+        wake: &mut Vec<Arc<Notify>>,
+    ) {
+        let Some(c) = self.conns.get_mut(&id) else {
+            return;
+        };
+        if c.error.is_none() {
+            c.conn.close(
+                Instant::now(),
+                crate::config::varint(code),
+                bytes::Bytes::copy_from_slice(reason),
+            );
+            c.error = Some(ConnectionError::LocallyClosed);
+            c.wake_everyone(wake);
+        }
+        self.mark_dirty(id);
+    }
+}
+
+impl ConnState {
+    /// The error for an operation on this connection once it is over.
+    pub(crate) fn lost(&self) -> Option<io::Error> {
+        let reason = self.error.clone()?;
+        Some(if self.connected {
+            Error::ConnectionLost {
+                remote: self.remote,
+                reason,
+            }
+            .into()
+        } else {
+            Error::HandshakeFailed {
+                remote: self.remote,
+                server_name: self.server_name.clone().unwrap_or_default(),
+                reason,
+            }
+            .into()
+        })
+    }
+
+    /// Adds every waiter of this connection to `wake`: it is over, or the driver stopped.
+    pub(crate) fn wake_everyone(&self, wake: &mut Vec<Arc<Notify>>) {
+        self.waiters.wake_all(wake);
+        wake.extend(self.readers.values().chain(self.writers.values()).cloned());
+    }
+
+    /// The queue of accepted-by-quinn, not-yet-accepted-by-the-application streams.
+    pub(crate) fn incoming(&mut self, dir: Dir) -> &mut VecDeque<StreamId> {
+        match dir {
+            Dir::Bi => &mut self.incoming_bi,
+            Dir::Uni => &mut self.incoming_uni,
+        }
+    }
+}
+
+/// What every handle of one connection shares; dropping the last one closes it.
+pub(crate) struct ConnRef {
+    pub(crate) shared: Arc<Shared>,
+    /// The connection's id in `State::conns`.
+    pub(crate) id: u64,
+    pub(crate) waiters: Arc<ConnWaiters>,
+}
+
+impl ConnRef {
+    /// Runs `attempt` under the lock until it gives a value or an error, parking on `notify`
+    /// in between (never holding the lock while parked). `attempt` returns `Ok(None)` for
+    /// "not yet"; whatever wakes `notify` after it said so is kept as a permit, so the next
+    /// park returns at once.
+    pub(crate) fn wait_for<T>(
+        &self,
+        notify: &Notify,
+        mut attempt: impl FnMut(&mut State) -> io::Result<Option<T>>,
+    ) -> io::Result<T> {
+        loop {
+            let tried = attempt(&mut self.shared.lock());
+            if let Some(v) = tried? {
+                return Ok(v);
+            }
+            park(notify)?;
+        }
+    }
+
+    /// Runs `f` on the connection under the lock, failing once the driver has stopped.
+    pub(crate) fn with<T>(&self, f: impl FnOnce(&mut ConnState) -> io::Result<T>) -> io::Result<T> {
+        let mut st = self.shared.lock();
+        if let Some(e) = st.failed() {
+            return Err(e);
+        }
+        f(st.conn(self.id)?)
+    }
+
+    /// Tells the driver the connection changed (it may have packets to send).
+    pub(crate) fn kick(&self) {
+        self.shared.driver.notify_one();
+    }
+}
+
+impl Drop for ConnRef {
+    fn drop(&mut self) {
+        let mut woken = Vec::new();
+        {
+            let mut st = self.shared.lock();
+            if let Some(c) = st.conns.get_mut(&self.id) {
+                c.held = false;
+            }
+            st.close_conn(self.id, 0, b"", &mut woken);
+        }
+        wake(&mut woken);
+        self.kick();
+    }
+}
+
+/// Wakes what a locked stretch collected, once the lock is released.
+pub(crate) fn wake(list: &mut Vec<Arc<Notify>>) {
+    for n in list.drain(..) {
+        n.notify_one();
+    }
+}
+
+/// Parks the calling fiber (or thread) on `notify` until it is notified or has a stored
+/// permit. Fails if the fiber is being cancelled (its runtime is shutting down): `Notify`
+/// then returns at once, and a retry loop would spin.
+pub(crate) fn park(notify: &Notify) -> io::Result<()> {
+    // `Duration::MAX` is "no deadline": `false` can only mean cancelled.
+    if notify.wait_timeout(Duration::MAX) {
+        Ok(())
+    } else {
+        Err(Error::EndpointClosed("the fibra runtime is shutting down".into()).into())
+    }
+}

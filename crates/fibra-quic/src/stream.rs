@@ -1,0 +1,341 @@
+//! [`SendStream`] and [`RecvStream`]: the halves of a QUIC stream as `std::io::Write` and
+//! `std::io::Read`, parking the calling fiber while flow control or missing data holds them.
+//!
+//! Each half has its own `Notify`, registered in the connection's state, which the driver
+//! wakes on the stream's events (see `state`'s waiter protocol). An operation that gives the
+//! connection something to send (data, FIN, a reset, a stop, new flow-control credit after a
+//! read) marks the connection dirty and notifies the driver.
+
+use crate::config::varint;
+use crate::error::Error;
+use crate::state::ConnRef;
+use fibra::sync::Notify;
+use quinn_proto::{FinishError, ReadError, ReadableError, StreamId, WriteError};
+use std::io::{self, Read, Write};
+use std::sync::Arc;
+
+/// The sending half of a stream: bytes written are queued in quinn-proto and sent by the
+/// endpoint's driver.
+///
+/// `write` parks while the stream's or the connection's flow-control window (or quinn's send
+/// window) is full, and returns as soon as some bytes are taken. `flush` does nothing: every
+/// written byte is already queued. End the stream with [`finish`](SendStream::finish), or
+/// abandon it with [`reset`](SendStream::reset); dropping an unfinished stream finishes it.
+pub struct SendStream {
+    conn: Arc<ConnRef>,
+    id: StreamId,
+    notify: Arc<Notify>,
+    /// Finished or reset by this side: no more writes.
+    done: bool,
+}
+
+/// The receiving half of a stream. `read` parks until data arrives and returns `Ok(0)` at
+/// the end of the stream (the peer's FIN); a stream the peer reset fails with an error that
+/// names the code ([`Error::Reset`]). Dropping it before the end asks the peer to stop
+/// sending (`STOP_SENDING` with code 0).
+pub struct RecvStream {
+    conn: Arc<ConnRef>,
+    id: StreamId,
+    notify: Arc<Notify>,
+    end: End,
+}
+
+/// How a receiving stream ended, as far as this handle has seen.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum End {
+    Open,
+    /// FIN read: every later read is `Ok(0)`.
+    Finished,
+    /// Reset by the peer with this code.
+    Reset(u64),
+    /// Stopped by this side.
+    Stopped,
+}
+
+impl SendStream {
+    pub(crate) fn new(conn: Arc<ConnRef>, id: StreamId, notify: Arc<Notify>) -> SendStream {
+        SendStream {
+            conn,
+            id,
+            notify,
+            done: false,
+        }
+    }
+
+    /// The stream's id.
+    pub fn id(&self) -> StreamId {
+        self.id
+    }
+
+    /// Ends the stream: the peer reads to the end of what was written, then `Ok(0)`. Never
+    /// waits. Fails if the stream was finished or reset already, or the peer stopped it.
+    pub fn finish(&mut self) -> io::Result<()> {
+        let (cid, id) = (self.conn.id, self.id);
+        let r = self.conn.with(|c| {
+            if let Some(e) = c.lost() {
+                return Err(e);
+            }
+            match c.conn.send_stream(id).finish() {
+                Ok(()) => Ok(()),
+                Err(FinishError::Stopped(code)) => Err(Error::Stopped {
+                    stream: id,
+                    code: code.into_inner(),
+                }
+                .into()),
+                Err(FinishError::ClosedStream) => Err(Error::StreamClosed { stream: id }.into()),
+            }
+        });
+        self.done = true;
+        self.changed(cid);
+        r
+    }
+
+    /// Abandons the stream (`RESET_STREAM` with `code`, below 2⁶²): unsent data is dropped
+    /// and the peer's reads fail with the code. Never waits.
+    pub fn reset(&mut self, code: u64) -> io::Result<()> {
+        let (cid, id) = (self.conn.id, self.id);
+        let r = self.conn.with(|c| {
+            c.conn
+                .send_stream(id)
+                .reset(varint(code))
+                .map_err(|_| Error::StreamClosed { stream: id }.into())
+        });
+        self.done = true;
+        self.changed(cid);
+        r
+    }
+
+    /// Marks the connection for the driver and wakes it.
+    fn changed(&self, cid: u64) {
+        self.conn.shared.lock().mark_dirty(cid);
+        self.conn.kick();
+    }
+}
+
+impl Write for SendStream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        if self.done {
+            return Err(Error::StreamClosed { stream: self.id }.into());
+        }
+        let (cid, id) = (self.conn.id, self.id);
+        let n = self.conn.wait_for(&self.notify, |st| {
+            if let Some(e) = st.failed() {
+                return Err(e);
+            }
+            let c = st.conn(cid)?;
+            if let Some(e) = c.lost() {
+                return Err(e);
+            }
+            match c.conn.send_stream(id).write(buf) {
+                Ok(n) => {
+                    st.mark_dirty(cid);
+                    Ok(Some(n))
+                }
+                Err(WriteError::Blocked) => Ok(None),
+                Err(WriteError::Stopped(code)) => Err(Error::Stopped {
+                    stream: id,
+                    code: code.into_inner(),
+                }
+                .into()),
+                Err(WriteError::ClosedStream) => Err(Error::StreamClosed { stream: id }.into()),
+            }
+        })?;
+        self.conn.kick();
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for SendStream {
+    fn drop(&mut self) {
+        let (cid, id) = (self.conn.id, self.id);
+        {
+            let mut st = self.conn.shared.lock();
+            let Some(c) = st.conns.get_mut(&cid) else {
+                return;
+            };
+            c.writers.remove(&id);
+            if self.done || c.error.is_some() {
+                return;
+            }
+            // Errors mean the stream is over already (the peer stopped it).
+            let _ = c.conn.send_stream(id).finish();
+            st.mark_dirty(cid);
+        }
+        self.conn.kick();
+    }
+}
+
+impl std::fmt::Debug for SendStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SendStream").field("id", &self.id).finish()
+    }
+}
+
+/// What one attempt to read found.
+enum Got {
+    /// Bytes copied; the stream's end, if it came right after them.
+    Data(usize, End),
+    /// Nothing yet.
+    Blocked,
+    /// The stream is over (FIN, reset), with nothing more to read.
+    End(End),
+}
+
+impl RecvStream {
+    pub(crate) fn new(conn: Arc<ConnRef>, id: StreamId, notify: Arc<Notify>) -> RecvStream {
+        RecvStream {
+            conn,
+            id,
+            notify,
+            end: End::Open,
+        }
+    }
+
+    /// The stream's id.
+    pub fn id(&self) -> StreamId {
+        self.id
+    }
+
+    /// Asks the peer to stop sending (`STOP_SENDING` with `code`, below 2⁶²) and drops what
+    /// has arrived unread; later reads fail. Never waits.
+    pub fn stop(&mut self, code: u64) -> io::Result<()> {
+        let (cid, id) = (self.conn.id, self.id);
+        let r = self.conn.with(|c| {
+            c.conn
+                .recv_stream(id)
+                .stop(varint(code))
+                .map_err(|_| Error::StreamClosed { stream: id }.into())
+        });
+        self.end = End::Stopped;
+        self.conn.shared.lock().mark_dirty(cid);
+        self.conn.kick();
+        r
+    }
+
+    fn ended(&self) -> io::Result<usize> {
+        match self.end {
+            End::Open | End::Finished => Ok(0),
+            End::Reset(code) => Err(Error::Reset {
+                stream: self.id,
+                code,
+            }
+            .into()),
+            End::Stopped => Err(Error::StreamClosed { stream: self.id }.into()),
+        }
+    }
+}
+
+/// Copies what stream `id` has in order into `buf`; returns what it found and whether
+/// quinn-proto wants to send new flow-control credit.
+fn read_chunks(conn: &mut quinn_proto::Connection, id: StreamId, buf: &mut [u8]) -> (Got, bool) {
+    let mut stream = conn.recv_stream(id);
+    let mut chunks = match stream.read(true) {
+        Ok(chunks) => chunks,
+        // Ordered reads only, so never `IllegalOrderedRead`: the stream is gone (stopped).
+        Err(ReadableError::ClosedStream) | Err(ReadableError::IllegalOrderedRead) => {
+            return (Got::End(End::Stopped), false)
+        }
+    };
+    let mut n = 0;
+    let mut end = End::Open;
+    while n < buf.len() {
+        match chunks.next(buf.len() - n) {
+            Ok(Some(chunk)) => {
+                buf[n..n + chunk.bytes.len()].copy_from_slice(&chunk.bytes);
+                n += chunk.bytes.len();
+            }
+            Ok(None) => {
+                end = End::Finished;
+                break;
+            }
+            Err(ReadError::Blocked) => break,
+            Err(ReadError::Reset(code)) => {
+                end = End::Reset(code.into_inner());
+                break;
+            }
+        }
+    }
+    let credit = chunks.finalize().should_transmit();
+    let got = match (n, end) {
+        (0, End::Open) => Got::Blocked,
+        (0, end) => Got::End(end),
+        (n, end) => Got::Data(n, end),
+    };
+    (got, credit)
+}
+
+impl Read for RecvStream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        if self.end != End::Open {
+            return self.ended();
+        }
+        let (cid, id) = (self.conn.id, self.id);
+        let mut kick = false;
+        let got = self.conn.wait_for(&self.notify, |st| {
+            let failed = st.failed();
+            let c = st.conn(cid)?;
+            let (got, credit) = read_chunks(&mut c.conn, id, buf);
+            let lost = c.lost();
+            if credit {
+                st.mark_dirty(cid);
+                kick = true;
+            }
+            match got {
+                Got::Blocked => match lost.or(failed) {
+                    Some(e) => Err(e),
+                    None => Ok(None),
+                },
+                got => Ok(Some(got)),
+            }
+        });
+        if kick {
+            self.conn.kick();
+        }
+        match got? {
+            Got::Data(n, end) => {
+                self.end = end;
+                Ok(n)
+            }
+            Got::End(end) => {
+                self.end = end;
+                self.ended()
+            }
+            Got::Blocked => unreachable!("a blocked read waits"),
+        }
+    }
+}
+
+impl Drop for RecvStream {
+    fn drop(&mut self) {
+        let (cid, id) = (self.conn.id, self.id);
+        {
+            let mut st = self.conn.shared.lock();
+            let Some(c) = st.conns.get_mut(&cid) else {
+                return;
+            };
+            c.readers.remove(&id);
+            if self.end != End::Open || c.error.is_some() {
+                return;
+            }
+            let _ = c.conn.recv_stream(id).stop(0u32.into());
+            st.mark_dirty(cid);
+        }
+        self.conn.kick();
+    }
+}
+
+impl std::fmt::Debug for RecvStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecvStream").field("id", &self.id).finish()
+    }
+}

@@ -1,0 +1,215 @@
+//! Streams over loopback: echo on a bidirectional stream, 50 at once, a 4 MiB transfer
+//! through a small flow-control window, a unidirectional stream, `open_bi` waiting for the
+//! peer's stream limit, a reset seen by the reader and a stop seen by the writer, each with
+//! its code.
+
+mod util;
+
+use fibra::sync::Notify;
+use fibra_quic::{Config, Connection, Error};
+use std::io::{Read, Write};
+use std::sync::Arc;
+use std::time::Duration;
+use util::{pair, pair_with, pattern, run};
+
+/// Serves `conn`: echoes every bidirectional stream it accepts, each in its own fiber on the
+/// endpoint's worker, until the connection ends.
+fn echo_server(conn: Connection, worker: usize) {
+    fibra::fiber::Builder::new()
+        .worker(worker)
+        .spawn(move || {
+            while let Ok((mut send, mut recv)) = conn.accept_bi() {
+                fibra::fiber::Builder::new()
+                    .worker(worker)
+                    .spawn(move || {
+                        let mut buf = vec![0u8; 16 * 1024];
+                        loop {
+                            match recv.read(&mut buf) {
+                                Ok(0) => break,
+                                Ok(n) => send.write_all(&buf[..n]).unwrap(),
+                                Err(e) => panic!("echo read: {e}"),
+                            }
+                        }
+                        send.finish().unwrap();
+                    })
+                    .unwrap();
+            }
+        })
+        .unwrap();
+}
+
+/// Sends `data` on a new stream of `conn`, finishes it, and reads the reply to its end.
+fn round_trip(conn: &Connection, data: &[u8]) -> Vec<u8> {
+    let (mut send, mut recv) = conn.open_bi().unwrap();
+    // Write and read at once: a large payload fills the windows both ways.
+    let reader = fibra::spawn(move || {
+        let mut back = Vec::new();
+        recv.read_to_end(&mut back).unwrap();
+        back
+    });
+    send.write_all(data).unwrap();
+    send.finish().unwrap();
+    reader.join().unwrap()
+}
+
+#[test]
+fn echo_over_a_bidirectional_stream() {
+    let back = run("echo", || {
+        let p = pair();
+        echo_server(p.accepted.clone(), p.server.worker());
+        round_trip(&p.conn, b"hello over QUIC")
+    });
+    assert_eq!(back, b"hello over QUIC");
+}
+
+#[test]
+fn fifty_concurrent_bidirectional_streams_each_echo() {
+    let results = run("50 streams", || {
+        let p = pair();
+        echo_server(p.accepted.clone(), p.server.worker());
+        let clients: Vec<_> = (0..50u8)
+            .map(|i| {
+                let conn = p.conn.clone();
+                fibra::spawn(move || {
+                    let data = pattern(10_000 + usize::from(i) * 97, i);
+                    round_trip(&conn, &data) == data
+                })
+            })
+            .collect();
+        clients
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .collect::<Vec<_>>()
+    });
+    assert_eq!(results, vec![true; 50]);
+}
+
+#[test]
+fn four_mib_through_a_64_kib_window_arrive_byte_exact() {
+    let (len, exact) = run("4 MiB", || {
+        let config = Config {
+            stream_receive_window: 64 * 1024,
+            ..Config::default()
+        };
+        let p = pair_with(&config);
+        echo_server(p.accepted.clone(), p.server.worker());
+        let data = pattern(4 << 20, 7);
+        let back = round_trip(&p.conn, &data);
+        (back.len(), back == data)
+    });
+    assert_eq!(len, 4 << 20);
+    assert!(exact, "the echoed bytes differ");
+}
+
+#[test]
+fn a_unidirectional_stream_carries_data_to_its_end() {
+    let (got, id_is_uni) = run("uni", || {
+        let p = pair();
+        let server = p.accepted.clone();
+        let reader = fibra::spawn(move || {
+            let mut recv = server.accept_uni().unwrap();
+            let mut got = Vec::new();
+            recv.read_to_end(&mut got).unwrap();
+            // At the end, reads keep saying 0.
+            assert_eq!(recv.read(&mut [0u8; 8]).unwrap(), 0);
+            (got, recv.id().dir() == fibra_quic::proto::Dir::Uni)
+        });
+        let mut send = p.conn.open_uni().unwrap();
+        send.write_all(&pattern(100_000, 3)).unwrap();
+        send.finish().unwrap();
+        reader.join().unwrap()
+    });
+    assert_eq!(got, pattern(100_000, 3));
+    assert!(id_is_uni);
+}
+
+#[test]
+fn open_bi_waits_while_the_peer_stream_limit_is_reached() {
+    let results = run("stream limit", || {
+        let config = Config {
+            max_concurrent_bidi_streams: 4,
+            ..Config::default()
+        };
+        let p = pair_with(&config);
+        echo_server(p.accepted.clone(), p.server.worker());
+        // 20 fibers open streams at once; at most 4 are open at a time, the others wait in
+        // `open_bi` until a finished stream gives its credit back.
+        let clients: Vec<_> = (0..20u8)
+            .map(|i| {
+                let conn = p.conn.clone();
+                fibra::spawn(move || {
+                    let data = pattern(3000, i);
+                    round_trip(&conn, &data) == data
+                })
+            })
+            .collect();
+        clients
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .collect::<Vec<_>>()
+    });
+    assert_eq!(results, vec![true; 20]);
+}
+
+#[test]
+fn a_reset_stream_fails_the_reader_with_its_code() {
+    let (message, code, first) = run("reset", || {
+        let p = pair();
+        let (mut send, _recv) = p.conn.open_bi().unwrap();
+        send.write_all(b"partial").unwrap();
+        // The reader takes what was sent, then waits for more, on the other worker.
+        let read = Arc::new(Notify::new());
+        let server = p.accepted.clone();
+        let signal = read.clone();
+        let reader = fibra::fiber::Builder::new()
+            .worker(p.server.worker() + 1)
+            .spawn(move || {
+                let (_s, mut recv) = server.accept_bi().unwrap();
+                let mut first = [0u8; 7];
+                recv.read_exact(&mut first).unwrap();
+                signal.notify_one();
+                let mut buf = [0u8; 64];
+                let e = recv.read(&mut buf).unwrap_err();
+                // Later reads fail the same way.
+                let again = recv.read(&mut buf).unwrap_err();
+                assert_eq!(Error::of(&again).and_then(Error::code), Some(7));
+                (e.to_string(), Error::of(&e).and_then(Error::code), first)
+            })
+            .unwrap();
+        read.wait();
+        send.reset(7).unwrap();
+        reader.join().unwrap()
+    });
+    assert_eq!(&first, b"partial");
+    assert_eq!(code, Some(7), "{message}");
+    assert!(
+        message.contains("reset") && message.contains('7'),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_stopped_stream_fails_the_writer_with_its_code() {
+    let (message, code) = run("stop", || {
+        let p = pair();
+        let (mut send, _recv) = p.conn.open_bi().unwrap();
+        send.write_all(b"first").unwrap();
+        let (_s, mut recv) = p.accepted.accept_bi().unwrap();
+        let mut five = [0u8; 5];
+        recv.read_exact(&mut five).unwrap();
+        recv.stop(9).unwrap();
+        // Writes succeed until the STOP_SENDING arrives. Bounded.
+        for _ in 0..60_000 {
+            match send.write_all(b"more") {
+                Ok(()) => fibra::time::sleep(Duration::from_millis(1)),
+                Err(e) => return (e.to_string(), Error::of(&e).and_then(Error::code)),
+            }
+        }
+        panic!("the writer never saw the stop");
+    });
+    assert_eq!(code, Some(9), "{message}");
+    assert!(
+        message.contains("stopped") && message.contains('9'),
+        "{message}"
+    );
+}
