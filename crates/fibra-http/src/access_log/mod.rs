@@ -17,8 +17,10 @@ use std::time::SystemTime;
 
 mod combined;
 mod json;
+mod logged;
 
 pub use combined::AccessLog;
+pub(crate) use logged::LoggedRequest;
 
 /// One request's worth of log fields.
 #[derive(Debug, Clone, Copy)]

@@ -10,7 +10,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::header::{self, HeaderMap, HeaderName};
+use http::header::{self, HeaderMap};
 use http::StatusCode;
 
 use super::hpack;
@@ -19,8 +19,8 @@ use crate::date::with_date;
 use crate::digits::itoa_buf;
 use crate::going_away::GoingAwayList;
 use crate::response::{
-    error_response, is_bodiless, send_body, BodyBytes, BodySink, BodyWriter, Kind, Response,
-    StreamFn, StreamSink,
+    each_field, error_response, is_bodiless, send_body, BodyBytes, BodySink, BodyWriter, Kind,
+    Response, Seen, StreamFn, StreamSink,
 };
 use crate::settings::Settings;
 
@@ -38,15 +38,6 @@ pub(super) struct Sent {
 
 /// Why [`send`] failed, and the body bytes it had handed over by then.
 pub(super) struct Failed(pub(super) io::Error, pub(super) u64);
-
-/// Whether a response field belongs to one HTTP/1.1 connection, not to a message (RFC 9113
-/// §8.2.2): a handler written for HTTP/1.1 may set it, HTTP/2 must not send it.
-fn is_connection_specific(name: &HeaderName) -> bool {
-    matches!(
-        name.as_str(),
-        "connection" | "transfer-encoding" | "upgrade" | "keep-alive" | "proxy-connection"
-    )
-}
 
 /// Sends `response` on the stream: its head, then its body as DATA within the windows,
 /// ending the stream unless `leave_open`.
@@ -148,34 +139,12 @@ pub(super) fn send(
     }
 }
 
-/// Which of the fields the server may add a handler set.
-#[derive(Default)]
-struct Seen {
-    content_type: bool,
-    content_length: bool,
-    date: bool,
-    server: bool,
-}
-
 /// Encodes a handler's fields in one pass (the connection-specific ones left out), noting
 /// the ones the server would otherwise add.
 fn encode_fields(out: &mut Vec<u8>, headers: &HeaderMap) -> Seen {
-    let mut seen = Seen::default();
-    for (name, value) in headers {
-        if *name == header::CONTENT_TYPE {
-            seen.content_type = true;
-        } else if *name == header::CONTENT_LENGTH {
-            seen.content_length = true;
-        } else if *name == header::DATE {
-            seen.date = true;
-        } else if *name == header::SERVER {
-            seen.server = true;
-        } else if is_connection_specific(name) {
-            continue;
-        }
-        hpack::encode_field(out, name, value.as_bytes(), value.is_sensitive());
-    }
-    seen
+    each_field(headers, |name, value| {
+        hpack::encode_field(out, name, value.as_bytes(), value.is_sensitive())
+    })
 }
 
 /// Encodes trailer fields (a HEADERS block without pseudo-header fields).

@@ -13,14 +13,14 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http::header::{self, HeaderValue};
+use http::header;
 use http::{Method, StatusCode};
 
 use super::frame::code;
 use super::request_body::StreamBody;
 use super::send::{send, Failed};
 use super::stream_io::StreamIo;
-use crate::access_log::{HeadFields, LogEntry};
+use crate::access_log::LoggedRequest;
 use crate::body::Body;
 use crate::error::ProtocolError;
 use crate::going_away::GoingAwayList;
@@ -74,7 +74,7 @@ pub(crate) fn run<H>(
         trailers: None,
         rejected: None,
     }));
-    let logged = settings.logs_access().then(|| Logged::of(&parts));
+    let logged = settings.logs_access().then(|| LoggedRequest::of(&parts));
     // A body declared larger than the limit is refused before the handler runs, as over
     // HTTP/1.1 (the DATA is checked against the declared length as it comes). A request
     // that has ended (no body: most) is not looked at.
@@ -124,13 +124,15 @@ pub(crate) fn run<H>(
             io.reset(code::CANCEL);
             // Logged as nginx logs an aborted response: with what had gone.
             if let Some(logged) = logged {
-                logged.log(settings, peer, status, bytes);
+                logged.log(peer, "HTTP/2.0", status, bytes, |e| settings.log_access(e));
             }
             return;
         }
     };
     if let Some(logged) = logged {
-        logged.log(settings, peer, status, sent.bytes);
+        logged.log(peer, "HTTP/2.0", status, sent.bytes, |e| {
+            settings.log_access(e)
+        });
     }
     if sent.unended {
         if !rejected {
@@ -150,45 +152,6 @@ pub(crate) fn run<H>(
 fn refuse(settings: &Settings, peer: Option<SocketAddr>, e: ProtocolError) -> Response {
     settings.report_rejected(peer, e);
     error_response(e.status(), TOO_LARGE_TEXT)
-}
-
-/// What the access log needs of a request, kept while the handler owns the request.
-struct Logged {
-    method: Method,
-    target: String,
-    host: Option<HeaderValue>,
-    referer: Option<HeaderValue>,
-    user_agent: Option<HeaderValue>,
-}
-
-impl Logged {
-    fn of(parts: &http::request::Parts) -> Logged {
-        let uri = &parts.uri;
-        let fields = HeadFields::of(&parts.headers, uri);
-        let value = |v: Option<&[u8]>| v.and_then(|v| HeaderValue::from_bytes(v).ok());
-        Logged {
-            method: parts.method.clone(),
-            target: uri
-                .path_and_query()
-                .map_or(uri.path(), |pq| pq.as_str())
-                .to_owned(),
-            host: value(fields.host),
-            referer: value(fields.referer),
-            user_agent: value(fields.user_agent),
-        }
-    }
-
-    /// Hands the entry of the answered request to the server's sinks.
-    fn log(&self, settings: &Settings, peer: Option<SocketAddr>, status: StatusCode, bytes: u64) {
-        let line = (self.method.as_str(), self.target.as_str(), "HTTP/2.0");
-        let fields = HeadFields {
-            host: self.host.as_ref().map(HeaderValue::as_bytes),
-            referer: self.referer.as_ref().map(HeaderValue::as_bytes),
-            user_agent: self.user_agent.as_ref().map(HeaderValue::as_bytes),
-        };
-        let entry = LogEntry::of(peer, line, fields, status.as_u16(), bytes);
-        settings.log_access(&entry);
-    }
 }
 
 /// A request body over `Settings::max_body_bytes`, as HTTP/1.1 answers it.

@@ -1,5 +1,7 @@
-//! HTTP/3 (RFC 9114) codecs, without I/O: what a connection over a QUIC transport reads and
-//! writes on its streams. Not wired to a transport yet; the QUIC side is written apart.
+//! HTTP/3 (RFC 9114) over QUIC connections from `fibra-quic`: [`serve_connection`] serves
+//! one with the same handler type as HTTP/1.1 and HTTP/2, a fiber per request stream. Not
+//! yet wired into [`crate::Server`] (nor `--http3`): an application accepts QUIC
+//! connections itself and hands each to [`serve_connection`].
 //!
 //! As for HTTP/2 (`crate::http2`), the framing and the field compression are our own:
 //!
@@ -21,12 +23,18 @@
 //! blocked streams and no decoder-stream output. Its encoder never uses the client's table
 //! either, so nothing is acknowledged in either direction.
 
+mod conn;
 pub(crate) mod error;
 pub(crate) mod frame;
+mod incoming;
 pub(crate) mod qpack;
+mod request_body;
 pub(crate) mod request_head;
+mod send;
 pub(crate) mod settings;
+mod stream;
 pub(crate) mod stream_type;
 pub(crate) mod varint;
 
+pub use conn::serve_connection;
 pub(crate) use error::H3Error;

@@ -43,11 +43,13 @@ use crate::prepared::PreparedRef;
 pub use crate::upgraded::Upgraded;
 
 mod body;
+mod fields;
 mod send;
 mod writer;
 
 pub(crate) use body::Kind;
 pub use body::{FileRange, ResponseBody, StreamFn, UpgradeFn, INLINE_FILE_BYTES};
+pub(crate) use fields::{each_field, Seen};
 pub use send::Collected;
 pub(crate) use send::{append_file, send_body, BodyBytes, BodySink};
 pub use writer::BodyWriter;

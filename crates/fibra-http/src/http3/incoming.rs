@@ -1,0 +1,217 @@
+//! A stream's frames as they arrive ([`Incoming`]): on a request stream the HEADERS
+//! sections whole and the DATA payloads streamed, on the control stream its frames whole;
+//! unknown and reserved frames skipped, and the frames a client may not send on the stream
+//! refused (RFC 9114 §7.2).
+
+use std::io::{self, Read};
+
+use fibra_quic::RecvStream;
+
+use super::frame::{self, Carrier, FrameKind};
+use super::stream_type::{self, StreamType};
+use super::H3Error;
+
+/// How much is read from the stream at a time.
+const READ_SIZE: usize = 16 * 1024;
+
+/// The next thing on a request stream.
+pub(crate) enum Next {
+    /// A HEADERS frame's field section.
+    Headers(Vec<u8>),
+    /// DATA: its payload's bytes are [`Incoming::read_data`]'s to give.
+    Data,
+    /// Another frame the stream may carry, whole (a control stream's SETTINGS, GOAWAY,
+    /// MAX_PUSH_ID, CANCEL_PUSH; each bounded by [`frame::parse_head`]).
+    Frame(FrameKind, Vec<u8>),
+    /// The stream has ended (FIN).
+    End,
+}
+
+/// Why reading a request stream stopped.
+#[derive(Debug)]
+pub(crate) enum Fail {
+    /// The stream or the connection failed (reset, lost, timed out).
+    Io(io::Error),
+    /// The client broke HTTP/3: a connection error with this code.
+    Protocol(H3Error),
+}
+
+impl From<io::Error> for Fail {
+    fn from(e: io::Error) -> Fail {
+        Fail::Io(e)
+    }
+}
+
+/// A request stream's receiving half with what has been read from it and not yet used.
+pub(crate) struct Incoming {
+    recv: RecvStream,
+    carrier: Carrier,
+    buf: Vec<u8>,
+    pos: usize,
+    /// Payload bytes of the current DATA frame not yet handed out.
+    data_left: u64,
+    /// The stream's FIN was read.
+    fin: bool,
+}
+
+impl Incoming {
+    /// Reads frames from `recv`, a stream of kind `carrier`.
+    pub(crate) fn new(recv: RecvStream, carrier: Carrier) -> Incoming {
+        Incoming {
+            recv,
+            carrier,
+            buf: Vec::new(),
+            pos: 0,
+            data_left: 0,
+            fin: false,
+        }
+    }
+
+    /// The receiving half (to stop it).
+    pub(crate) fn recv_mut(&mut self) -> &mut RecvStream {
+        &mut self.recv
+    }
+
+    /// The next frame that matters, skipping the rest of a DATA frame not read and any
+    /// unknown or reserved frame. A HEADERS section larger than `max_section` is
+    /// `H3_EXCESSIVE_LOAD` (the connection's error: its bytes cannot be skipped safely
+    /// before the field section decoder would refuse them anyway).
+    pub(crate) fn next(&mut self, max_section: u64) -> Result<Next, Fail> {
+        while self.data_left > 0 {
+            if self.pos == self.buf.len() && !self.fill()? {
+                return Err(Fail::Protocol(H3Error::FrameError));
+            }
+            let n = (self.buf.len() - self.pos)
+                .min(usize::try_from(self.data_left).unwrap_or(usize::MAX));
+            self.pos += n;
+            self.data_left -= n as u64;
+        }
+        loop {
+            let head = match frame::parse_head(&self.buf[self.pos..], max_section) {
+                Ok(Some(head)) => head,
+                Ok(None) => {
+                    if self.fill()? {
+                        continue;
+                    }
+                    // FIN: between frames it ends the request, inside one it is malformed.
+                    return if self.pos == self.buf.len() {
+                        Ok(Next::End)
+                    } else {
+                        Err(Fail::Protocol(H3Error::FrameError))
+                    };
+                }
+                Err(e) => return Err(Fail::Protocol(e)),
+            };
+            head.kind
+                .check_from_client(self.carrier)
+                .map_err(Fail::Protocol)?;
+            let start = self.pos + head.head_len;
+            match head.kind {
+                FrameKind::Data => {
+                    self.pos = start;
+                    self.data_left = head.len;
+                    return Ok(Next::Data);
+                }
+                FrameKind::Unknown(_) => {
+                    // Unknown and reserved frames are skipped (§9), however long.
+                    let mut left = head.len;
+                    self.pos = start;
+                    while left > 0 {
+                        if self.pos == self.buf.len() && !self.fill()? {
+                            return Err(Fail::Protocol(H3Error::FrameError));
+                        }
+                        let n = (self.buf.len() - self.pos)
+                            .min(usize::try_from(left).unwrap_or(usize::MAX));
+                        self.pos += n;
+                        left -= n as u64;
+                    }
+                }
+                kind => {
+                    // Bounded by `max_section` or by `parse_head`'s own limits.
+                    let len = head.len as usize;
+                    while self.buf.len() - start < len {
+                        if !self.fill()? {
+                            return Err(Fail::Protocol(H3Error::FrameError));
+                        }
+                    }
+                    let payload = self.buf[start..start + len].to_vec();
+                    self.pos = start + len;
+                    return Ok(match kind {
+                        FrameKind::Headers => Next::Headers(payload),
+                        kind => Next::Frame(kind, payload),
+                    });
+                }
+            }
+        }
+    }
+
+    /// Reads the type that opens a unidirectional stream (§6.2); `None` if the stream ends
+    /// first.
+    pub(crate) fn stream_type(&mut self) -> Result<Option<StreamType>, Fail> {
+        loop {
+            if let Some((ty, n)) = stream_type::parse(&self.buf[self.pos..]) {
+                self.pos += n;
+                return Ok(Some(ty));
+            }
+            if !self.fill()? {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// Reads and hands over whatever the stream carries next, unframed (a QPACK
+    /// instruction stream); an empty slice at the stream's end.
+    pub(crate) fn raw(&mut self) -> Result<&[u8], Fail> {
+        if self.pos == self.buf.len() && !self.fill()? {
+            return Ok(&[]);
+        }
+        let start = self.pos;
+        self.pos = self.buf.len();
+        Ok(&self.buf[start..])
+    }
+
+    /// Reads payload bytes of the current DATA frame into `out`; 0 once the frame is used up.
+    pub(crate) fn read_data(&mut self, out: &mut [u8]) -> Result<usize, Fail> {
+        if self.data_left == 0 || out.is_empty() {
+            return Ok(0);
+        }
+        if self.pos == self.buf.len() && !self.fill()? {
+            return Err(Fail::Protocol(H3Error::FrameError));
+        }
+        let n = (self.buf.len() - self.pos)
+            .min(out.len())
+            .min(usize::try_from(self.data_left).unwrap_or(usize::MAX));
+        out[..n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
+        self.pos += n;
+        self.data_left -= n as u64;
+        Ok(n)
+    }
+
+    /// Reads more from the stream; false at its FIN.
+    fn fill(&mut self) -> io::Result<bool> {
+        if self.fin {
+            return Ok(false);
+        }
+        if self.pos == self.buf.len() {
+            self.buf.clear();
+            self.pos = 0;
+        } else if self.pos > READ_SIZE {
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+        }
+        let have = self.buf.len();
+        self.buf.resize(have + READ_SIZE, 0);
+        let n = match self.recv.read(&mut self.buf[have..]) {
+            Ok(n) => n,
+            Err(e) => {
+                self.buf.truncate(have);
+                return Err(e);
+            }
+        };
+        self.buf.truncate(have + n);
+        if n == 0 {
+            self.fin = true;
+        }
+        Ok(n > 0)
+    }
+}

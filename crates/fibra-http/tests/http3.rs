@@ -1,0 +1,421 @@
+//! HTTP/3 over fibra-quic: `serve_http3_connection` answering hand-made requests (field
+//! sections and frames written byte by byte here, so the test does not lean on the codecs
+//! it checks), and the errors a client that breaks HTTP/3 gets.
+
+use std::io::{Read, Write};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use fibra::net::UdpSocket;
+use fibra_http::{serve_http3_connection, Request, Response, Settings};
+use fibra_quic::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use fibra_quic::rustls::RootCertStore;
+use fibra_quic::{Config, Connection, Endpoint, Error};
+
+/// A generous bound for anything a test waits on (the machine may be loaded).
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// Runs `f` as the root fiber of a two-worker runtime on its own thread, and fails the test
+/// if it takes longer than [`PATIENCE`].
+fn run(what: &str, f: impl FnOnce() + Send + 'static) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let rt = fibra::Runtime::builder().workers(2).build().unwrap();
+            rt.block_on(f)
+        }));
+        let _ = tx.send(r);
+    });
+    match rx.recv_timeout(PATIENCE) {
+        Ok(Ok(())) => {}
+        Ok(Err(payload)) => std::panic::resume_unwind(payload),
+        Err(_) => panic!("{what}: no progress within {PATIENCE:?}"),
+    }
+}
+
+/// The app: `/hello` answers "hello", `/echo` its request body, anything else 404.
+fn app(mut req: Request) -> Response {
+    match req.uri().path() {
+        "/hello" => Response::new("hello".into()),
+        "/echo" => match req.body_mut().read_to_vec(1 << 20) {
+            Ok(body) => Response::new(body.into()),
+            Err(_) => {
+                let mut r = Response::new("bad body\n".into());
+                *r.status_mut() = http::StatusCode::BAD_REQUEST;
+                r
+            }
+        },
+        _ => {
+            let mut r = Response::new("not found\n".into());
+            *r.status_mut() = http::StatusCode::NOT_FOUND;
+            r
+        }
+    }
+}
+
+/// An HTTP/3 server on loopback serving [`app`] with `settings`; returns its address and a
+/// client configuration that trusts its certificate.
+fn server(settings: Settings) -> (SocketAddr, fibra_quic::proto::ClientConfig) {
+    let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let cert: CertificateDer<'static> = ck.cert.der().clone();
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(ck.signing_key.serialize_der()));
+    let mut roots = RootCertStore::empty();
+    roots.add(cert.clone()).unwrap();
+    let config = Config::default();
+    let tls = Config::server_tls(vec![cert], key, &[b"h3"]).unwrap();
+    let endpoint = Endpoint::server(
+        UdpSocket::bind("127.0.0.1:0").unwrap(),
+        config.server(tls).unwrap(),
+    )
+    .unwrap();
+    let addr = endpoint.local_addr().unwrap();
+    let settings = Arc::new(settings);
+    let handler = Arc::new(app);
+    fibra::spawn(move || {
+        while let Some(conn) = endpoint.accept() {
+            let (settings, handler) = (settings.clone(), handler.clone());
+            fibra::spawn(move || serve_http3_connection(conn, settings, handler));
+        }
+    });
+    let client = Config::client_tls(roots, &[b"h3"]).unwrap();
+    (addr, config.client(client).unwrap())
+}
+
+/// A client connection to `addr`.
+fn connect(addr: SocketAddr, config: fibra_quic::proto::ClientConfig) -> Connection {
+    let client = Endpoint::client(UdpSocket::bind("127.0.0.1:0").unwrap()).unwrap();
+    client.connect(addr, "localhost", config).unwrap()
+}
+
+/// A QUIC variable-length integer.
+fn varint(out: &mut Vec<u8>, v: u64) {
+    match v {
+        0..=63 => out.push(v as u8),
+        64..=16_383 => out.extend_from_slice(&(0x4000 | v as u16).to_be_bytes()),
+        _ => out.extend_from_slice(&(0x8000_0000 | v as u32).to_be_bytes()),
+    }
+}
+
+/// A frame of type `ty`.
+fn frame(out: &mut Vec<u8>, ty: u64, payload: &[u8]) {
+    varint(out, ty);
+    varint(out, payload.len() as u64);
+    out.extend_from_slice(payload);
+}
+
+/// A QPACK string literal without Huffman coding, its length in a `prefix`-bit integer
+/// under `first` (lengths here are short).
+fn string(out: &mut Vec<u8>, first: u8, prefix: u32, s: &[u8]) {
+    let max = (1u32 << prefix) - 1;
+    assert!((s.len() as u32) < max);
+    out.push(first | s.len() as u8);
+    out.extend_from_slice(s);
+}
+
+/// A request's field section: `:method` (static indices 17 GET, 20 POST), `:scheme https`
+/// (23) unless `no_scheme`, `:authority localhost` (a literal naming entry 0) and `:path`
+/// (a literal naming entry 1), then `extra` literal fields.
+fn request_section(post: bool, path: &str, no_scheme: bool, extra: &[(&str, &str)]) -> Vec<u8> {
+    let mut s = vec![0x00, 0x00];
+    s.push(0xc0 | if post { 20 } else { 17 });
+    if !no_scheme {
+        s.push(0xc0 | 23);
+    }
+    s.push(0x50); // literal with static name reference 0 (`:authority`)
+    string(&mut s, 0x00, 7, b"localhost");
+    s.push(0x51); // literal with static name reference 1 (`:path`)
+    string(&mut s, 0x00, 7, path.as_bytes());
+    for (name, value) in extra {
+        string(&mut s, 0x20, 3, name.as_bytes()); // literal name, 3-bit length prefix
+        string(&mut s, 0x00, 7, value.as_bytes());
+    }
+    s
+}
+
+/// What came back on a request stream.
+struct Answer {
+    section: Vec<u8>,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    /// The status, when the section starts with an indexed static `:status` (the server's
+    /// encoder indexes the statuses the table has).
+    fn status(&self) -> u16 {
+        assert_eq!(&self.section[..2], &[0, 0], "the section prefix");
+        match self.section[2] {
+            0xd9 => 200, // index 25
+            0xdb => 404, // index 27
+            0xc0..=0xff => panic!("another indexed status: {:#x}", self.section[2]),
+            // A literal naming entry 24 (`:status`): 0101 1111 then 24 - 15 = 9.
+            0x5f if self.section[3] == 9 => {
+                let len = usize::from(self.section[4]);
+                std::str::from_utf8(&self.section[5..5 + len])
+                    .unwrap()
+                    .parse()
+                    .unwrap()
+            }
+            b => panic!("no status first: {b:#x}"),
+        }
+    }
+}
+
+/// Reads a whole response: one HEADERS frame, then DATA frames, to the stream's end.
+fn read_answer(recv: &mut impl Read) -> std::io::Result<Answer> {
+    let mut all = Vec::new();
+    recv.read_to_end(&mut all)?;
+    let mut pos = 0;
+    let mut next = || -> Option<(u64, Vec<u8>)> {
+        if pos >= all.len() {
+            return None;
+        }
+        let read = |pos: &mut usize| -> u64 {
+            let first = all[*pos];
+            let len = 1usize << (first >> 6);
+            let mut v = u64::from(first & 0x3f);
+            for i in 1..len {
+                v = (v << 8) | u64::from(all[*pos + i]);
+            }
+            *pos += len;
+            v
+        };
+        let ty = read(&mut pos);
+        let len = read(&mut pos) as usize;
+        let payload = all[pos..pos + len].to_vec();
+        pos += len;
+        Some((ty, payload))
+    };
+    let (ty, section) = next().expect("a HEADERS frame");
+    assert_eq!(ty, 0x01, "HEADERS first");
+    let mut body = Vec::new();
+    while let Some((ty, payload)) = next() {
+        assert_eq!(ty, 0x00, "only DATA after the head");
+        body.extend_from_slice(&payload);
+    }
+    Ok(Answer { section, body })
+}
+
+/// Opens the client's control stream with an empty SETTINGS frame.
+fn open_control(conn: &Connection) -> fibra_quic::SendStream {
+    let mut control = conn.open_uni().unwrap();
+    let mut bytes = vec![0x00];
+    frame(&mut bytes, 0x04, &[]);
+    control.write_all(&bytes).unwrap();
+    control
+}
+
+/// Sends `frames` on a new request stream, ends it, and reads the answer.
+fn exchange(conn: &Connection, frames: &[u8]) -> std::io::Result<Answer> {
+    let (mut send, mut recv) = conn.open_bi()?;
+    send.write_all(frames)?;
+    send.finish()?;
+    read_answer(&mut recv)
+}
+
+/// The code a failed read or the closed connection carries.
+fn code(e: &std::io::Error, conn: &Connection) -> Option<u64> {
+    Error::of(e).and_then(Error::code).or_else(|| {
+        conn.closed_error()
+            .as_ref()
+            .and_then(Error::of)
+            .and_then(Error::code)
+    })
+}
+
+#[test]
+fn get_and_post_are_answered_by_the_same_handler() {
+    run("get and post", || {
+        let (addr, config) = server(Settings::default());
+        let conn = connect(addr, config);
+        let _control = open_control(&conn);
+        let mut get = Vec::new();
+        frame(
+            &mut get,
+            0x01,
+            &request_section(false, "/hello", false, &[]),
+        );
+        let answer = exchange(&conn, &get).unwrap();
+        assert_eq!(answer.status(), 200);
+        assert_eq!(answer.body, b"hello");
+        // A body in two DATA frames with a reserved frame type between them (skipped).
+        let mut post = Vec::new();
+        frame(
+            &mut post,
+            0x01,
+            &request_section(true, "/echo", false, &[("x-test", "1")]),
+        );
+        frame(&mut post, 0x00, b"first ");
+        frame(&mut post, 0x21, b"grease");
+        frame(&mut post, 0x00, b"second");
+        let answer = exchange(&conn, &post).unwrap();
+        assert_eq!(answer.status(), 200);
+        assert_eq!(answer.body, b"first second");
+        let mut missing = Vec::new();
+        frame(
+            &mut missing,
+            0x01,
+            &request_section(false, "/nowhere", false, &[]),
+        );
+        assert_eq!(exchange(&conn, &missing).unwrap().status(), 404);
+        // Several requests at once on one connection.
+        let handles: Vec<_> = (0..20)
+            .map(|i| {
+                let conn = conn.clone();
+                fibra::spawn(move || {
+                    let body = format!("request {i}");
+                    let mut post = Vec::new();
+                    frame(&mut post, 0x01, &request_section(true, "/echo", false, &[]));
+                    frame(&mut post, 0x00, body.as_bytes());
+                    let answer = exchange(&conn, &post).unwrap();
+                    assert_eq!(answer.body, body.as_bytes());
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+    });
+}
+
+#[test]
+fn limits_are_answered_as_over_http_1_1() {
+    run("limits", || {
+        let settings = Settings {
+            max_body_bytes: 16,
+            max_head_bytes: 512,
+            ..Settings::default()
+        };
+        let (addr, config) = server(settings);
+        let conn = connect(addr, config);
+        let _control = open_control(&conn);
+        let mut big_body = Vec::new();
+        frame(
+            &mut big_body,
+            0x01,
+            &request_section(true, "/echo", false, &[]),
+        );
+        frame(&mut big_body, 0x00, &[b'x'; 40]);
+        assert_eq!(exchange(&conn, &big_body).unwrap().status(), 413);
+        let long = "v".repeat(100);
+        let fields: Vec<(&str, &str)> = (0..6).map(|_| ("x-long", long.as_str())).collect();
+        let mut big_head = Vec::new();
+        frame(
+            &mut big_head,
+            0x01,
+            &request_section(false, "/hello", false, &fields),
+        );
+        assert_eq!(exchange(&conn, &big_head).unwrap().status(), 431);
+        // The connection goes on.
+        let mut get = Vec::new();
+        frame(
+            &mut get,
+            0x01,
+            &request_section(false, "/hello", false, &[]),
+        );
+        assert_eq!(exchange(&conn, &get).unwrap().body, b"hello");
+    });
+}
+
+#[test]
+fn a_malformed_request_resets_its_stream_only() {
+    run("malformed", || {
+        let (addr, config) = server(Settings::default());
+        let conn = connect(addr, config);
+        let _control = open_control(&conn);
+        let mut bad = Vec::new();
+        frame(&mut bad, 0x01, &request_section(false, "/hello", true, &[]));
+        let e = exchange(&conn, &bad).err().expect("the stream is reset");
+        assert_eq!(code(&e, &conn), Some(0x10e), "H3_MESSAGE_ERROR: {e}");
+        let mut get = Vec::new();
+        frame(
+            &mut get,
+            0x01,
+            &request_section(false, "/hello", false, &[]),
+        );
+        assert_eq!(exchange(&conn, &get).unwrap().body, b"hello");
+    });
+}
+
+/// Runs `misbehave` on a fresh connection, then waits until the server closes it, and
+/// returns the code it closed it with.
+fn closed_with(misbehave: impl FnOnce(&Connection) + Send + 'static) -> u64 {
+    let (tx, rx) = std::sync::mpsc::channel();
+    run("connection error", move || {
+        let (addr, config) = server(Settings::default());
+        let conn = connect(addr, config);
+        misbehave(&conn);
+        // The server's close ends every stream: wait on one that is never answered.
+        let (_send, mut recv) = conn.open_bi().unwrap_or_else(|e| panic!("{e}"));
+        let mut buf = [0u8; 16];
+        let e = loop {
+            match recv.read(&mut buf) {
+                Ok(0) => panic!("the stream ended instead of the connection"),
+                Ok(_) => continue,
+                Err(e) => break e,
+            }
+        };
+        tx.send(code(&e, &conn)).unwrap();
+    });
+    rx.recv().unwrap().expect("a code")
+}
+
+#[test]
+fn data_before_headers_closes_the_connection() {
+    let code = closed_with(|conn| {
+        let _control = open_control(conn);
+        let mut data = Vec::new();
+        frame(&mut data, 0x00, b"early");
+        let (mut send, _recv) = conn.open_bi().unwrap();
+        send.write_all(&data).unwrap();
+        std::mem::forget(_control);
+    });
+    assert_eq!(code, 0x105, "H3_FRAME_UNEXPECTED");
+}
+
+#[test]
+fn a_control_stream_must_open_with_settings() {
+    let code = closed_with(|conn| {
+        let mut control = conn.open_uni().unwrap();
+        let mut bytes = vec![0x00];
+        frame(&mut bytes, 0x07, &[0x00]); // GOAWAY first
+        control.write_all(&bytes).unwrap();
+        std::mem::forget(control);
+    });
+    assert_eq!(code, 0x10a, "H3_MISSING_SETTINGS");
+}
+
+#[test]
+fn a_second_control_stream_closes_the_connection() {
+    let code = closed_with(|conn| {
+        let first = open_control(conn);
+        let second = open_control(conn);
+        std::mem::forget((first, second));
+    });
+    assert_eq!(code, 0x103, "H3_STREAM_CREATION_ERROR");
+}
+
+#[test]
+fn a_qpack_encoder_stream_may_not_insert() {
+    let code = closed_with(|conn| {
+        let control = open_control(conn);
+        let mut encoder = conn.open_uni().unwrap();
+        // Stream type 0x02, then "Set Dynamic Table Capacity" 100 (001x xxxx).
+        encoder.write_all(&[0x02, 0x3f, 100 - 31]).unwrap();
+        std::mem::forget((control, encoder));
+    });
+    assert_eq!(code, 0x201, "QPACK_ENCODER_STREAM_ERROR");
+}
+
+#[test]
+fn a_headers_frame_past_twice_the_limit_closes_the_connection() {
+    let code = closed_with(|conn| {
+        let control = open_control(conn);
+        let mut flood = Vec::new();
+        frame(&mut flood, 0x01, &vec![0x20; 100_000]);
+        let (mut send, recv) = conn.open_bi().unwrap();
+        send.write_all(&flood).unwrap();
+        std::mem::forget((control, send, recv));
+    });
+    assert_eq!(code, 0x107, "H3_EXCESSIVE_LOAD");
+}
