@@ -18,6 +18,7 @@ mod bench;
 mod endpoints;
 mod error_log;
 mod hello;
+mod http3;
 mod listeners;
 mod proxy_flags;
 mod serve;

@@ -4,6 +4,7 @@ use crate::signals;
 use fibra_http::tls::CertResolver;
 use fibra_http::{Request, Response, Server};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Where and how to listen, and the timeouts users most often tune.
@@ -52,6 +53,11 @@ pub struct ServerFlags {
     /// without a Host. Needs --tls-cert.
     #[arg(long, value_name = "PORT", requires = "tls_cert")]
     redirect_http: Option<u16>,
+    /// Also answer HTTP/3 (QUIC) on the UDP port of the same number as the HTTPS one, with
+    /// the same certificates and handler, and tell HTTPS clients so (`Alt-Svc: h3=":PORT";
+    /// ma=86400` on every response). Needs --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    http3: bool,
     /// Expect a PROXY protocol header (v1 or v2, as HAProxy's send-proxy and send-proxy-v2
     /// send it) at the start of every connection, and take the client's address from it
     /// (access log, requests' peer address). A connection without a valid header within the
@@ -291,10 +297,27 @@ impl ServerFlags {
         };
         let grace = secs("--shutdown-timeout", self.shutdown_timeout)?;
         let drain_delay = secs("--drain-delay", self.drain_delay)?;
-        let endpoints = crate::endpoints::Endpoints::new(self.health.clone(), self.metrics.clone());
-        let handler = endpoints.clone().wrap(handler);
         let (server, listeners) = self.main_server()?;
         let server = configure(server);
+        // HTTP/3 on the HTTPS port's UDP twin; the handler, shared, also answers it.
+        let h3_addr = match (self.http3, listeners.first()) {
+            (true, Some(l)) => Some(l.local_addr()?),
+            _ => None,
+        };
+        let alt_svc = h3_addr.map(|a| crate::http3::alt_svc(a.port()));
+        let endpoints = crate::endpoints::Endpoints::new(self.health.clone(), self.metrics.clone());
+        endpoints.set_alt_svc(alt_svc);
+        let handler = Arc::new(endpoints.clone().wrap(handler));
+        let http3 = match (h3_addr, &resolver) {
+            (Some(addr), Some(resolver)) => {
+                let settings = Arc::new(server.current_settings().clone());
+                let h3 =
+                    crate::http3::Http3::start(addr, resolver.clone(), settings, handler.clone())?;
+                println!("{name}: HTTP/3 on udp://{}", h3.local_addr());
+                Some(h3)
+            }
+            _ => None,
+        };
         // With --metrics, the errors the server reports are counted (and logged as before).
         let server = match self.metrics.is_some() {
             true => server.on_error(crate::endpoints::on_server_error),
@@ -307,13 +330,15 @@ impl ServerFlags {
         };
         let expect_header = self.proxy_protocol || !self.proxy_protocol_from.is_empty();
         let (handle, scheme) = match (tls, expect_header) {
-            (Some(choose), false) => (server.tls_choosing(choose).serve(handler)?, "https"),
+            (Some(choose), false) => (server.tls_choosing(choose).serve_shared(handler)?, "https"),
             (Some(choose), true) => (
-                proxy_protocol(server).tls_choosing(choose).serve(handler)?,
+                proxy_protocol(server)
+                    .tls_choosing(choose)
+                    .serve_shared(handler)?,
                 "https",
             ),
-            (None, false) => (server.serve(handler)?, "http"),
-            (None, true) => (proxy_protocol(server).serve(handler)?, "http"),
+            (None, false) => (server.serve_shared(handler)?, "http"),
+            (None, true) => (proxy_protocol(server).serve_shared(handler)?, "http"),
         };
         endpoints.set_connections(handle.connection_count());
         println!("{banner} {scheme}://{}/", handle.local_addr());
@@ -382,6 +407,9 @@ impl ServerFlags {
         drop(redirect_copy);
         if let Some(redirect) = redirect {
             redirect.shutdown(grace);
+        }
+        if let Some(h3) = http3 {
+            h3.stop();
         }
         if handed_over {
             handle.drain(crate::upgrade::IDLE_GRACE, grace);

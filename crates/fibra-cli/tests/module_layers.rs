@@ -13,6 +13,7 @@ const LAYERS: module_graph::Layers = &[
         &[
             "endpoints",
             "error_log",
+            "http3",
             "listeners",
             "signals",
             "site_listen",

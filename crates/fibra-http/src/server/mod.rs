@@ -230,6 +230,12 @@ impl<A: Acceptor> Server<A> {
         self
     }
 
+    /// The settings as they stand: for a server of another transport beside this one
+    /// (HTTP/3 over QUIC) that is to answer as this one does.
+    pub fn current_settings(&self) -> &Settings {
+        &self.settings
+    }
+
     /// Replaces all settings at once.
     pub fn settings(mut self, settings: Settings) -> Self {
         self.settings = settings;
@@ -282,6 +288,16 @@ impl<A: Acceptor> Server<A> {
     where
         S: Service + Send + Sync + 'static,
     {
+        self.serve_shared(Arc::new(service))
+    }
+
+    /// [`serve`](Self::serve) for a service shared with something else that answers as
+    /// this server does (an HTTP/3 endpoint beside it): the server holds the same `Arc`, so
+    /// no call layer is added in front of the service.
+    pub fn serve_shared<S>(self, service: Arc<S>) -> io::Result<ServerHandle>
+    where
+        S: Service + Send + Sync + 'static,
+    {
         let listen = self.listen?;
         let more = self.more.into_iter().collect::<io::Result<Vec<_>>>()?;
         let workers = self
@@ -303,7 +319,6 @@ impl<A: Acceptor> Server<A> {
             settings.max_body_bytes = settings.max_body_bytes.max(n);
         }
         let settings = Arc::new(settings);
-        let service = Arc::new(service);
         let st = state.clone();
         let thread = std::thread::Builder::new()
             .name("fibra-http-server".into())

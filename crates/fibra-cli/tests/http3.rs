@@ -1,0 +1,142 @@
+//! `fibra hello --tls-cert FILE --tls-key FILE --http3`, the built binary: it announces HTTP/3
+//! on the UDP twin of its HTTPS port and answers a request there (a QUIC client from
+//! fibra-quic, the request's frames and field section written by hand), and its HTTPS
+//! answers carry `Alt-Svc: h3=":PORT"; ma=86400`. Without --tls-cert the flag is refused.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustls::pki_types::ServerName;
+use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
+
+mod tls_util;
+
+use tls_util::{hello, Certs, Hello};
+
+/// The address after `prefix` in `line`, up to the next `/` or the end.
+fn addr_after(line: &str, prefix: &str) -> Option<SocketAddr> {
+    let rest = &line[line.find(prefix)? + prefix.len()..];
+    rest.trim().trim_end_matches('/').parse().ok()
+}
+
+/// A GET of `path` on a new request stream of `conn`; returns the answer's field section
+/// and body.
+fn get(conn: &fibra_quic::Connection, path: &str) -> (Vec<u8>, Vec<u8>) {
+    // :method GET (17), :scheme https (23), :authority (name 0) localhost, :path (name 1).
+    let mut section = vec![0x00, 0x00, 0xc0 | 17, 0xc0 | 23, 0x50, 9];
+    section.extend_from_slice(b"localhost");
+    section.extend_from_slice(&[0x51, path.len() as u8]);
+    section.extend_from_slice(path.as_bytes());
+    let mut frames = vec![0x01, section.len() as u8];
+    frames.extend_from_slice(&section);
+    let (mut send, mut recv) = conn.open_bi().unwrap();
+    send.write_all(&frames).unwrap();
+    send.finish().unwrap();
+    let mut all = Vec::new();
+    recv.read_to_end(&mut all).unwrap();
+    // Frames: type and length as QUIC varints.
+    let mut pos = 0;
+    let varint = |pos: &mut usize| {
+        let len = 1usize << (all[*pos] >> 6);
+        let mut v = u64::from(all[*pos] & 0x3f);
+        for i in 1..len {
+            v = (v << 8) | u64::from(all[*pos + i]);
+        }
+        *pos += len;
+        v as usize
+    };
+    let (mut head, mut body) = (Vec::new(), Vec::new());
+    while pos < all.len() {
+        let ty = varint(&mut pos);
+        let len = varint(&mut pos);
+        let payload = &all[pos..pos + len];
+        match ty {
+            0x01 => head = payload.to_vec(),
+            0x00 => body.extend_from_slice(payload),
+            other => panic!("unexpected frame type {other:#x}"),
+        }
+        pos += len;
+    }
+    (head, body)
+}
+
+#[test]
+fn hello_answers_http3_and_advertises_it() {
+    let certs = Certs::new("http3");
+    let (cert, key) = (certs.path("cert.pem"), certs.path("key.pem"));
+    let mut child = hello(&["--tls-cert", &cert, "--tls-key", &key, "--http3"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start fibra hello");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let child = Hello(child);
+    let (mut udp, mut https) = (None, None);
+    let mut lines = BufReader::new(stdout).lines();
+    while udp.is_none() || https.is_none() {
+        let line = lines.next().expect("fibra hello's banner").unwrap();
+        udp = udp.or_else(|| addr_after(&line, "HTTP/3 on udp://"));
+        https = https.or_else(|| addr_after(&line, "listening on https://"));
+    }
+    let (udp, https) = (udp.unwrap(), https.unwrap());
+    assert_eq!(udp.port(), https.port(), "the UDP twin of the HTTPS port");
+
+    // HTTPS: the answer names the HTTP/3 port.
+    let mut roots = RootCertStore::empty();
+    roots.add(certs.der.clone()).unwrap();
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let config = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots.clone())
+        .with_no_client_auth();
+    let conn = ClientConnection::new(Arc::new(config), ServerName::try_from("localhost").unwrap())
+        .unwrap();
+    let tcp = TcpStream::connect(https).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut tls = StreamOwned::new(conn, tcp);
+    tls.write_all(b"GET /plaintext HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut reply = Vec::new();
+    let _ = tls.read_to_end(&mut reply);
+    let reply = String::from_utf8_lossy(&reply);
+    let expected = format!("\r\nalt-svc: h3=\":{}\"; ma=86400\r\n", udp.port());
+    assert!(reply.to_ascii_lowercase().contains(&expected), "{reply}");
+
+    // HTTP/3: the same answer.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = fibra::Runtime::builder().workers(1).build().unwrap();
+        let got = rt.block_on(move || {
+            let tls = fibra_quic::Config::client_tls(roots, &[b"h3"]).unwrap();
+            let config = fibra_quic::Config::default().client(tls).unwrap();
+            let socket = fibra::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+            let client = fibra_quic::Endpoint::client(socket).unwrap();
+            let conn = client.connect(udp, "localhost", config).unwrap();
+            // The client's control stream, opening with its (empty) SETTINGS.
+            let mut control = conn.open_uni().unwrap();
+            control.write_all(&[0x00, 0x04, 0x00]).unwrap();
+            let answer = get(&conn, "/plaintext");
+            conn.close(0x100, b"done");
+            answer
+        });
+        let _ = tx.send(got);
+    });
+    let (head, body) = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("an HTTP/3 answer within 60 s");
+    assert_eq!(&head[..3], &[0x00, 0x00, 0xc0 | 25], "`:status 200` first");
+    assert_eq!(body, b"Hello, World!");
+    drop(child);
+}
+
+#[test]
+fn http3_needs_a_certificate() {
+    let out = hello(&["--http3"]).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--tls-cert"), "{err}");
+}
