@@ -139,6 +139,28 @@ const fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
     true
 }
 
+/// A static-table entry (HPACK's, RFC 7541 Appendix A, or QPACK's, RFC 9204 Appendix A): the
+/// name as the RFC writes it and classified at compile time, and the value.
+pub(crate) struct StaticEntry {
+    /// The name as the RFC writes it.
+    pub(crate) text: &'static str,
+    /// The name, classified.
+    pub(crate) name: Name,
+    /// The value.
+    pub(crate) value: HeaderValue,
+}
+
+impl StaticEntry {
+    /// The entry `name: value`, `name` classified at compile time.
+    pub(crate) const fn new(name: &'static str, value: &'static str) -> StaticEntry {
+        StaticEntry {
+            text: name,
+            name: classify_static(name),
+            value: HeaderValue::from_static(value),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

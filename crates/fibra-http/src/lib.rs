@@ -141,6 +141,7 @@ pub mod outbox;
 #[cfg(not(feature = "fuzzing"))]
 #[allow(dead_code)]
 mod parse;
+mod prefixed_int;
 pub mod prepared;
 pub mod proxy_protocol;
 pub mod redirect;
@@ -151,6 +152,8 @@ mod server;
 pub mod service;
 pub mod settings;
 mod target_bytes;
+#[cfg(test)]
+mod test_rng;
 pub mod tls;
 pub mod transport;
 mod upgraded;

@@ -25,8 +25,10 @@ const LAYERS: module_graph::Layers = &[
             "word_hash",
             "lazy",
             "listen",
+            "prefixed_int",
             "prepared",
             "target_bytes",
+            "test_rng",
         ],
     ),
     (

@@ -59,19 +59,9 @@ fn encode_string(out: &mut Vec<u8>, s: &[u8]) {
 }
 
 /// An integer with a `prefix_bits`-bit prefix (§5.1), the first byte's other bits `flags`.
+#[inline]
 pub(super) fn encode_int(out: &mut Vec<u8>, flags: u8, prefix_bits: u32, value: usize) {
-    let max_prefix = (1usize << prefix_bits) - 1;
-    if value < max_prefix {
-        out.push(flags | value as u8);
-        return;
-    }
-    out.push(flags | max_prefix as u8);
-    let mut rest = value - max_prefix;
-    while rest >= 0x80 {
-        out.push(0x80 | (rest & 0x7f) as u8);
-        rest >>= 7;
-    }
-    out.push(rest as u8);
+    crate::prefixed_int::put(out, flags, prefix_bits, value as u64);
 }
 
 /// The index of the static-table entry (RFC 7541 Appendix A) with this (non-pseudo) name.

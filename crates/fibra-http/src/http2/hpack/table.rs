@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use http::HeaderValue;
 
 use super::{Name, Value};
-use crate::field::classify_static;
+use crate::field::StaticEntry;
 
 /// Entries in the static table; dynamic indices start after them.
 pub(super) const STATIC_LEN: usize = 61;
@@ -22,23 +22,9 @@ pub(crate) const MAX_TABLE_SIZE: usize = 4096;
 /// An entry's overhead in the table size (RFC 7541 §4.1).
 pub(super) const ENTRY_OVERHEAD: usize = 32;
 
-/// A static-table entry.
-pub(super) struct StaticEntry {
-    /// The name as the RFC writes it.
-    pub(super) text: &'static str,
-    /// The name, classified.
-    pub(super) name: Name,
-    /// The value.
-    pub(super) value: HeaderValue,
-}
-
-/// Builds a static entry, classifying `name` at compile time.
+/// A static entry (shared with the other header codec: `crate::field`).
 const fn entry(name: &'static str, value: &'static str) -> StaticEntry {
-    StaticEntry {
-        text: name,
-        name: classify_static(name),
-        value: HeaderValue::from_static(value),
-    }
+    StaticEntry::new(name, value)
 }
 
 /// The static table; index `i` (1-based) is `STATIC[i - 1]`.

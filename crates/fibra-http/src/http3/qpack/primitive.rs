@@ -91,21 +91,9 @@ pub(super) fn read_string<'a>(
     Ok(scratch)
 }
 
-/// Appends an integer with a `prefix_bits`-bit prefix, the first byte's other bits `flags`.
-pub(super) fn put_int(out: &mut Vec<u8>, flags: u8, prefix_bits: u32, value: u64) {
-    let max_prefix = (1u64 << prefix_bits) - 1;
-    if value < max_prefix {
-        out.push(flags | value as u8);
-        return;
-    }
-    out.push(flags | max_prefix as u8);
-    let mut rest = value - max_prefix;
-    while rest >= 0x80 {
-        out.push(0x80 | (rest & 0x7f) as u8);
-        rest >>= 7;
-    }
-    out.push(rest as u8);
-}
+/// Appends an integer with a `prefix_bits`-bit prefix, the first byte's other bits `flags`
+/// (HPACK's encoding, shared: `crate::prefixed_int`).
+pub(super) use crate::prefixed_int::put as put_int;
 
 /// Appends `s` as an `n`-bit prefix string literal, the first byte's other bits `flags`:
 /// Huffman-coded when `huffman` is set and that is shorter, else as it is.

@@ -5,31 +5,14 @@
 //!
 //! There is no dynamic table: we allow it no capacity.
 
-use http::HeaderValue;
-
-use super::Name;
-use crate::field::classify_static;
+use crate::field::StaticEntry;
 
 /// Entries in the static table.
 pub(super) const STATIC_LEN: usize = 99;
 
-/// A static-table entry.
-pub(super) struct StaticEntry {
-    /// The name as the RFC writes it.
-    pub(super) text: &'static str,
-    /// The name, classified.
-    pub(super) name: Name,
-    /// The value.
-    pub(super) value: HeaderValue,
-}
-
-/// Builds a static entry, classifying `name` at compile time.
+/// A static entry (shared with the other header codec: `crate::field`).
 const fn entry(name: &'static str, value: &'static str) -> StaticEntry {
-    StaticEntry {
-        text: name,
-        name: classify_static(name),
-        value: HeaderValue::from_static(value),
-    }
+    StaticEntry::new(name, value)
 }
 
 /// The static table; index `i` is `STATIC[i]`.
