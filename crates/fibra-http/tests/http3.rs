@@ -4,7 +4,7 @@
 
 use std::io::{Read, Write};
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fibra::net::UdpSocket;
@@ -418,4 +418,67 @@ fn a_headers_frame_past_twice_the_limit_closes_the_connection() {
         std::mem::forget((control, send, recv));
     });
     assert_eq!(code, 0x107, "H3_EXCESSIVE_LOAD");
+}
+
+/// One access-log entry: method, target, version, status, body bytes.
+type Entry = (String, String, String, u16, u64);
+
+/// The access-log entries a server made.
+#[derive(Clone, Default)]
+struct Collect(Arc<Mutex<Vec<Entry>>>);
+
+impl fibra_http::access_log::AccessLogSink for Collect {
+    fn log(&self, e: &fibra_http::access_log::LogEntry<'_>) {
+        self.0.lock().unwrap().push((
+            e.method.to_string(),
+            e.target.to_string(),
+            e.version.to_string(),
+            e.status,
+            e.bytes,
+        ));
+    }
+}
+
+#[test]
+fn answered_requests_are_logged_as_http_3() {
+    let sink = Collect::default();
+    let got = sink.clone();
+    run("access log", move || {
+        let settings = Settings {
+            access_log_sink: Some(Arc::new(sink)),
+            ..Settings::default()
+        };
+        let (addr, config) = server(settings);
+        let conn = connect(addr, config);
+        let _control = open_control(&conn);
+        let mut get = Vec::new();
+        frame(
+            &mut get,
+            0x01,
+            &request_section(false, "/hello?x=1", false, &[]),
+        );
+        assert_eq!(exchange(&conn, &get).unwrap().body, b"hello");
+        let mut post = Vec::new();
+        frame(&mut post, 0x01, &request_section(true, "/echo", false, &[]));
+        frame(&mut post, 0x00, b"0123456789");
+        assert_eq!(exchange(&conn, &post).unwrap().body, b"0123456789");
+    });
+    // Each entry is made once its answer has gone, before the stream's fiber ends; the
+    // client read both answers to their end, so both are in (a bounded wait all the same).
+    let mut entries = Vec::new();
+    for _ in 0..600 {
+        entries = got.0.lock().unwrap().clone();
+        if entries.len() == 2 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    entries.sort();
+    assert_eq!(
+        entries,
+        vec![
+            ("GET".into(), "/hello?x=1".into(), "HTTP/3.0".into(), 200, 5),
+            ("POST".into(), "/echo".into(), "HTTP/3.0".into(), 200, 10),
+        ]
+    );
 }

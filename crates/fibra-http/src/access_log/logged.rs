@@ -36,7 +36,7 @@ impl LoggedRequest {
     }
 
     /// The entry of the answered request, handed to `log` (the server's
-    /// `Settings::log_access`); `protocol` is the request line's (`"HTTP/2.0"`, `"HTTP/3"`).
+    /// `Settings::log_access`); `protocol` is the request line's (`"HTTP/2.0"`, `"HTTP/3.0"`).
     pub(crate) fn log(
         &self,
         peer: Option<SocketAddr>,

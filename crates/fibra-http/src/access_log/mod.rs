@@ -31,7 +31,7 @@ pub struct LogEntry<'a> {
     pub method: &'a str,
     /// Request target as received.
     pub target: &'a str,
-    /// `HTTP/1.1`, `HTTP/1.0`.
+    /// `HTTP/1.1`, `HTTP/1.0`, `HTTP/2.0`, `HTTP/3.0`.
     pub version: &'a str,
     /// Response status code.
     pub status: u16,

@@ -26,8 +26,9 @@ use crate::response::{error_response, Response};
 use crate::service::Service;
 use crate::settings::Settings;
 
-/// The request line's protocol in the access log.
-const PROTOCOL: &str = "HTTP/3";
+/// The request line's protocol in the access log (as HTTP/2's is `HTTP/2.0`, and as nginx
+/// and Caddy write HTTP/3's).
+const PROTOCOL: &str = "HTTP/3.0";
 
 /// A request body over `Settings::max_body_bytes`, as HTTP/1.1 and HTTP/2 answer it.
 const TOO_LARGE: ProtocolError =
