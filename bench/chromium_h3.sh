@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# A headless Chromium page load from `fibra serve --http3` over HTTP/3 (QUIC): a page whose
+# stylesheet and script must both load (the script writes the computed colour from the
+# stylesheet into the page). Chromium is told to use QUIC for the origin
+# (--origin-to-force-quic-on), trusts the self-signed certificate by its key's pin
+# (--ignore-certificate-errors-spki-list) and maps localhost to 127.0.0.1. Prints the DOM
+# Chromium ends with, the access log and the QUIC sessions in Chromium's net log; exits
+# non-zero unless the script ran with the stylesheet applied and all three files were
+# answered 200 over HTTP/3.
+#
+#   bench/chromium_h3.sh             (needs chromium and openssl; builds fibra unless NO_BUILD=1)
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+for tool in chromium openssl curl; do
+  command -v "$tool" >/dev/null || { echo "chromium_h3.sh: $tool is missing" >&2; exit 2; }
+done
+[ "${NO_BUILD:-0}" = 1 ] || (cd "$ROOT" && cargo build --release -q -p fibra-cli)
+RUN="$(mktemp -d)"
+PID=""
+cleanup() { [ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -rf "$RUN"; }
+trap cleanup EXIT
+mkdir "$RUN/site"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=localhost \
+  -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" -keyout "$RUN/key.pem" \
+  -out "$RUN/cert.pem" -days 2 2>/dev/null
+cat >"$RUN/site/index.html" <<'HTML'
+<!doctype html><html><head><title>fibra over HTTP/3</title><link rel="stylesheet" href="style.css"><script src="app.js"></script></head><body><p id="p">static</p></body></html>
+HTML
+echo 'body { color: rgb(1, 2, 3); }' >"$RUN/site/style.css"
+echo 'document.addEventListener("DOMContentLoaded", () => { document.getElementById("p").textContent = "script ran, color " + getComputedStyle(document.body).color; });' >"$RUN/site/app.js"
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$ROOT/target/release/fibra" serve "$RUN/site" --workers 1 --port "$PORT" \
+  --tls-cert "$RUN/cert.pem" --tls-key "$RUN/key.pem" --access-log "$RUN/access.log" --http3 &
+PID=$!
+for _ in $(seq 100); do curl -skf "https://127.0.0.1:$PORT/" >/dev/null 2>&1 && break; sleep 0.1; done
+: >"$RUN/access.log"
+PIN=$(openssl x509 -pubkey -noout -in "$RUN/cert.pem" | openssl pkey -pubin -outform der |
+  openssl dgst -sha256 -binary | base64)
+DOM=$(timeout 60 chromium --headless=new --no-sandbox --disable-gpu --user-data-dir="$RUN/profile" \
+  --enable-quic --origin-to-force-quic-on="localhost:$PORT" \
+  --ignore-certificate-errors-spki-list="$PIN" --host-resolver-rules="MAP localhost 127.0.0.1" \
+  --log-net-log="$RUN/netlog.json" --dump-dom "https://localhost:$PORT/index.html" 2>/dev/null)
+# The access log is written out once a second.
+sleep 1.5
+echo "$DOM"
+cat "$RUN/access.log"
+echo "QUIC sessions in the net log: $(grep -o '"QUIC_SESSION[A-Z_]*' "$RUN/netlog.json" | sort | uniq -c | tr -s ' ' | head -5 | tr '\n' ';')"
+grep -q 'script ran, color rgb(1, 2, 3)' <<<"$DOM" || { echo "chromium_h3.sh: the page did not load in full" >&2; exit 1; }
+for f in index.html style.css app.js; do
+  grep -q "\"GET /$f HTTP/3.0\" 200" "$RUN/access.log" || { echo "chromium_h3.sh: no HTTP/3 200 for /$f" >&2; exit 1; }
+done
+echo "chromium_h3.sh: the page, its stylesheet and its script loaded over HTTP/3"
+
