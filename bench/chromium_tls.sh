@@ -8,24 +8,10 @@
 #   bench/chromium_tls.sh            (needs chromium and openssl; builds fibra unless NO_BUILD=1)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-for tool in chromium openssl curl; do
-  command -v "$tool" >/dev/null || { echo "chromium_tls.sh: $tool is missing" >&2; exit 2; }
-done
-[ "${NO_BUILD:-0}" = 1 ] || (cd "$ROOT" && cargo build --release -q -p fibra-cli)
-RUN="$(mktemp -d)"
-PID=""
-cleanup() { [ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -rf "$RUN"; }
-trap cleanup EXIT
-mkdir "$RUN/site"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=localhost \
-  -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" -keyout "$RUN/key.pem" \
-  -out "$RUN/cert.pem" -days 2 2>/dev/null
-cat >"$RUN/site/index.html" <<'HTML'
-<!doctype html><html><head><title>fibra over TLS</title><link rel="stylesheet" href="style.css"><script src="app.js"></script></head><body><p id="p">static</p></body></html>
-HTML
-echo 'body { color: rgb(1, 2, 3); }' >"$RUN/site/style.css"
-echo 'document.addEventListener("DOMContentLoaded", () => { document.getElementById("p").textContent = "script ran, color " + getComputedStyle(document.body).color; });' >"$RUN/site/app.js"
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+NAME=chromium_tls.sh
+TITLE="fibra over TLS"
+# shellcheck source=bench/lib/chromium_site.sh
+source "$ROOT/bench/lib/chromium_site.sh"
 "$ROOT/target/release/fibra" serve "$RUN/site" --workers 1 --port "$PORT" \
   --tls-cert "$RUN/cert.pem" --tls-key "$RUN/key.pem" --access-log "$RUN/access.log" &
 PID=$!

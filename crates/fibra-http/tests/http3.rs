@@ -205,6 +205,30 @@ fn open_control(conn: &Connection) -> fibra_quic::SendStream {
     control
 }
 
+/// A connection to a new server with `settings`, and the client's control stream (kept
+/// open: its end would be a connection error).
+fn open(settings: Settings) -> (Connection, fibra_quic::SendStream) {
+    let (addr, config) = server(settings);
+    let conn = connect(addr, config);
+    let control = open_control(&conn);
+    (conn, control)
+}
+
+/// A request's frames: HEADERS (see [`request_section`], with `:scheme`), then a DATA
+/// frame for each of `data`.
+fn request(post: bool, path: &str, extra: &[(&str, &str)], data: &[&[u8]]) -> Vec<u8> {
+    let mut frames = Vec::new();
+    frame(
+        &mut frames,
+        0x01,
+        &request_section(post, path, false, extra),
+    );
+    for d in data {
+        frame(&mut frames, 0x00, d);
+    }
+    frames
+}
+
 /// Sends `frames` on a new request stream, ends it, and reads the answer.
 fn exchange(conn: &Connection, frames: &[u8]) -> std::io::Result<Answer> {
     let (mut send, mut recv) = conn.open_bi()?;
@@ -226,37 +250,26 @@ fn code(e: &std::io::Error, conn: &Connection) -> Option<u64> {
 #[test]
 fn get_and_post_are_answered_by_the_same_handler() {
     run("get and post", || {
-        let (addr, config) = server(Settings::default());
-        let conn = connect(addr, config);
-        let _control = open_control(&conn);
-        let mut get = Vec::new();
-        frame(
-            &mut get,
-            0x01,
-            &request_section(false, "/hello", false, &[]),
-        );
-        let answer = exchange(&conn, &get).unwrap();
+        let (conn, _control) = open(Settings::default());
+        let answer = exchange(&conn, &request(false, "/hello", &[], &[])).unwrap();
         assert_eq!(answer.status(), 200);
         assert_eq!(answer.body, b"hello");
         // A body in two DATA frames with a reserved frame type between them (skipped).
-        let mut post = Vec::new();
-        frame(
-            &mut post,
-            0x01,
-            &request_section(true, "/echo", false, &[("x-test", "1")]),
-        );
-        frame(&mut post, 0x00, b"first ");
+        let mut post = request(true, "/echo", &[("x-test", "1")], &[b"first "]);
         frame(&mut post, 0x21, b"grease");
         frame(&mut post, 0x00, b"second");
         let answer = exchange(&conn, &post).unwrap();
         assert_eq!(answer.status(), 200);
         assert_eq!(answer.body, b"first second");
-        let mut missing = Vec::new();
-        frame(
-            &mut missing,
-            0x01,
-            &request_section(false, "/nowhere", false, &[]),
-        );
+        // HEAD: the head of the GET's answer, no body.
+        let mut section = request_section(false, "/hello", false, &[]);
+        section[2] = 0xc0 | 18; // `:method HEAD`
+        let mut head = Vec::new();
+        frame(&mut head, 0x01, &section);
+        let answer = exchange(&conn, &head).unwrap();
+        assert_eq!(answer.status(), 200);
+        assert!(answer.body.is_empty(), "{:?}", answer.body);
+        let missing = request(false, "/nowhere", &[], &[]);
         assert_eq!(exchange(&conn, &missing).unwrap().status(), 404);
         // Several requests at once on one connection.
         let handles: Vec<_> = (0..20)
@@ -264,9 +277,7 @@ fn get_and_post_are_answered_by_the_same_handler() {
                 let conn = conn.clone();
                 fibra::spawn(move || {
                     let body = format!("request {i}");
-                    let mut post = Vec::new();
-                    frame(&mut post, 0x01, &request_section(true, "/echo", false, &[]));
-                    frame(&mut post, 0x00, body.as_bytes());
+                    let post = request(true, "/echo", &[], &[body.as_bytes()]);
                     let answer = exchange(&conn, &post).unwrap();
                     assert_eq!(answer.body, body.as_bytes());
                 })
@@ -286,33 +297,15 @@ fn limits_are_answered_as_over_http_1_1() {
             max_head_bytes: 512,
             ..Settings::default()
         };
-        let (addr, config) = server(settings);
-        let conn = connect(addr, config);
-        let _control = open_control(&conn);
-        let mut big_body = Vec::new();
-        frame(
-            &mut big_body,
-            0x01,
-            &request_section(true, "/echo", false, &[]),
-        );
-        frame(&mut big_body, 0x00, &[b'x'; 40]);
+        let (conn, _control) = open(settings);
+        let big_body = request(true, "/echo", &[], &[&[b'x'; 40]]);
         assert_eq!(exchange(&conn, &big_body).unwrap().status(), 413);
         let long = "v".repeat(100);
         let fields: Vec<(&str, &str)> = (0..6).map(|_| ("x-long", long.as_str())).collect();
-        let mut big_head = Vec::new();
-        frame(
-            &mut big_head,
-            0x01,
-            &request_section(false, "/hello", false, &fields),
-        );
+        let big_head = request(false, "/hello", &fields, &[]);
         assert_eq!(exchange(&conn, &big_head).unwrap().status(), 431);
         // The connection goes on.
-        let mut get = Vec::new();
-        frame(
-            &mut get,
-            0x01,
-            &request_section(false, "/hello", false, &[]),
-        );
+        let get = request(false, "/hello", &[], &[]);
         assert_eq!(exchange(&conn, &get).unwrap().body, b"hello");
     });
 }
@@ -320,19 +313,12 @@ fn limits_are_answered_as_over_http_1_1() {
 #[test]
 fn a_malformed_request_resets_its_stream_only() {
     run("malformed", || {
-        let (addr, config) = server(Settings::default());
-        let conn = connect(addr, config);
-        let _control = open_control(&conn);
+        let (conn, _control) = open(Settings::default());
         let mut bad = Vec::new();
         frame(&mut bad, 0x01, &request_section(false, "/hello", true, &[]));
         let e = exchange(&conn, &bad).err().expect("the stream is reset");
         assert_eq!(code(&e, &conn), Some(0x10e), "H3_MESSAGE_ERROR: {e}");
-        let mut get = Vec::new();
-        frame(
-            &mut get,
-            0x01,
-            &request_section(false, "/hello", false, &[]),
-        );
+        let get = request(false, "/hello", &[], &[]);
         assert_eq!(exchange(&conn, &get).unwrap().body, b"hello");
     });
 }
@@ -448,19 +434,10 @@ fn answered_requests_are_logged_as_http_3() {
             access_log_sink: Some(Arc::new(sink)),
             ..Settings::default()
         };
-        let (addr, config) = server(settings);
-        let conn = connect(addr, config);
-        let _control = open_control(&conn);
-        let mut get = Vec::new();
-        frame(
-            &mut get,
-            0x01,
-            &request_section(false, "/hello?x=1", false, &[]),
-        );
+        let (conn, _control) = open(settings);
+        let get = request(false, "/hello?x=1", &[], &[]);
         assert_eq!(exchange(&conn, &get).unwrap().body, b"hello");
-        let mut post = Vec::new();
-        frame(&mut post, 0x01, &request_section(true, "/echo", false, &[]));
-        frame(&mut post, 0x00, b"0123456789");
+        let post = request(true, "/echo", &[], &[b"0123456789"]);
         assert_eq!(exchange(&conn, &post).unwrap().body, b"0123456789");
     });
     // Each entry is made once its answer has gone, before the stream's fiber ends; the
