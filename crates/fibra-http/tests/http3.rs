@@ -34,7 +34,8 @@ fn run(what: &str, f: impl FnOnce() + Send + 'static) {
     }
 }
 
-/// The app: `/hello` answers "hello", `/echo` its request body, anything else 404.
+/// The app: `/hello` answers "hello", `/echo` its request body, `/trailer` the length of
+/// the request's `x-t` trailer field (after reading the body), anything else 404.
 fn app(mut req: Request) -> Response {
     match req.uri().path() {
         "/hello" => Response::new("hello".into()),
@@ -46,6 +47,14 @@ fn app(mut req: Request) -> Response {
                 r
             }
         },
+        "/trailer" => {
+            let _ = req.body_mut().read_to_vec(1 << 20);
+            let len = req
+                .body_mut()
+                .trailers()
+                .and_then(|t| t.get("x-t").map(|v| v.len()));
+            Response::new(format!("{len:?}").into())
+        }
         _ => {
             let mut r = Response::new("not found\n".into());
             *r.status_mut() = http::StatusCode::NOT_FOUND;
@@ -458,4 +467,51 @@ fn answered_requests_are_logged_as_http_3() {
             ("POST".into(), "/echo".into(), "HTTP/3.0".into(), 200, 10),
         ]
     );
+}
+
+/// An integer with a `prefix`-bit prefix under `first` (RFC 7541 §5.1, QPACK's too).
+fn prefixed(out: &mut Vec<u8>, first: u8, prefix: u32, v: usize) {
+    let max = (1usize << prefix) - 1;
+    if v < max {
+        out.push(first | v as u8);
+        return;
+    }
+    out.push(first | max as u8);
+    let mut rest = v - max;
+    while rest >= 0x80 {
+        out.push(0x80 | (rest & 0x7f) as u8);
+        rest >>= 7;
+    }
+    out.push(rest as u8);
+}
+
+/// A field with a literal name and a value of `len` bytes, for sections past 127 bytes.
+fn long_field(out: &mut Vec<u8>, name: &str, len: usize) {
+    string(out, 0x20, 3, name.as_bytes());
+    prefixed(out, 0x00, 7, len);
+    out.extend(std::iter::repeat(b'v').take(len));
+}
+
+#[test]
+fn trailers_after_a_large_head_are_read_whole() {
+    // A 30,000-byte head fills the stream's read buffer past its first 16 KiB; the trailer
+    // section that follows then arrives in pieces, read while the buffer moves its unread
+    // bytes to the front.
+    run("large head, then trailers", || {
+        let settings = Settings {
+            max_head_bytes: 64 * 1024,
+            ..Settings::default()
+        };
+        let (conn, _control) = open(settings);
+        let mut head = request_section(true, "/trailer", false, &[]);
+        long_field(&mut head, "x-big", 30_000);
+        let mut trailers = vec![0x00, 0x00];
+        long_field(&mut trailers, "x-t", 5_000);
+        let mut frames = Vec::new();
+        frame(&mut frames, 0x01, &head);
+        frame(&mut frames, 0x01, &trailers);
+        let answer = exchange(&conn, &frames).unwrap();
+        assert_eq!(answer.status(), 200);
+        assert_eq!(answer.body, b"Some(5000)");
+    });
 }

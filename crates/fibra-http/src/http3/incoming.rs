@@ -77,15 +77,8 @@ impl Incoming {
     /// `H3_EXCESSIVE_LOAD` (the connection's error: its bytes cannot be skipped safely
     /// before the field section decoder would refuse them anyway).
     pub(crate) fn next(&mut self, max_section: u64) -> Result<Next, Fail> {
-        while self.data_left > 0 {
-            if self.pos == self.buf.len() && !self.fill()? {
-                return Err(Fail::Protocol(H3Error::FrameError));
-            }
-            let n = (self.buf.len() - self.pos)
-                .min(usize::try_from(self.data_left).unwrap_or(usize::MAX));
-            self.pos += n;
-            self.data_left -= n as u64;
-        }
+        let unread = std::mem::take(&mut self.data_left);
+        self.skip(unread)?;
         loop {
             let head = match frame::parse_head(&self.buf[self.pos..], max_section) {
                 Ok(Some(head)) => head,
@@ -114,28 +107,21 @@ impl Incoming {
                 }
                 FrameKind::Unknown(_) => {
                     // Unknown and reserved frames are skipped (§9), however long.
-                    let mut left = head.len;
                     self.pos = start;
-                    while left > 0 {
-                        if self.pos == self.buf.len() && !self.fill()? {
-                            return Err(Fail::Protocol(H3Error::FrameError));
-                        }
-                        let n = (self.buf.len() - self.pos)
-                            .min(usize::try_from(left).unwrap_or(usize::MAX));
-                        self.pos += n;
-                        left -= n as u64;
-                    }
+                    self.skip(head.len)?;
                 }
                 kind => {
-                    // Bounded by `max_section` or by `parse_head`'s own limits.
+                    // Bounded by `max_section` or by `parse_head`'s own limits. `pos` moves
+                    // to the payload first: `fill` may move what is past it to the front.
                     let len = head.len as usize;
-                    while self.buf.len() - start < len {
+                    self.pos = start;
+                    while self.buf.len() - self.pos < len {
                         if !self.fill()? {
                             return Err(Fail::Protocol(H3Error::FrameError));
                         }
                     }
-                    let payload = self.buf[start..start + len].to_vec();
-                    self.pos = start + len;
+                    let payload = self.buf[self.pos..self.pos + len].to_vec();
+                    self.pos += len;
                     return Ok(match kind {
                         FrameKind::Headers => Next::Headers(payload),
                         kind => Next::Frame(kind, payload),
@@ -185,6 +171,20 @@ impl Incoming {
         self.pos += n;
         self.data_left -= n as u64;
         Ok(n)
+    }
+
+    /// Consumes `len` bytes of the stream unread (a payload skipped); the stream ending
+    /// first is H3_FRAME_ERROR (a frame cut short).
+    fn skip(&mut self, mut len: u64) -> Result<(), Fail> {
+        while len > 0 {
+            if self.pos == self.buf.len() && !self.fill()? {
+                return Err(Fail::Protocol(H3Error::FrameError));
+            }
+            let n = (self.buf.len() - self.pos).min(usize::try_from(len).unwrap_or(usize::MAX));
+            self.pos += n;
+            len -= n as u64;
+        }
+        Ok(())
     }
 
     /// Reads more from the stream; false at its FIN.
