@@ -8,7 +8,6 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
 
 use fibra_quic::{RecvStream, SendStream};
-use http::header;
 use http::{Method, StatusCode};
 
 use super::frame::Carrier;
@@ -33,6 +32,8 @@ const PROTOCOL: &str = "HTTP/3.0";
 /// A request body over `Settings::max_body_bytes`, as HTTP/1.1 and HTTP/2 answer it.
 const TOO_LARGE: ProtocolError =
     ProtocolError::new(StatusCode::PAYLOAD_TOO_LARGE, "body too large");
+/// The body of that answer (HTTP/1.1's: the reason and a newline).
+const TOO_LARGE_TEXT: &str = "body too large\n";
 /// A request head over `Settings::max_head_bytes`.
 const HEAD_TOO_LARGE: ProtocolError = ProtocolError::new(
     StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
@@ -79,13 +80,13 @@ where
         Err(Fail::Protocol(e)) => return Err(e),
     };
     let mut decoder = Decoder::new(u64::MAX);
-    let parts = match decode_request(
+    let (parts, content_length) = match decode_request(
         &mut decoder,
         &section,
         max_section,
         &mut LastTarget::default(),
     )? {
-        Decoded::Request(parts, _) => parts,
+        Decoded::Request(parts, content_length) => (parts, content_length),
         Decoded::Malformed => {
             // A stream error (§4.1.2): this request only.
             let _ = send_half.reset(H3Error::MessageError.code());
@@ -93,7 +94,7 @@ where
             return Ok(());
         }
         Decoded::TooLarge => {
-            let response = refuse(settings, peer, HEAD_TOO_LARGE);
+            let response = refuse(settings, peer, HEAD_TOO_LARGE, "request head too large\n");
             let _ = incoming.recv_mut().stop(H3Error::NoError.code());
             if let Err(Failed(e, _)) = send(send_half, response, false, settings) {
                 log::debug!("HTTP/3 stream from {peer:?}: {e}");
@@ -103,11 +104,7 @@ where
     };
     let is_head = parts.method == Method::HEAD;
     let logged = settings.logs_access().then(|| LoggedRequest::of(&parts));
-    let declared_too_large = parts
-        .headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
-        .is_some_and(|n| n > settings.max_body_bytes);
+    let declared_too_large = content_length.is_some_and(|n| n > settings.max_body_bytes);
     let src = Rc::new(RefCell::new(StreamBody {
         incoming,
         in_data: false,
@@ -121,7 +118,7 @@ where
         broken: None,
     }));
     let mut response = if declared_too_large {
-        refuse(settings, peer, TOO_LARGE)
+        refuse(settings, peer, TOO_LARGE, TOO_LARGE_TEXT)
     } else {
         let body = Body::from_conn(src.clone(), 0);
         let request = Request::from(http::Request::from_parts(*parts, body));
@@ -138,7 +135,7 @@ where
     }
     let rejected = declared_too_large || src.borrow().too_large;
     if src.borrow().too_large {
-        response = refuse(settings, peer, TOO_LARGE);
+        response = refuse(settings, peer, TOO_LARGE, TOO_LARGE_TEXT);
     }
     // A request body the handler left unread: read what `max_drain_bytes` allows, then ask
     // the client to stop sending (H3_NO_ERROR, §4.1.1) and answer all the same.
@@ -162,14 +159,15 @@ where
     Ok(())
 }
 
-/// The server's own answer to a request it refused (`e`, reported to the error hook).
+/// The server's own answer, `text`, to a request it refused (`e`, reported to the error
+/// hook).
 #[cold]
-fn refuse(settings: &Settings, peer: Option<SocketAddr>, e: ProtocolError) -> Response {
+fn refuse(
+    settings: &Settings,
+    peer: Option<SocketAddr>,
+    e: ProtocolError,
+    text: &'static str,
+) -> Response {
     settings.report_rejected(peer, e);
-    let text = if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-        "body too large\n"
-    } else {
-        "request head too large\n"
-    };
     error_response(e.status(), text)
 }
