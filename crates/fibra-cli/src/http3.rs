@@ -37,13 +37,7 @@ impl Http3 {
     where
         H: Fn(Request) -> Response + Send + Sync + 'static,
     {
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-        let mut tls = rustls::ServerConfig::builder_with_provider(provider)
-            .with_protocol_versions(&[&rustls::version::TLS13])
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?
-            .with_no_client_auth()
-            .with_cert_resolver(resolver);
-        tls.alpn_protocols = vec![b"h3".to_vec()];
+        let tls = Config::server_tls_resolving(resolver, &[b"h3"])?;
         let server_config = Config::default().server(tls)?;
         let (tx, rx) = std::sync::mpsc::channel();
         let thread = std::thread::Builder::new()

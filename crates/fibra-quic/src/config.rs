@@ -146,13 +146,20 @@ impl Config {
         key: PrivateKeyDer<'static>,
         alpn: &[&[u8]],
     ) -> io::Result<rustls::ServerConfig> {
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-        let mut tls = rustls::ServerConfig::builder_with_provider(provider)
-            .with_protocol_versions(&[&rustls::version::TLS13])
-            .map_err(invalid)?
-            .with_no_client_auth()
+        let mut tls = tls13_server()?
             .with_single_cert(cert_chain, key)
             .map_err(invalid)?;
+        tls.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+        Ok(tls)
+    }
+
+    /// As [`Config::server_tls`], with the certificate chosen per handshake by `resolver`
+    /// (e.g. by server name, or one a reload replaces while the endpoint runs).
+    pub fn server_tls_resolving(
+        resolver: Arc<dyn rustls::server::ResolvesServerCert>,
+        alpn: &[&[u8]],
+    ) -> io::Result<rustls::ServerConfig> {
+        let mut tls = tls13_server()?.with_cert_resolver(resolver);
         tls.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
         Ok(tls)
     }
@@ -172,6 +179,17 @@ impl Config {
         tls.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
         Ok(tls)
     }
+}
+
+/// A rustls server configuration on the aws-lc-rs provider with TLS 1.3 only and no client
+/// authentication, waiting for its certificates.
+fn tls13_server(
+) -> io::Result<rustls::ConfigBuilder<rustls::ServerConfig, rustls::server::WantsServerCert>> {
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    Ok(rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(invalid)?
+        .with_no_client_auth())
 }
 
 /// A `u64` as a QUIC variable-length integer, saturating at 2⁶² − 1 (the largest it holds).
