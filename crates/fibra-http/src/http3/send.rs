@@ -92,7 +92,7 @@ pub(crate) fn send(
     };
     let ended = result.and_then(|_| {
         let pending = std::mem::take(&mut sink.pending);
-        let stream = sink.stream()?;
+        let stream = sink.out()?;
         if !pending.is_empty() {
             stream.write_all(&pending)?;
         }
@@ -131,7 +131,7 @@ struct Http3Body {
 
 impl Http3Body {
     /// The stream, unless a streamed body's sink holds it (never, outside that sink).
-    fn stream(&mut self) -> io::Result<&mut SendStream> {
+    fn out(&mut self) -> io::Result<&mut SendStream> {
         self.stream
             .as_mut()
             .ok_or_else(|| io::Error::other("HTTP/3 stream lent to a streamed body"))
@@ -144,7 +144,7 @@ impl Http3Body {
         }
         frame::put_data_head(&mut self.pending, data.len() as u64);
         let mut pending = std::mem::take(&mut self.pending);
-        let stream = self.stream()?;
+        let stream = self.out()?;
         if data.len() <= CHUNK {
             pending.extend_from_slice(data);
             stream.write_all(&pending)?;
