@@ -4,17 +4,15 @@
 //! answers carry `Alt-Svc: h3=":PORT"; ma=86400`. Without --tls-cert the flag is refused.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::process::Stdio;
-use std::sync::Arc;
 use std::time::Duration;
 
-use rustls::pki_types::ServerName;
-use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
+use rustls::RootCertStore;
 
 mod tls_util;
 
-use tls_util::{hello, Certs, Hello};
+use tls_util::{connect_trusting, hello, Certs, Hello};
 
 /// The address after `prefix` in `line`, up to the next `/` or the end.
 fn addr_after(line: &str, prefix: &str) -> Option<SocketAddr> {
@@ -85,19 +83,7 @@ fn hello_answers_http3_and_advertises_it() {
     assert_eq!(udp.port(), https.port(), "the UDP twin of the HTTPS port");
 
     // HTTPS: the answer names the HTTP/3 port.
-    let mut roots = RootCertStore::empty();
-    roots.add(certs.der.clone()).unwrap();
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let config = ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots.clone())
-        .with_no_client_auth();
-    let conn = ClientConnection::new(Arc::new(config), ServerName::try_from("localhost").unwrap())
-        .unwrap();
-    let tcp = TcpStream::connect(https).unwrap();
-    tcp.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    let mut tls = StreamOwned::new(conn, tcp);
+    let mut tls = connect_trusting(&certs.der, &https.to_string());
     tls.write_all(b"GET /plaintext HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
         .unwrap();
     let mut reply = Vec::new();
@@ -108,9 +94,12 @@ fn hello_answers_http3_and_advertises_it() {
 
     // HTTP/3: the same answer.
     let (tx, rx) = std::sync::mpsc::channel();
+    let der = certs.der.clone();
     std::thread::spawn(move || {
         let rt = fibra::Runtime::builder().workers(1).build().unwrap();
         let got = rt.block_on(move || {
+            let mut roots = RootCertStore::empty();
+            roots.add(der).unwrap();
             let tls = fibra_quic::Config::client_tls(roots, &[b"h3"]).unwrap();
             let config = fibra_quic::Config::default().client(tls).unwrap();
             let socket = fibra::net::UdpSocket::bind("127.0.0.1:0").unwrap();

@@ -10,12 +10,12 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
 
 mod tls_util;
 
-use tls_util::{hello, https_addr, Certs, Hello};
+use tls_util::{connect_trusting, hello, https_addr, Certs, Hello};
 
 #[test]
 fn hello_serves_https() {
@@ -32,19 +32,7 @@ fn hello_serves_https() {
     BufReader::new(stdout).read_line(&mut line).unwrap();
     let addr = https_addr(&line);
 
-    let mut roots = RootCertStore::empty();
-    roots.add(certs.der.clone()).unwrap();
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let config = ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let conn = ClientConnection::new(Arc::new(config), ServerName::try_from("localhost").unwrap())
-        .unwrap();
-    let tcp = TcpStream::connect(&addr).unwrap();
-    tcp.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    let mut tls = StreamOwned::new(conn, tcp);
+    let mut tls = connect_trusting(&certs.der, &addr);
     tls.write_all(b"GET /plaintext HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
         .unwrap();
     let mut reply = Vec::new();
@@ -81,32 +69,6 @@ fn tls_flags_go_together_and_name_bad_files() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("missing.pem"), "{err}");
-}
-
-/// A TLS connection to `addr` trusting only `der`, for `localhost`, without session resumption
-/// (a resumed session would not show which certificate the server holds now).
-fn connect_trusting(
-    der: &CertificateDer<'static>,
-    addr: &str,
-) -> StreamOwned<ClientConnection, TcpStream> {
-    let mut roots = RootCertStore::empty();
-    roots.add(der.clone()).unwrap();
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let mut config = ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.resumption = rustls::client::Resumption::disabled();
-    let conn = ClientConnection::new(Arc::new(config), ServerName::try_from("localhost").unwrap())
-        .unwrap();
-    let tcp = TcpStream::connect(addr).unwrap();
-    tcp.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    let mut tls = StreamOwned::new(conn, tcp);
-    while tls.conn.is_handshaking() {
-        tls.conn.complete_io(&mut tls.sock).expect("handshake");
-    }
-    tls
 }
 
 /// `GET /plaintext` on a keep-alive connection; the response must be whole.

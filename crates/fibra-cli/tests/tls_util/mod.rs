@@ -4,10 +4,14 @@
 
 #![allow(dead_code)]
 
+use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
 
-use rustls::pki_types::CertificateDer;
+use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
 
 /// A temporary directory with a self-signed certificate for `localhost`, removed on drop.
 pub struct Certs {
@@ -76,4 +80,30 @@ pub fn https_addr(line: &str) -> String {
         .unwrap_or_else(|| panic!("fibra hello printed {line:?}"))
         .trim_end_matches('/')
         .to_string()
+}
+
+/// A TLS connection to `addr` trusting only `der`, for `localhost`, without session resumption
+/// (a resumed session would not show which certificate the server holds now).
+pub fn connect_trusting(
+    der: &CertificateDer<'static>,
+    addr: &str,
+) -> StreamOwned<ClientConnection, TcpStream> {
+    let mut roots = RootCertStore::empty();
+    roots.add(der.clone()).unwrap();
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let mut config = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.resumption = rustls::client::Resumption::disabled();
+    let conn = ClientConnection::new(Arc::new(config), ServerName::try_from("localhost").unwrap())
+        .unwrap();
+    let tcp = TcpStream::connect(addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut tls = StreamOwned::new(conn, tcp);
+    while tls.conn.is_handshaking() {
+        tls.conn.complete_io(&mut tls.sock).expect("handshake");
+    }
+    tls
 }
