@@ -1,6 +1,7 @@
 //! `fibra bench` against `fibra hello --tls-cert/--tls-key`, both the built binary, over
 //! `https://`: with `-k` (connections and their TLS sessions reused) and without (a new
-//! connection, a full handshake, per request), `--insecure` and `--cacert`.
+//! connection, a full handshake, per request), `--insecure` and `--cacert`; and `--h3`
+//! against `fibra hello --http3`.
 
 mod bench_util;
 mod tls_util;
@@ -22,19 +23,30 @@ struct HelloTls {
 
 impl HelloTls {
     fn start(name: &str) -> HelloTls {
+        HelloTls::start_with(name, &[])
+    }
+
+    /// As `start`, with `extra` flags for `fibra hello`.
+    fn start_with(name: &str, extra: &[&str]) -> HelloTls {
         let certs = Certs::new(&format!("bench-{name}"));
         let (cert, key) = (certs.path("cert.pem"), certs.path("key.pem"));
-        let mut child = hello(&["--tls-cert", &cert, "--tls-key", &key])
+        let mut flags = vec!["--tls-cert", &cert, "--tls-key", &key];
+        flags.extend_from_slice(extra);
+        let mut child = hello(&flags)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .expect("start fibra hello");
         let stdout = child.stdout.take().expect("piped stdout");
         let child = Hello(child);
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("read the listening line");
+        // With --http3 the HTTP/3 line comes first; the https URL ends the last one.
+        let mut lines = BufReader::new(stdout).lines();
+        let line = loop {
+            let line = lines.next().expect("fibra hello's banner").unwrap();
+            if line.contains("listening on https://") {
+                break line;
+            }
+        };
         let url = format!("https://{}", https_addr(&line));
         HelloTls {
             _child: child,
@@ -131,4 +143,58 @@ fn cacert_verifies_the_server() {
     assert_eq!(code, 1, "no request succeeded: {v}");
     assert_eq!(v["requests"]["succeeded"], 0, "{v}");
     assert_eq!(v["requests"]["errored"], 4, "{v}");
+}
+
+#[test]
+fn h3_streams_add_up() {
+    let hello = HelloTls::start_with("h3", &["--http3"]);
+    // The UDP twin of the HTTPS port; the certificate is checked against `localhost`.
+    let url = format!("https://localhost:{}/plaintext", hello.port());
+    let ca = hello.certs.dir.join("cert.pem");
+    let (code, v) = bench(
+        &[
+            "--h3",
+            "-m",
+            "8",
+            "-n",
+            "2000",
+            "-c",
+            "4",
+            "-t",
+            "2",
+            "--cacert",
+            ca.to_str().unwrap(),
+            "--json",
+        ],
+        &url,
+    );
+    assert_all_succeeded(code, &v, 2000);
+    assert_eq!(v["latency_us"]["count"], 2000, "{v}");
+    assert_eq!(
+        v["traffic"]["connections"], 4,
+        "one QUIC connection each: {v}"
+    );
+    // Each request's HEADERS frame names `localhost:PORT` and `/plaintext`: 20 bytes at least.
+    let sent = v["traffic"]["sent"].as_u64().unwrap();
+    assert!(sent >= 2000 * 20, "{v}");
+
+    // A path the server does not have: every answer is a 404, none lost.
+    let missing = format!("https://localhost:{}/missing", hello.port());
+    let (code, v) = bench(
+        &[
+            "--h3",
+            "-m",
+            "4",
+            "-n",
+            "100",
+            "-c",
+            "2",
+            "--insecure",
+            "--json",
+        ],
+        &missing,
+    );
+    assert_eq!(code, 1, "no request succeeded: {v}");
+    assert_eq!(v["status"]["4xx"], 100, "{v}");
+    assert_eq!(v["requests"]["errored"], 0, "{v}");
 }

@@ -121,9 +121,8 @@ mod error;
 mod field;
 mod going_away;
 pub mod http2;
-// GOAWAY and the one-ID frames (for the graceful shutdown still to come), the request side
-// of the QPACK encoder (for a client), grease identifiers and the error-code lookups are
-// used by the tests only so far.
+// GOAWAY and the one-ID frames (for the graceful shutdown still to come), grease
+// identifiers and the error-code lookups are used by the tests only so far.
 #[allow(dead_code)]
 mod http3;
 mod huffman;
@@ -168,6 +167,7 @@ pub use error::ProtocolError;
 /// The `http` crate (methods, status codes, header maps, URIs), re-exported so handlers need
 /// no dependency of their own on it (and the same version as the server's).
 pub use http;
+pub use http3::client as http3_client;
 pub use http3::serve_connection as serve_http3_connection;
 pub use ip_net::IpNet;
 pub use outbox::{Outbox, OutboxSender};

@@ -291,7 +291,7 @@ fn method(b: &[u8]) -> Option<Method> {
 
 /// Fields HTTP/2 and HTTP/3 forbid (RFC 9113 §8.2.2, RFC 9114 §4.2): the HTTP/1.1
 /// connection's own, and `te` other than `trailers`.
-fn is_connection_specific(name: &HeaderName, value: &[u8]) -> bool {
+pub(crate) fn is_connection_specific(name: &HeaderName, value: &[u8]) -> bool {
     match name.as_str() {
         "connection" | "keep-alive" | "proxy-connection" | "transfer-encoding" | "upgrade" => true,
         "te" => value != b"trailers",

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::http2::H2Load;
+use super::http3::H3Load;
 use super::paths;
 use super::request::{self, RequestSpec};
 use super::target::Target;
@@ -108,19 +109,18 @@ pub struct BenchArgs {
     #[arg(long, conflicts_with = "ws")]
     pub h2: bool,
 
-    /// --h2: streams in flight per connection.
-    #[arg(
-        short = 'm',
-        long = "streams",
-        value_name = "N",
-        default_value_t = 1,
-        requires = "h2"
-    )]
-    pub streams: usize,
+    /// HTTP/3 over QUIC (https:// only, to the URL's port over UDP): each connection has a
+    /// UDP socket of its own and keeps -m streams in flight, as with --h2; -n counts requests.
+    #[arg(long, conflicts_with_all = ["ws", "h2"])]
+    pub h3: bool,
+
+    /// --h2, --h3: streams in flight per connection.
+    #[arg(short = 'm', long = "streams", value_name = "N")]
+    pub streams: Option<usize>,
 
     /// Every request asks for a path drawn at random from FILE (one URL path a line), as
     /// wrk with a path-list script does; the URL then gives only the scheme, host and port.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["ws", "h2"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["ws", "h2", "h3"])]
     pub paths: Option<PathBuf>,
 
     /// --paths: seed of the random draw (each connection draws from its own generator
@@ -132,7 +132,7 @@ pub struct BenchArgs {
     /// instead of copying them in: the client's cost then stays flat as bodies grow, so large
     /// files load the server, not the client. Bodies are counted, never checked, either way.
     /// Plain http:// only.
-    #[arg(long, conflicts_with_all = ["ws", "h2"])]
+    #[arg(long, conflicts_with_all = ["ws", "h2", "h3"])]
     pub drop_bodies: bool,
 
     /// Target URL: http[s]://host[:port][/path] (ws://host[:port][/path] with --ws)
@@ -190,6 +190,8 @@ pub struct Config {
     pub ws_message: Option<usize>,
     /// `--h2`: the HTTP/2 load (`None`: HTTP/1.x).
     pub h2: Option<H2Load>,
+    /// `--h3`: the HTTP/3 load (`None`: HTTP/1.x or `--h2`).
+    pub h3: Option<H3Load>,
 }
 
 /// A flag or combination of flags that cannot work.
@@ -278,6 +280,12 @@ impl BenchArgs {
         }
         if self.h2 {
             self.check_h2(&target)?;
+        }
+        if self.h3 {
+            self.check_h3(&target)?;
+        }
+        if self.streams.is_some() && !self.h2 && !self.h3 {
+            return err("-m is for --h2 and --h3 (streams per connection)");
         }
         let limit = match (self.requests, &self.duration) {
             (Some(_), Some(_)) => return err("-n and -d contradict each other: give one of them"),
@@ -391,8 +399,19 @@ impl BenchArgs {
                 })
                 .collect(),
         };
+        let streams = self.streams.unwrap_or(1);
         let h2 = match self.h2 {
-            true => Some(H2Load::new(&target, &method, &headers, self.streams).map_err(ArgError)?),
+            true => Some(H2Load::new(&target, &method, &headers, streams).map_err(ArgError)?),
+            false => None,
+        };
+        let h3 = match self.h3 {
+            true => {
+                let verify = match &self.cacert {
+                    Some(ca) if !self.insecure => Verify::CaFile(ca),
+                    _ => Verify::Nothing,
+                };
+                Some(H3Load::new(&target, &method, &headers, streams, verify).map_err(ArgError)?)
+            }
             false => None,
         };
         Ok(Config {
@@ -415,6 +434,7 @@ impl BenchArgs {
             tls,
             ws_message: self.ws.then_some(self.size),
             h2,
+            h3,
         })
     }
 
@@ -423,9 +443,7 @@ impl BenchArgs {
         if target.tls {
             return err("--h2 speaks HTTP/2 with prior knowledge over plain http://, not https");
         }
-        if !(1..=1024).contains(&self.streams) {
-            return err("-m: between 1 and 1024 streams per connection");
-        }
+        self.check_streams()?;
         let h1_only = [
             (self.pipeline.is_some(), "--pipeline"),
             (self.batch, "--batch"),
@@ -435,6 +453,39 @@ impl BenchArgs {
         match h1_only.iter().find(|(given, _)| *given) {
             Some((_, flag)) => err(format!("{flag} is for HTTP/1.x, not --h2")),
             None => Ok(()),
+        }
+    }
+
+    /// The flags `--h3` cannot go with.
+    fn check_h3(&self, target: &Target) -> Result<(), ArgError> {
+        if !target.tls {
+            return err(
+                "--h3 speaks HTTP/3 over QUIC, which is always encrypted: give an https:// URL",
+            );
+        }
+        self.check_streams()?;
+        if self.timeout.is_some() {
+            return err("--timeout is not supported with --h3 (a dead connection ends at QUIC's idle timeout, 30 s)");
+        }
+        let h1_only = [
+            (self.pipeline.is_some(), "--pipeline"),
+            (self.batch, "--batch"),
+            (self.body.is_some(), "--body"),
+            (self.http10, "--http1.0"),
+        ];
+        match h1_only.iter().find(|(given, _)| *given) {
+            Some((_, flag)) => err(format!("{flag} is for HTTP/1.x, not --h3")),
+            None => Ok(()),
+        }
+    }
+
+    /// `-m` within its bounds.
+    fn check_streams(&self) -> Result<(), ArgError> {
+        match self.streams {
+            Some(n) if !(1..=1024).contains(&n) => {
+                err("-m: between 1 and 1024 streams per connection")
+            }
+            _ => Ok(()),
         }
     }
 

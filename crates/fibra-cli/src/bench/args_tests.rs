@@ -160,6 +160,34 @@ fn http2_load() {
 }
 
 #[test]
+fn h3_is_https_with_streams() {
+    let c = parse("--h3 -m 10 -n 1000 -c 4 --insecure https://127.0.0.1:8443/p").unwrap();
+    let h3 = c.h3.expect("an HTTP/3 load");
+    assert_eq!(h3.streams, 10);
+    assert!(c.h2.is_none());
+    assert_eq!(
+        parse("--h3 -n 1 --insecure https://h/")
+            .unwrap()
+            .h3
+            .unwrap()
+            .streams,
+        1
+    );
+    rejects("--h3 -n 1 http://h/", "https://");
+    rejects("--h3 -n 1 https://h/", "--cacert");
+    rejects(
+        "--h3 -m 2000 -n 1 --insecure https://h/",
+        "between 1 and 1024",
+    );
+    rejects(
+        "--h3 -n 4 -k --pipeline 2 --insecure https://h/",
+        "--pipeline",
+    );
+    rejects("--h3 -n 4 --timeout 5 --insecure https://h/", "--timeout");
+    rejects("--h3 --h2 -n 4 https://h/", "cannot be used with");
+}
+
+#[test]
 fn path_list_renders_one_request_per_path() {
     let path = std::env::temp_dir().join(format!("fibra-bench-paths-{}", std::process::id()));
     std::fs::write(&path, "/a.css\n\n/b/c.js\n").unwrap();

@@ -21,6 +21,7 @@ use rustls::pki_types::ServerName;
 use super::args::{Config, Limit};
 use super::conn::{Conn, RecvError, TlsClient};
 use super::http2::{self, H2Load};
+use super::http3::{self, H3Load};
 use super::pace::Pace;
 use super::paths::Draw;
 use super::stats::{self, Problem, Stats, WorkerState};
@@ -61,6 +62,8 @@ pub(super) struct Shared {
     ws: Option<WsLoad>,
     /// `--h2`: HTTP/2 streams instead of HTTP/1.x requests.
     h2: Option<H2Load>,
+    /// `--h3`: HTTP/3 streams instead of HTTP/1.x requests.
+    h3: Option<Arc<H3Load>>,
     /// `--rate`: requests wait for their turn, so a request's clock starts at its send
     /// (not at the previous response).
     paced: bool,
@@ -160,6 +163,7 @@ pub fn execute(
             .ws_message
             .map(|size| WsLoad::new(&config.target, size)),
         h2: config.h2.clone(),
+        h3: config.h3.clone().map(Arc::new),
         paced: config.rate.is_some(),
     };
     let (limit, connections, batch) = (config.limit, config.connections, config.batch);
@@ -199,6 +203,12 @@ pub fn execute(
                 builder.spawn(move || {
                     if let Some(load) = &shared.h2 {
                         http2::connection_fiber(&shared, load, done);
+                    }
+                })?;
+            } else if shared.h3.is_some() {
+                builder.spawn(move || {
+                    if let Some(load) = &shared.h3 {
+                        http3::connection_fiber(&shared, load, done);
                     }
                 })?;
             } else if shared.ws.is_some() {

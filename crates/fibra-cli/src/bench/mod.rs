@@ -6,7 +6,7 @@
 //! request), [`conn`] (one connection and its
 //! buffer, read with [`fibra_http::client`]'s response parser), [`driver`]
 //! (fibers on a runtime), [`tls`] (the client configuration for `https://`),
-//! [`ws`] (`--ws`: WebSocket echo load), [`pace`] (`--rate`), [`stats`] (per-worker counters and histogram),
+//! [`ws`] (`--ws`: WebSocket echo load), [`http2`] (`--h2`), [`http3`] (`--h3`), [`pace`] (`--rate`), [`stats`] (per-worker counters and histogram),
 //! [`report`] (text and JSON), [`progress`].
 //!
 //! Exit status: 0 after a run in which some request succeeded, 1 when none
@@ -17,6 +17,7 @@ pub mod conn;
 pub mod driver;
 pub mod h2_io;
 pub mod http2;
+pub mod http3;
 pub mod pace;
 pub mod paths;
 pub mod progress;
@@ -119,6 +120,13 @@ fn resolve(config: &Config) -> Result<SocketAddr, String> {
         .to_socket_addrs()
         .map_err(|e| format!("cannot resolve host {:?}: {e}", target.host))?
         .collect();
+    if config.h3.is_some() {
+        // UDP has no connection to probe: the first connection's handshake tells.
+        return addrs
+            .first()
+            .copied()
+            .ok_or_else(|| format!("host {:?} has no address", target.host));
+    }
     let mut refused = None;
     let mut last_error = None;
     for addr in &addrs {

@@ -83,6 +83,9 @@ impl Summary<'_> {
                 h2.streams
             );
         }
+        if let Some(h3) = &c.h3 {
+            return format!("HTTP/3 (QUIC), {} streams per connection", h3.streams);
+        }
         let mut mode = String::from(if c.keep_alive {
             "keep-alive"
         } else {

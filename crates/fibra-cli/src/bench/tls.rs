@@ -29,9 +29,28 @@ pub enum Verify<'a> {
 /// A client configuration for `fibra bench`: TLS 1.3 and 1.2, ALPN `http/1.1`, no session
 /// resumption (every connection a full handshake), the aws-lc-rs provider.
 pub fn client_config(verify: Verify<'_>) -> Result<Arc<ClientConfig>, String> {
+    let mut config = verified(verify, rustls::DEFAULT_VERSIONS)?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// The client configuration of `--h3`: as [`client_config`], but TLS 1.3 only (QUIC's) and
+/// ALPN `h3`.
+pub fn quic_client_config(verify: Verify<'_>) -> Result<ClientConfig, String> {
+    let mut config = verified(verify, &[&rustls::version::TLS13])?;
+    config.alpn_protocols = vec![b"h3".to_vec()];
+    Ok(config)
+}
+
+/// A configuration with `versions`, checking certificates as `verify` says, without
+/// session resumption.
+fn verified(
+    verify: Verify<'_>,
+    versions: &[&'static rustls::SupportedProtocolVersion],
+) -> Result<ClientConfig, String> {
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()
+        .with_protocol_versions(versions)
         .map_err(|e| e.to_string())?;
     let mut config = match verify {
         Verify::CaFile(path) => {
@@ -53,9 +72,8 @@ pub fn client_config(verify: Verify<'_>) -> Result<Arc<ClientConfig>, String> {
             .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
             .with_no_client_auth(),
     };
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
     config.resumption = rustls::client::Resumption::disabled();
-    Ok(Arc::new(config))
+    Ok(config)
 }
 
 /// `--insecure`: accepts any server certificate, for benchmarking only (a server's

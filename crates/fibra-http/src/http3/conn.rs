@@ -84,7 +84,7 @@ fn close(conn: &Connection, e: H3Error) {
 }
 
 /// Spawns `f` on worker `worker` (where the connection's other fibers run).
-fn spawn_on(worker: Option<usize>, f: impl FnOnce() + Send + 'static) {
+pub(super) fn spawn_on(worker: Option<usize>, f: impl FnOnce() + Send + 'static) {
     let builder = fibra::fiber::Builder::new();
     let builder = match worker {
         Some(w) => builder.worker(w),

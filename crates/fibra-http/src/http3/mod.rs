@@ -1,6 +1,6 @@
 //! HTTP/3 (RFC 9114) over QUIC connections from `fibra-quic`: [`serve_connection`] serves
-//! one with the same handler type as HTTP/1.1 and HTTP/2, a fiber per request stream. Not
-//! yet wired into [`crate::Server`] (nor `--http3`): an application accepts QUIC
+//! one with the same handler type as HTTP/1.1 and HTTP/2, a fiber per request stream. It is
+//! not part of [`crate::Server`]: an application (or `fibra --http3`) accepts QUIC
 //! connections itself and hands each to [`serve_connection`].
 //!
 //! As for HTTP/2 (`crate::http2`), the framing and the field compression are our own:
@@ -15,7 +15,8 @@
 //! - `qpack`: QPACK (RFC 9204) with no dynamic table, in either direction: the field
 //!   section decoder and encoder, and the checks of the peer's encoder and decoder streams;
 //! - `request_head`: a request's (and its trailers') field section decoded and checked,
-//!   as the handler sees it (the checks are HTTP/2's too: `crate::request_fields`).
+//!   as the handler sees it (the checks are HTTP/2's too: `crate::request_fields`);
+//! - [`client`]: the client's side, for load generators and tests.
 //!
 //! A server built on these advertises `SETTINGS_QPACK_MAX_TABLE_CAPACITY` = 0 and
 //! `SETTINGS_QPACK_BLOCKED_STREAMS` = 0 (the defaults, so its SETTINGS need not carry them):
@@ -23,6 +24,7 @@
 //! blocked streams and no decoder-stream output. Its encoder never uses the client's table
 //! either, so nothing is acknowledged in either direction.
 
+pub mod client;
 mod conn;
 pub(crate) mod error;
 pub(crate) mod frame;
