@@ -4,7 +4,7 @@
 # machine falls on both alike. For differences of a few percent, which compare.sh's rounds of
 # one server after another cannot resolve here.
 #
-#   bench/ab_cpu.sh [--pairs N] [--secs S] [--path P] "SERVER_A" "SERVER_B" [WRK_ARGS...]
+#   bench/ab_cpu.sh [--pairs N] [--secs S] [--path P] [--h3 CLIENT] "SERVER_A" "SERVER_B" [LOAD_ARGS...]
 #   bench/ab_cpu.sh "bench/target/pong PORT" "target/release/fibra hello --workers 1 --port PORT" -c256
 #   bench/ab_cpu.sh --pairs 40 "OLD hello --workers 1 --port PORT" "NEW hello --workers 1 --port PORT" \
 #       -c256 -s bench/lua/pipeline.lua
@@ -18,13 +18,22 @@
 # non-2xx answer stops the script (exit 1): a server answering errors would look cheap.
 # Prints each server's median ns per request and the median and quartiles of the per-pair
 # ratios B/A.
+#
+# --h3 CLIENT: the load is HTTP/3 instead, `CLIENT bench --h3 -t1 LOAD_ARGS -d S --insecure
+# https://127.0.0.1:PORT$PATH` (CLIENT a fibra binary, the same for both servers; e.g.
+# LOAD_ARGS -c100 -m10), against servers started with --tls-cert/--tls-key/--http3 (the TCP
+# port is how the script sees them up). A run with a failed or errored request stops it.
+#   bench/ab_cpu.sh --h3 target/release/fibra "OLD hello --workers 1 --port PORT $TLS --http3" \
+#       "NEW hello --workers 1 --port PORT $TLS --http3" -c100 -m10
 set -euo pipefail
 
 pairs=30
 secs=2
 path=/plaintext
+h3_client=
 while [[ $# -gt 0 ]]; do
     case "$1" in
+        --h3) h3_client="$2"; shift 2 ;;
         --pairs) pairs="$2"; shift 2 ;;
         --secs) secs="$2"; shift 2 ;;
         --path) path="$2"; shift 2 ;;
@@ -36,7 +45,7 @@ cmd_a="${1//PORT/18201}"
 cmd_b="${2//PORT/18202}"
 shift 2
 wrk_args=("$@")
-for tool in wrk taskset python3; do
+for tool in $([[ -n "$h3_client" ]] || echo wrk) taskset python3; do
     command -v "$tool" >/dev/null || { echo "$0: needs $tool" >&2; exit 1; }
 done
 out="$(mktemp -d)"
@@ -76,8 +85,29 @@ cpu_ns() {
     echo "$sum"
 }
 
+# run_h3 PID PORT SECS: as run, with `fibra bench --h3`.
+run_h3() {
+    local before after report responses
+    before=$(cpu_ns "$1")
+    report=$(taskset -c 1 "$h3_client" bench --h3 -t1 "${wrk_args[@]}" -d "$3s" --insecure \
+        "https://127.0.0.1:$2$path")
+    after=$(cpu_ns "$1")
+    if grep -qE "\b[1-9][0-9]* (failed|errored)" <<<"$report"; then
+        echo "$0: the server on port $2 failed a run:" >&2
+        echo "$report" >&2
+        exit 1
+    fi
+    responses=$(grep -oE "[0-9]+ succeeded" <<<"$report" | awk '{print $1}')
+    [[ "$responses" -gt 0 ]] || { echo "$0: no responses from port $2" >&2; exit 1; }
+    echo $(((after - before) / responses))
+}
+
 # run PID PORT SECS: prints the server's CPU nanoseconds per response of one wrk run.
 run() {
+    if [[ -n "$h3_client" ]]; then
+        run_h3 "$@"
+        return
+    fi
     local before after report responses
     before=$(cpu_ns "$1")
     report=$(taskset -c 1 wrk -t1 -d"$3s" "${wrk_args[@]}" "http://127.0.0.1:$2$path")

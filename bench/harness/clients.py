@@ -7,17 +7,19 @@ FD_SETSIZE); `fibra bench --batch` the Anon pattern, once it exists. Over HTTPS:
 --h1` (OpenSSL) for keep-alive, `fibra bench` (rustls, a cheaper client) for a second
 keep-alive row, and `openssl s_time -new` for full handshakes (one connection at a time; it
 does not check statuses, so the server's answer is checked when it starts, and the bytes it
-read per connection are noted).
+read per connection are noted). Over HTTP/3: `fibra bench --h3` (quinn-proto and rustls; no
+packaged client here speaks HTTP/3).
 """
 
+import json
 import os
 import re
 import resource
 import subprocess
 
 from . import toolchain
-from .servers import (BIG_FILE, HELLO, HELLO_H2C, HELLO_TLS, STATIC, STATIC_H2C, STATIC_TLS,
-                      TLS_KINDS)
+from .servers import (BIG_FILE, HELLO, HELLO_H2C, HELLO_H3, HELLO_TLS, STATIC, STATIC_H2C,
+                      STATIC_H3, STATIC_TLS, TLS_KINDS)
 
 
 class Result:
@@ -52,6 +54,12 @@ class Scenario:
             return None if toolchain.ensure(ctx, "openssl") else "openssl is not installed"
         if self.client == "fibra-bench":
             return None if toolchain.fibra_binary(ctx) else "target/release/fibra is not built"
+        if self.client == "fibra-bench-h3":
+            binary = toolchain.fibra_binary(ctx)
+            if binary is None:
+                return "target/release/fibra is not built"
+            text = toolchain.subcommand_help(binary, ["bench", "--help"])
+            return None if text and "--h3" in text else "`fibra bench --h3` does not exist yet"
         if self.client == "fibra-batch":
             binary = toolchain.fibra_binary(ctx)
             if binary is None:
@@ -67,7 +75,8 @@ class Scenario:
     def path(self):
         if "path" in self.params:
             return self.params["path"]
-        return "/index.html" if self.kind in (STATIC, STATIC_TLS, STATIC_H2C) else "/plaintext"
+        return ("/index.html" if self.kind in (STATIC, STATIC_TLS, STATIC_H2C, STATIC_H3)
+                else "/plaintext")
 
     def url(self, port):
         scheme = "https" if self.kind in TLS_KINDS else "http"
@@ -87,6 +96,10 @@ class Scenario:
             if "bytes" in self.params and toolchain.ensure(ctx, "h2load"):
                 check_h2load_bodies(ctx, self, port, cpu)
             run_fibra_bench(ctx, self, port, cpu, ctx.warmup)
+        elif self.client == "fibra-bench-h3":
+            if "bytes" in self.params:
+                check_h3_bodies(ctx, self, port, cpu)
+            run_fibra_bench_h3(ctx, self, port, cpu, ctx.warmup)
 
     def run(self, ctx, port, cpu):
         if self.client == "wrk":
@@ -97,6 +110,8 @@ class Scenario:
             return run_h2load(ctx, self, port, cpu, ctx.duration)
         if self.client == "fibra-bench":
             return run_fibra_bench(ctx, self, port, cpu, ctx.duration)
+        if self.client == "fibra-bench-h3":
+            return run_fibra_bench_h3(ctx, self, port, cpu, ctx.duration)
         if self.client == "s_time":
             return run_s_time(ctx, self, port, cpu)
         return run_fibra_batch(ctx, self, port, cpu)
@@ -171,6 +186,15 @@ def scenarios():
                  conns=10, streams=100),
         Scenario("h2-static-1m", "HTTP/2 over TLS, static 1 MiB file, 32 connections",
                  STATIC_TLS, "h2load", f"`h2load -t1 -c32 -m1` GET /{BIG_FILE}, h2 via ALPN",
+                 conns=32, streams=1, path=f"/{BIG_FILE}", bytes=1 << 20),
+        Scenario("h3-plaintext", "HTTP/3, 100 connections x 10 streams", HELLO_H3,
+                 "fibra-bench-h3", "`fibra bench --h3 -t1 -c100 -m10` GET /plaintext over QUIC",
+                 conns=100, streams=10),
+        Scenario("h3-static", "HTTP/3, static 151-byte index.html, 100 x 10", STATIC_H3,
+                 "fibra-bench-h3", "`fibra bench --h3 -t1 -c100 -m10` GET /index.html over QUIC",
+                 conns=100, streams=10),
+        Scenario("h3-static-1m", "HTTP/3, static 1 MiB file, 32 connections", STATIC_H3,
+                 "fibra-bench-h3", f"`fibra bench --h3 -t1 -c32 -m1` GET /{BIG_FILE} over QUIC",
                  conns=32, streams=1, path=f"/{BIG_FILE}", bytes=1 << 20),
         Scenario("tls-handshake", "HTTPS full handshake + request per connection", HELLO_TLS,
                  "s_time", "`openssl s_time -new` (one connection at a time) GET /plaintext",
@@ -338,6 +362,37 @@ def run_fibra_bench(ctx, sc, port, cpu, duration):
         raise RuntimeError(f"fibra bench exited with {code}:\n" + out[-800:])
     requests, rps, notes = parse_fibra_bench(out)
     return Result(requests, rps, notes)
+
+
+def _h3_args(ctx, sc, port):
+    p = sc.params
+    return [ctx.fibra_path, "bench", "--h3", "-t", "1", "-c", str(p["conns"]),
+            "-m", str(p["streams"]), "--insecure"]
+
+
+def run_fibra_bench_h3(ctx, sc, port, cpu, duration):
+    args = _h3_args(ctx, sc, port) + ["-d", f"{duration}s", sc.url(port)]
+    out, code = _client(ctx, cpu, args, timeout=duration * 3 + 120)
+    if code != 0:
+        raise RuntimeError(f"fibra bench --h3 exited with {code}:\n" + out[-800:])
+    requests, rps, notes = parse_fibra_bench(out)
+    return Result(requests, rps, notes)
+
+
+def check_h3_bodies(ctx, sc, port, cpu):
+    """A fixed number of HTTP/3 requests whose body bytes must add up exactly."""
+    n = sc.params["conns"] * 2
+    args = _h3_args(ctx, sc, port) + ["-n", str(n), "--json", sc.url(port)]
+    out, code = _client(ctx, cpu, args, timeout=300)
+    want = n * sc.params["bytes"]
+    try:
+        v = json.loads(out[out.index("{"):])
+        ok = v["requests"]["succeeded"] == n and v["traffic"]["body"] == want
+    except (ValueError, KeyError):
+        ok = False
+    if code != 0 or not ok:
+        raise RuntimeError(f"{sc.url(port)}: expected {n} 2xx HTTP/3 responses of "
+                           f"{sc.params['bytes']} bytes:\n" + out[-800:])
 
 
 def parse_s_time(out):

@@ -25,9 +25,13 @@ HELLO_TLS = "hello-tls"  # HELLO over HTTPS (the run's ECDSA P-256 certificate)
 STATIC_TLS = "static-tls"  # STATIC over HTTPS
 HELLO_H2C = "hello-h2c"  # HELLO over cleartext HTTP/2 with prior knowledge
 STATIC_H2C = "static-h2c"  # STATIC over cleartext HTTP/2 with prior knowledge
+HELLO_H3 = "hello-h3"  # HELLO_TLS that also answers HTTP/3 on the port's UDP twin
+STATIC_H3 = "static-h3"  # STATIC_TLS that also answers HTTP/3 on the port's UDP twin
 H2C_KINDS = {HELLO_H2C, STATIC_H2C}
-TLS_KINDS = {HELLO_TLS, STATIC_TLS}
-PLAIN_KIND = {HELLO_TLS: HELLO, STATIC_TLS: STATIC, HELLO_H2C: HELLO, STATIC_H2C: STATIC}
+H3_KINDS = {HELLO_H3, STATIC_H3}
+TLS_KINDS = {HELLO_TLS, STATIC_TLS} | H3_KINDS
+PLAIN_KIND = {HELLO_TLS: HELLO, STATIC_TLS: STATIC, HELLO_H2C: HELLO, STATIC_H2C: STATIC,
+              HELLO_H3: HELLO, STATIC_H3: STATIC}
 
 # The 1 MiB file of the STATIC kinds (served at /1m.bin).
 BIG_FILE = "1m.bin"
@@ -40,7 +44,7 @@ class Server:
     """One comparable server: name, which scenario kinds it serves, and how to build/run it."""
 
     def __init__(self, name, kinds, build, command, env=None, describe="", tls_command=None,
-                 h2c_command=None):
+                 h2c_command=None, h3_command=None):
         self.name = name
         self.kinds = kinds
         self._build = build
@@ -51,6 +55,9 @@ class Server:
         # (ctx, port, rundir) -> argv for the h2c kind, when it differs from the plain one
         # (nginx needs `http2` on its listen line, which then takes no HTTP/1.1).
         self._h2c_command = h2c_command
+        # (ctx, port, rundir) -> argv serving HTTPS on TCP and HTTP/3 on UDP, both on port,
+        # when it differs from the TLS one.
+        self._h3_command = h3_command
         self.env = env or {}
         self.describe = describe
         self.skip_reason = None
@@ -66,7 +73,9 @@ class Server:
             print(f"[skip] {self.name}: {reason}", file=sys.stderr)
         return reason is None
 
-    def command(self, ctx, port, rundir, tls=False, h2c=False):
+    def command(self, ctx, port, rundir, tls=False, h2c=False, h3=False):
+        if h3 and self._h3_command:
+            return self._h3_command(ctx, port, rundir)
         if tls:
             return self._tls_command(ctx, port, rundir)
         if h2c and self._h2c_command:
@@ -158,10 +167,18 @@ def _stat_fields(pid):
 
 
 def free_port():
-    """A currently free loopback port (other people's servers may be on the usual ones)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port free now for TCP and for UDP (other people's servers may be on the
+    usual ones; an HTTP/3 server takes both)."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+            try:
+                u.bind(("0.0.0.0", port))
+            except OSError:
+                continue
+        return port
 
 
 def probe(port, path, timeout=1.0, tls=False, h2c=False):
@@ -208,7 +225,7 @@ def start(ctx, server, kind, cpu):
             os.chmod(os.path.join(rundir, name), 0o644)
     port = free_port()
     h2c = kind in H2C_KINDS
-    cmd = server.command(ctx, port, rundir, tls, h2c)
+    cmd = server.command(ctx, port, rundir, tls, h2c, h3=kind in H3_KINDS)
     env = dict(os.environ)
     env.update(server.env)
     log_path = os.path.join(rundir, "server.log")
@@ -380,6 +397,17 @@ def _build_h2o(ctx):
     return None if toolchain.ensure(ctx, "h2o") else "no h2o"
 
 
+def _build_caddy(ctx):
+    return None if toolchain.ensure(ctx, "caddy") else "no caddy"
+
+
+def _caddy_cmd(ctx, port, rundir):
+    conf = os.path.join(rundir, "Caddyfile")
+    _fill(os.path.join(ctx.bench_dir, "peers", "caddy", "Caddyfile.in"), conf,
+          {"PORT": str(port), "RUN": rundir, "ROOT": os.path.join(rundir, "root")})
+    return [toolchain.which("caddy"), "run", "--config", conf, "--adapter", "caddyfile"]
+
+
 def _fill(template_path, out_path, values):
     with open(template_path) as f:
         text = f.read()
@@ -460,22 +488,34 @@ def all_servers():
     def fibra_serve(ctx, p, d):
         return [fibra(ctx), "serve", os.path.join(d, "root"), "--workers", "1", "--port", str(p)]
 
+    def caddy_env_dir(key):
+        # Caddy writes its storage under $XDG_DATA_HOME (and config under
+        # $XDG_CONFIG_HOME): keep both in the harness's target dir.
+        return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                              "..", "target", "caddy", key))
+
     return [
         Server("pong", {HELLO, STATIC}, _build_pong,
                lambda ctx, p, d: [_target(ctx, "pong"), str(p)],
                describe="C epoll reference (bench/pong/pong.c)"),
-        Server("fibra-hello", {HELLO, HELLO_TLS, HELLO_H2C}, _fibra_cmd("hello"), fibra_hello,
+        Server("fibra-hello", {HELLO, HELLO_TLS, HELLO_H2C, HELLO_H3}, _fibra_cmd("hello"),
+               fibra_hello,
                tls_command=lambda ctx, p, d: fibra_hello(ctx, p, d) + tls_args(d),
-               describe="fibra hello --workers 1 (over TLS: --tls-cert/--tls-key)"),
+               h3_command=lambda ctx, p, d: fibra_hello(ctx, p, d) + tls_args(d) + ["--http3"],
+               describe="fibra hello --workers 1 (over TLS: --tls-cert/--tls-key; "
+                        "HTTP/3: --http3)"),
         Server("fibra-hello-pgo", {HELLO, HELLO_TLS, HELLO_H2C}, _build_fibra_pgo,
                lambda ctx, p, d: [_fibra_pgo_path(ctx), "hello", "--workers", "1",
                                   "--port", str(p)],
                tls_command=lambda ctx, p, d: [_fibra_pgo_path(ctx), "hello", "--workers", "1",
                                               "--port", str(p)] + tls_args(d),
                describe="fibra hello --workers 1, profile-guided build (bench/pgo.sh)"),
-        Server("fibra-serve", {STATIC, STATIC_TLS, STATIC_H2C}, _fibra_cmd("serve"), fibra_serve,
+        Server("fibra-serve", {STATIC, STATIC_TLS, STATIC_H2C, STATIC_H3}, _fibra_cmd("serve"),
+               fibra_serve,
                tls_command=lambda ctx, p, d: fibra_serve(ctx, p, d) + tls_args(d),
-               describe="fibra serve --workers 1 (over TLS: --tls-cert/--tls-key)"),
+               h3_command=lambda ctx, p, d: fibra_serve(ctx, p, d) + tls_args(d) + ["--http3"],
+               describe="fibra serve --workers 1 (over TLS: --tls-cert/--tls-key; "
+                        "HTTP/3: --http3)"),
         Server("fibra-serve-pgo", {STATIC, STATIC_TLS, STATIC_H2C}, _build_fibra_pgo,
                lambda ctx, p, d: [_fibra_pgo_path(ctx), "serve", os.path.join(d, "root"),
                                   "--workers", "1", "--port", str(p)],
@@ -491,6 +531,12 @@ def all_servers():
         Server("h2o", {HELLO, STATIC, HELLO_TLS, STATIC_TLS, HELLO_H2C, STATIC_H2C}, _build_h2o, _h2o_cmd,
                tls_command=lambda ctx, p, d: _h2o_cmd(ctx, p, d, tls=True),
                describe="h2o, num-threads 1 (mruby handler for /plaintext; over TLS: OpenSSL)"),
+        Server("caddy", {HELLO_TLS, STATIC_TLS, HELLO_H3, STATIC_H3}, _build_caddy,
+               _caddy_cmd, tls_command=_caddy_cmd, h3_command=_caddy_cmd,
+               env={"GOMAXPROCS": "1", "XDG_DATA_HOME": caddy_env_dir("data"),
+                    "XDG_CONFIG_HOME": caddy_env_dir("config")},
+               describe="Caddy 2 (Go), GOMAXPROCS=1, respond / file_server, HTTPS with "
+                        "h1, h2 and h3"),
         Server("hyper", {HELLO}, _build_cargo_peer("hyper"),
                lambda ctx, p, d: [toolchain.cargo_bin(ctx, "bench-peer-hyper"), str(p)],
                describe="hyper 1.x, current-thread tokio"),

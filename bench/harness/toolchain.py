@@ -20,6 +20,7 @@ APT_PACKAGES = {
     "warp": ["libghc-warp-dev"],
     "nginx": ["nginx-light", "nginx"],
     "h2o": ["h2o"],
+    "caddy": ["caddy"],
     "wrk": ["wrk"],
     "httperf": ["httperf"],
     "h2load": ["nghttp2-client"],

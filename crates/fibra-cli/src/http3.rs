@@ -6,22 +6,37 @@
 //! For now the QUIC endpoint runs on a runtime of its own with one worker (a thread beside
 //! the server's workers): one UDP socket, one driver fiber, a fiber per connection and per
 //! request stream. Several workers sharing the UDP port come later.
+//!
+//! Shutdown ([`Http3::stop`], in the server's grace period, beside the TCP listeners): no
+//! new connections; each open one sends GOAWAY, answers what it took and closes with
+//! H3_NO_ERROR (`fibra_http::Http3Drain`); what is still open when the grace period ends is
+//! closed then.
 
 use std::io;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use fibra::net::UdpSocket;
 use fibra_http::tls::CertResolver;
-use fibra_http::{serve_http3_connection, Request, Response, Settings};
+use fibra_http::{serve_http3_connection_draining, Http3Drain, Request, Response, Settings};
 use fibra_quic::{Config, Endpoint};
 use http::header::HeaderValue;
 
-/// The running HTTP/3 endpoint: [`Http3::stop`] closes it and waits for its thread.
+/// How long [`Http3::stop`] waits, past its grace period, for connections it closed.
+const CLOSE_WAIT: Duration = Duration::from_secs(5);
+
+/// How often a closed endpoint looks whether its connections are gone.
+const DRAIN_POLL: Duration = Duration::from_millis(10);
+
+/// The running HTTP/3 endpoint: [`Http3::stop`] drains it and waits for its thread.
 pub struct Http3 {
     endpoint: Endpoint,
+    drain: Http3Drain,
     thread: Option<JoinHandle<()>>,
+    /// Receives once the endpoint's thread is done.
+    finished: mpsc::Receiver<()>,
     addr: SocketAddr,
 }
 
@@ -39,7 +54,10 @@ impl Http3 {
     {
         let tls = Config::server_tls_resolving(resolver, &[b"h3"])?;
         let server_config = Config::default().server(tls)?;
-        let (tx, rx) = std::sync::mpsc::channel();
+        let (tx, rx) = mpsc::channel();
+        let (done_tx, finished) = mpsc::channel();
+        let drain = Http3Drain::new();
+        let draining = drain.clone();
         let thread = std::thread::Builder::new()
             .name("fibra-http3".into())
             .spawn(move || {
@@ -66,9 +84,18 @@ impl Http3 {
                     let _ = tx.send(Ok(endpoint.clone()));
                     while let Some(conn) = endpoint.accept() {
                         let (settings, handler) = (settings.clone(), handler.clone());
-                        fibra::spawn(move || serve_http3_connection(conn, settings, handler));
+                        let drain = draining.clone();
+                        fibra::spawn(move || {
+                            serve_http3_connection_draining(conn, settings, handler, &drain)
+                        });
+                    }
+                    // Closed: the connections drain (`stop` closes what is left when its
+                    // grace period is spent); the runtime would cancel their fibers.
+                    while endpoint.open_connections() > 0 {
+                        fibra::time::sleep(DRAIN_POLL);
                     }
                 });
+                let _ = done_tx.send(());
             })?;
         let endpoint = rx.recv().map_err(|_| {
             io::Error::other(format!("HTTP/3 on UDP {addr}: its thread ended at start"))
@@ -76,7 +103,9 @@ impl Http3 {
         let addr = endpoint.local_addr()?;
         Ok(Http3 {
             endpoint,
+            drain,
             thread: Some(thread),
+            finished,
             addr,
         })
     }
@@ -86,10 +115,19 @@ impl Http3 {
         self.addr
     }
 
-    /// Stops taking connections, and waits for the ones open to end (their clients close
-    /// them, or they idle out).
-    pub fn stop(mut self) {
+    /// Stops taking connections and drains the open ones: each sends GOAWAY, answers the
+    /// requests it took and closes. Those still open after `grace` are closed then; waits
+    /// for them at most a few seconds more.
+    pub fn stop(mut self, grace: Duration) {
+        self.drain.begin();
         self.endpoint.close();
+        if self.finished.recv_timeout(grace).is_err() {
+            self.drain.close_all();
+            if self.finished.recv_timeout(CLOSE_WAIT).is_err() {
+                eprintln!("HTTP/3 on {}: connections still open at exit", self.addr);
+                return;
+            }
+        }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }

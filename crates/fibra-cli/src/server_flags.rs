@@ -408,13 +408,15 @@ impl ServerFlags {
         if let Some(redirect) = redirect {
             redirect.shutdown(grace);
         }
-        if let Some(h3) = http3 {
-            h3.stop();
-        }
+        // HTTP/3 drains beside the TCP listeners, in the same grace period.
+        let h3_stop = http3.map(|h3| std::thread::spawn(move || h3.stop(grace)));
         if handed_over {
             handle.drain(crate::upgrade::IDLE_GRACE, grace);
         } else {
             handle.shutdown(grace);
+        }
+        if let Some(t) = h3_stop {
+            let _ = t.join();
         }
         // The workers' exit closes what they still hold, such as pooled upstream TLS
         // sessions (each with its close_notify), before the process does.

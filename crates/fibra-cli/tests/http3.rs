@@ -1,7 +1,8 @@
 //! `fibra hello --tls-cert FILE --tls-key FILE --http3`, the built binary: it announces HTTP/3
 //! on the UDP twin of its HTTPS port and answers a request there (a QUIC client from
 //! fibra-quic, the request's frames and field section written by hand), and its HTTPS
-//! answers carry `Alt-Svc: h3=":PORT"; ma=86400`. Without --tls-cert the flag is refused.
+//! answers carry `Alt-Svc: h3=":PORT"; ma=86400`; SIGTERM closes its HTTP/3 connections
+//! gracefully (H3_NO_ERROR). Without --tls-cert the flag is refused.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::SocketAddr;
@@ -61,9 +62,10 @@ fn get(conn: &fibra_quic::Connection, path: &str) -> (Vec<u8>, Vec<u8>) {
     (head, body)
 }
 
-#[test]
-fn hello_answers_http3_and_advertises_it() {
-    let certs = Certs::new("http3");
+/// `fibra hello --http3` with a new certificate: the process, its certificates, and the
+/// UDP and HTTPS addresses it announced.
+fn start_http3(name: &str) -> (Hello, Certs, SocketAddr, SocketAddr) {
+    let certs = Certs::new(name);
     let (cert, key) = (certs.path("cert.pem"), certs.path("key.pem"));
     let mut child = hello(&["--tls-cert", &cert, "--tls-key", &key, "--http3"])
         .stdout(Stdio::piped())
@@ -79,22 +81,17 @@ fn hello_answers_http3_and_advertises_it() {
         udp = udp.or_else(|| addr_after(&line, "HTTP/3 on udp://"));
         https = https.or_else(|| addr_after(&line, "listening on https://"));
     }
-    let (udp, https) = (udp.unwrap(), https.unwrap());
-    assert_eq!(udp.port(), https.port(), "the UDP twin of the HTTPS port");
+    (child, certs, udp.unwrap(), https.unwrap())
+}
 
-    // HTTPS: the answer names the HTTP/3 port.
-    let mut tls = connect_trusting(&certs.der, &https.to_string());
-    tls.write_all(b"GET /plaintext HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-        .unwrap();
-    let mut reply = Vec::new();
-    let _ = tls.read_to_end(&mut reply);
-    let reply = String::from_utf8_lossy(&reply);
-    let expected = format!("\r\nalt-svc: h3=\":{}\"; ma=86400\r\n", udp.port());
-    assert!(reply.to_ascii_lowercase().contains(&expected), "{reply}");
-
-    // HTTP/3: the same answer.
+/// Runs `f` with a QUIC connection to `udp` (trusting `der`) whose control stream is open,
+/// on a fibra runtime of its own; fails the test if it takes over 60 s.
+fn with_h3<T: Send + 'static>(
+    der: rustls::pki_types::CertificateDer<'static>,
+    udp: SocketAddr,
+    f: impl FnOnce(&fibra_quic::Connection) -> T + Send + 'static,
+) -> T {
     let (tx, rx) = std::sync::mpsc::channel();
-    let der = certs.der.clone();
     std::thread::spawn(move || {
         let rt = fibra::Runtime::builder().workers(1).build().unwrap();
         let got = rt.block_on(move || {
@@ -108,18 +105,87 @@ fn hello_answers_http3_and_advertises_it() {
             // The client's control stream, opening with its (empty) SETTINGS.
             let mut control = conn.open_uni().unwrap();
             control.write_all(&[0x00, 0x04, 0x00]).unwrap();
-            let answer = get(&conn, "/plaintext");
-            conn.close(0x100, b"done");
-            answer
+            let got = f(&conn);
+            drop(control);
+            got
         });
         let _ = tx.send(got);
     });
-    let (head, body) = rx
-        .recv_timeout(Duration::from_secs(60))
-        .expect("an HTTP/3 answer within 60 s");
+    rx.recv_timeout(Duration::from_secs(60))
+        .expect("the HTTP/3 client done within 60 s")
+}
+
+#[test]
+fn hello_answers_http3_and_advertises_it() {
+    let (child, certs, udp, https) = start_http3("http3");
+    assert_eq!(udp.port(), https.port(), "the UDP twin of the HTTPS port");
+
+    // HTTPS: the answer names the HTTP/3 port.
+    let mut tls = connect_trusting(&certs.der, &https.to_string());
+    tls.write_all(b"GET /plaintext HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut reply = Vec::new();
+    let _ = tls.read_to_end(&mut reply);
+    let reply = String::from_utf8_lossy(&reply);
+    let expected = format!("\r\nalt-svc: h3=\":{}\"; ma=86400\r\n", udp.port());
+    assert!(reply.to_ascii_lowercase().contains(&expected), "{reply}");
+
+    // HTTP/3: the same answer.
+    let (head, body) = with_h3(certs.der.clone(), udp, |conn| {
+        let answer = get(conn, "/plaintext");
+        conn.close(0x100, b"done");
+        answer
+    });
     assert_eq!(&head[..3], &[0x00, 0x00, 0xc0 | 25], "`:status 200` first");
     assert_eq!(body, b"Hello, World!");
     drop(child);
+}
+
+#[test]
+fn sigterm_closes_http3_connections_gracefully() {
+    let (mut child, certs, udp, _) = start_http3("http3-sigterm");
+    let pid = child.0.id() as libc::pid_t;
+    let code = with_h3(certs.der.clone(), udp, move |conn| {
+        let (_, body) = get(conn, "/plaintext");
+        assert_eq!(body, b"Hello, World!");
+        // SAFETY: signals the process this test started.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+        // The server drains: GOAWAY, then (nothing in flight) its close, with H3_NO_ERROR.
+        let (_send, mut recv) = match conn.open_bi() {
+            Ok(pair) => pair,
+            Err(e) => return fibra_quic::Error::of(&e).and_then(fibra_quic::Error::code),
+        };
+        let mut buf = [0u8; 64];
+        let e = loop {
+            match recv.read(&mut buf) {
+                Ok(0) => panic!("a stream ended instead of the connection"),
+                Ok(_) => continue,
+                Err(e) => break e,
+            }
+        };
+        fibra_quic::Error::of(&e)
+            .and_then(fibra_quic::Error::code)
+            .or_else(|| {
+                conn.closed_error()
+                    .as_ref()
+                    .and_then(fibra_quic::Error::of)
+                    .and_then(fibra_quic::Error::code)
+            })
+    });
+    assert_eq!(code, Some(0x100), "closed with H3_NO_ERROR");
+    // And the process exits, successfully, within its grace period.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still running 60 s after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}");
 }
 
 #[test]

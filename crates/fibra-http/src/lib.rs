@@ -169,6 +169,8 @@ pub use error::ProtocolError;
 pub use http;
 pub use http3::client as http3_client;
 pub use http3::serve_connection as serve_http3_connection;
+pub use http3::serve_connection_draining as serve_http3_connection_draining;
+pub use http3::Drain as Http3Drain;
 pub use ip_net::IpNet;
 pub use outbox::{Outbox, OutboxSender};
 pub use request::Request;

@@ -1,6 +1,6 @@
 //! HTTP/3 over fibra-quic: `serve_http3_connection` answering hand-made requests (field
 //! sections and frames written byte by byte here, so the test does not lean on the codecs
-//! it checks), and the errors a client that breaks HTTP/3 gets.
+//! it checks), the errors a client that breaks HTTP/3 gets, and a graceful shutdown.
 
 use std::io::{Read, Write};
 use std::net::SocketAddr;
@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fibra::net::UdpSocket;
-use fibra_http::{serve_http3_connection, Request, Response, Settings};
+use fibra_http::{serve_http3_connection_draining, Http3Drain, Request, Response, Settings};
 use fibra_quic::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use fibra_quic::rustls::RootCertStore;
 use fibra_quic::{Config, Connection, Endpoint, Error};
@@ -66,6 +66,14 @@ fn app(mut req: Request) -> Response {
 /// An HTTP/3 server on loopback serving [`app`] with `settings`; returns its address and a
 /// client configuration that trusts its certificate.
 fn server(settings: Settings) -> (SocketAddr, fibra_quic::proto::ClientConfig) {
+    let (addr, config, _drain) = server_draining(settings);
+    (addr, config)
+}
+
+/// As [`server`], every connection served with the [`Http3Drain`] it returns.
+fn server_draining(
+    settings: Settings,
+) -> (SocketAddr, fibra_quic::proto::ClientConfig, Http3Drain) {
     let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
     let cert: CertificateDer<'static> = ck.cert.der().clone();
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(ck.signing_key.serialize_der()));
@@ -81,14 +89,16 @@ fn server(settings: Settings) -> (SocketAddr, fibra_quic::proto::ClientConfig) {
     let addr = endpoint.local_addr().unwrap();
     let settings = Arc::new(settings);
     let handler = Arc::new(app);
+    let drain = Http3Drain::new();
+    let draining = drain.clone();
     fibra::spawn(move || {
         while let Some(conn) = endpoint.accept() {
-            let (settings, handler) = (settings.clone(), handler.clone());
-            fibra::spawn(move || serve_http3_connection(conn, settings, handler));
+            let (settings, handler, drain) = (settings.clone(), handler.clone(), draining.clone());
+            fibra::spawn(move || serve_http3_connection_draining(conn, settings, handler, &drain));
         }
     });
     let client = Config::client_tls(roots, &[b"h3"]).unwrap();
-    (addr, config.client(client).unwrap())
+    (addr, config.client(client).unwrap(), drain)
 }
 
 /// A client connection to `addr`.
@@ -513,5 +523,109 @@ fn trailers_after_a_large_head_are_read_whole() {
         let answer = exchange(&conn, &frames).unwrap();
         assert_eq!(answer.status(), 200);
         assert_eq!(answer.body, b"Some(5000)");
+    });
+}
+
+/// Reads the server's control stream up to its GOAWAY frame; returns the frame's id.
+fn goaway_id(control: &mut fibra_quic::RecvStream) -> u64 {
+    let mut all = Vec::new();
+    let mut buf = [0u8; 256];
+    loop {
+        // Stream type 0x00 (control), then frames: SETTINGS (0x04), then GOAWAY (0x07).
+        let mut pos = 1;
+        while pos < all.len() {
+            let read = |pos: &mut usize| -> Option<u64> {
+                let first = *all.get(*pos)?;
+                let len = 1usize << (first >> 6);
+                let bytes = all.get(*pos..*pos + len)?;
+                *pos += len;
+                Some(
+                    bytes[1..]
+                        .iter()
+                        .fold(u64::from(first & 0x3f), |v, b| (v << 8) | u64::from(*b)),
+                )
+            };
+            let (Some(ty), Some(len)) = (read(&mut pos), read(&mut pos)) else {
+                break;
+            };
+            let Some(payload) = all.get(pos..pos + len as usize) else {
+                break;
+            };
+            if ty == 0x07 {
+                let mut p = 0;
+                let first = payload[0];
+                let n = 1usize << (first >> 6);
+                let id = payload[1..n]
+                    .iter()
+                    .fold(u64::from(first & 0x3f), |v, b| (v << 8) | u64::from(*b));
+                p += n;
+                assert_eq!(p, payload.len(), "GOAWAY carries one id");
+                return id;
+            }
+            pos += len as usize;
+        }
+        let n = control.read(&mut buf).expect("the server's control stream");
+        assert!(n > 0, "the control stream ended before a GOAWAY");
+        all.extend_from_slice(&buf[..n]);
+    }
+}
+
+#[test]
+fn a_drain_sends_goaway_answers_what_it_took_and_refuses_the_rest() {
+    run("drain", || {
+        let (addr, config, drain) = server_draining(Settings::default());
+        let conn = connect(addr, config);
+        let _control = open_control(&conn);
+        // Stream 0: a POST whose body is still coming when the drain begins.
+        let (mut first, mut first_answer) = conn.open_bi().unwrap();
+        let mut head = Vec::new();
+        frame(&mut head, 0x01, &request_section(true, "/echo", false, &[]));
+        frame(&mut head, 0x00, b"part one, ");
+        first.write_all(&head).unwrap();
+        // Stream 4 is answered before the drain: the server has taken stream 0 too by then
+        // (streams are accepted in order).
+        let get = request(false, "/hello", &[], &[]);
+        assert_eq!(exchange(&conn, &get).unwrap().body, b"hello");
+
+        drain.begin();
+        let mut server_control = conn.accept_uni().unwrap();
+        // Streams 0 and 4 were taken: the first one not processed is 8.
+        assert_eq!(goaway_id(&mut server_control), 8);
+
+        // A request after the GOAWAY: refused, not processed.
+        let (mut late, mut late_answer) = conn.open_bi().unwrap();
+        late.write_all(&get).unwrap();
+        late.finish().unwrap();
+        let e = match read_answer(&mut late_answer) {
+            Ok(a) => panic!("a request after GOAWAY answered: {:?}", a.body),
+            Err(e) => e,
+        };
+        assert_eq!(code(&e, &conn), Some(0x10b), "H3_REQUEST_REJECTED: {e}");
+
+        // The request taken before it is answered in full.
+        let mut rest = Vec::new();
+        frame(&mut rest, 0x00, b"part two");
+        first.write_all(&rest).unwrap();
+        first.finish().unwrap();
+        let answer = read_answer(&mut first_answer).unwrap();
+        assert_eq!(answer.status(), 200);
+        assert_eq!(answer.body, b"part one, part two");
+
+        // Then the server closes the connection, with H3_NO_ERROR (seen on a stream that
+        // waits for it, or at once if it came first).
+        let e = match conn.open_bi() {
+            Err(e) => e,
+            Ok((_send, mut recv)) => {
+                let mut buf = [0u8; 16];
+                loop {
+                    match recv.read(&mut buf) {
+                        Ok(0) => panic!("a stream ended instead of the connection"),
+                        Ok(_) => continue,
+                        Err(e) => break e,
+                    }
+                }
+            }
+        };
+        assert_eq!(code(&e, &conn), Some(0x100), "H3_NO_ERROR: {e}");
     });
 }

@@ -59,6 +59,26 @@ impl Connection {
         })
     }
 
+    /// Waits until at most `streams` of this side's sending streams may still hold data the
+    /// peer has not acknowledged (streams left open count, such as HTTP/3's control
+    /// stream). Closing a connection discards what it has not sent, so a server that closes
+    /// after its last answers waits for them here first. Fails when the connection is lost
+    /// (then nothing more can arrive anyway).
+    pub fn wait_acknowledged(&self, streams: usize) -> io::Result<()> {
+        let id = self.inner.id;
+        self.inner.wait_for(&self.inner.waiters.acked, |st| {
+            let failed = st.failed();
+            let c = st.conn(id)?;
+            if let Some(e) = c.lost() {
+                return Err(e);
+            }
+            if c.conn.streams().send_streams() <= streams {
+                return Ok(Some(()));
+            }
+            failed.map_or(Ok(None), Err)
+        })
+    }
+
     /// Waits for the peer to open a bidirectional stream; returns its two halves. Fails once
     /// the connection is over (streams the peer opened before are still handed out first).
     pub fn accept_bi(&self) -> io::Result<(SendStream, RecvStream)> {
@@ -225,7 +245,7 @@ struct Registered {
 /// Gives stream `id`'s halves their `Notify`s, where the driver finds them to wake.
 fn register(c: &mut ConnState, id: StreamId, dir: Dir) -> Registered {
     let local = id.initiator() == c.conn.side();
-    let half = |map: &mut std::collections::HashMap<StreamId, Arc<Notify>>| {
+    let half = |map: &mut rustc_hash::FxHashMap<StreamId, Arc<Notify>>| {
         let n = Arc::new(Notify::new());
         map.insert(id, n.clone());
         n

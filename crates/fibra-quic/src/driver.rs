@@ -372,12 +372,12 @@ fn app_event(c: &mut ConnState, event: Event, wake: &mut Vec<Arc<Notify>>) {
         Event::Stream(StreamEvent::Readable { id }) => {
             wake.extend(c.readers.get(&id).cloned());
         }
-        Event::Stream(
-            StreamEvent::Writable { id }
-            | StreamEvent::Finished { id }
-            | StreamEvent::Stopped { id, .. },
-        ) => {
+        Event::Stream(StreamEvent::Writable { id }) => {
             wake.extend(c.writers.get(&id).cloned());
+        }
+        Event::Stream(StreamEvent::Finished { id } | StreamEvent::Stopped { id, .. }) => {
+            wake.extend(c.writers.get(&id).cloned());
+            wake.push(Arc::clone(&c.waiters.acked));
         }
     }
 }

@@ -35,7 +35,8 @@
 use crate::error::Error;
 use fibra::sync::Notify;
 use quinn_proto::{ConnectionError, ConnectionHandle, Dir, StreamId};
-use std::collections::{HashMap, VecDeque};
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -78,9 +79,9 @@ pub(crate) struct State {
     pub(crate) endpoint: quinn_proto::Endpoint,
     /// The connections by this crate's id (ids are never reused, unlike quinn-proto's
     /// handles, so a stale handle can never reach another connection).
-    pub(crate) conns: HashMap<u64, ConnState>,
+    pub(crate) conns: FxHashMap<u64, ConnState>,
     /// quinn-proto's handle → our id, for connections quinn-proto still knows (until drained).
-    pub(crate) by_handle: HashMap<ConnectionHandle, u64>,
+    pub(crate) by_handle: FxHashMap<ConnectionHandle, u64>,
     next_id: u64,
     /// Server connections whose handshake is done, oldest first, for `accept`.
     pub(crate) incoming: VecDeque<u64>,
@@ -121,8 +122,8 @@ pub(crate) struct ConnState {
     pub(crate) incoming_bi: VecDeque<StreamId>,
     pub(crate) incoming_uni: VecDeque<StreamId>,
     /// The `Notify` of each stream's reader and writer with a live handle.
-    pub(crate) readers: HashMap<StreamId, Arc<Notify>>,
-    pub(crate) writers: HashMap<StreamId, Arc<Notify>>,
+    pub(crate) readers: FxHashMap<StreamId, Arc<Notify>>,
+    pub(crate) writers: FxHashMap<StreamId, Arc<Notify>>,
 }
 
 /// The connection-level waits (batons, see the module doc). Each an `Arc` so that the
@@ -130,6 +131,8 @@ pub(crate) struct ConnState {
 #[derive(Default)]
 pub(crate) struct ConnWaiters {
     pub(crate) handshake: Arc<Notify>,
+    /// `wait_acknowledged`: rung when a sending stream is done (acknowledged or stopped).
+    pub(crate) acked: Arc<Notify>,
     accept_bi: Arc<Notify>,
     accept_uni: Arc<Notify>,
     open_bi: Arc<Notify>,
@@ -158,6 +161,7 @@ impl ConnWaiters {
         wake.extend(
             [
                 &self.handshake,
+                &self.acked,
                 &self.accept_bi,
                 &self.accept_uni,
                 &self.open_bi,
@@ -173,8 +177,8 @@ impl State {
     pub(crate) fn new(endpoint: quinn_proto::Endpoint) -> State {
         State {
             endpoint,
-            conns: HashMap::new(),
-            by_handle: HashMap::new(),
+            conns: FxHashMap::default(),
+            by_handle: FxHashMap::default(),
             next_id: 0,
             incoming: VecDeque::new(),
             dirty: Vec::new(),
@@ -213,8 +217,8 @@ impl State {
                 timeout: None,
                 incoming_bi: VecDeque::new(),
                 incoming_uni: VecDeque::new(),
-                readers: HashMap::new(),
-                writers: HashMap::new(),
+                readers: FxHashMap::default(),
+                writers: FxHashMap::default(),
             },
         );
         self.by_handle.insert(handle, id);

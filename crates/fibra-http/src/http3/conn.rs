@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use fibra_quic::{Connection, RecvStream};
 
+use super::drain::Drain;
 use super::frame::{Carrier, FrameKind};
 use super::incoming::{Fail, Incoming, Next};
 use super::qpack::{DecoderStreamReader, EncoderStreamReader};
@@ -34,9 +35,22 @@ struct Opened {
 /// Serves HTTP/3 on an accepted QUIC connection until it ends, running `handler` for each
 /// request, each in a fiber of its own on this fiber's worker. Returns when the client
 /// closes the connection or it fails; a client that breaks HTTP/3 has it closed with the
-/// error's code.
+/// error's code. For a graceful shutdown, see [`serve_connection_draining`].
 pub fn serve_connection<H>(conn: Connection, settings: Arc<Settings>, handler: Arc<H>)
 where
+    H: Service + Send + Sync + ?Sized + 'static,
+{
+    serve_connection_draining(conn, settings, handler, &Drain::new());
+}
+
+/// As [`serve_connection`], and when `drain` begins: GOAWAY, the requests taken answered,
+/// later ones refused (H3_REQUEST_REJECTED), then the connection closed (see [`Drain`]).
+pub fn serve_connection_draining<H>(
+    conn: Connection,
+    settings: Arc<Settings>,
+    handler: Arc<H>,
+    drain: &Drain,
+) where
     H: Service + Send + Sync + ?Sized + 'static,
 {
     let peer = Some(conn.remote_address());
@@ -66,15 +80,30 @@ where
         let settings = settings.clone();
         spawn_on(worker, move || accept_uni(conn, settings, opened, worker));
     }
-    while let Ok((send, recv)) = conn.accept_bi() {
+    let requests = drain.register(conn.clone());
+    {
+        let requests = requests.clone();
+        spawn_on(worker, move || requests.watch(control));
+    }
+    while let Ok((mut send, mut recv)) = conn.accept_bi() {
+        if !requests.take(u64::from(send.id())) {
+            // After our GOAWAY's id: not processed, the client may retry it (§5.2).
+            let code = H3Error::RequestRejected.code();
+            let _ = send.reset(code);
+            let _ = recv.stop(code);
+            continue;
+        }
         let (conn, settings, handler) = (conn.clone(), settings.clone(), handler.clone());
+        let requests = requests.clone();
         spawn_on(worker, move || {
-            if let Err(e) = stream::run(send, recv, &settings, &*handler, peer) {
+            let result = stream::run(send, recv, &settings, &*handler, peer);
+            requests.answered();
+            if let Err(e) = result {
                 close(&conn, e);
             }
         });
     }
-    drop(control);
+    requests.ended();
 }
 
 /// Closes `conn` with the HTTP/3 error `e`.

@@ -11,8 +11,12 @@ use super::frame::{self, Carrier, FrameKind};
 use super::stream_type::{self, StreamType};
 use super::H3Error;
 
-/// How much is read from the stream at a time.
+/// How much is read from the stream at a time, at most.
 const READ_SIZE: usize = 16 * 1024;
+/// The room of a stream's first read (a request head, usually all there is).
+const FIRST_READ: usize = 2 * 1024;
+/// Below this much room past what is buffered, the buffer grows before a read.
+const MIN_ROOM: usize = 512;
 
 /// The next thing on a request stream.
 pub(crate) enum Next {
@@ -46,7 +50,10 @@ impl From<io::Error> for Fail {
 pub(crate) struct Incoming {
     recv: RecvStream,
     carrier: Carrier,
+    /// Bytes read are `buf[..end]`; past `end` is room for the next read, zeroed once
+    /// when the buffer grew (never again: a request stream's reads cost no memset).
     buf: Vec<u8>,
+    end: usize,
     pos: usize,
     /// Payload bytes of the current DATA frame not yet handed out.
     data_left: u64,
@@ -61,6 +68,7 @@ impl Incoming {
             recv,
             carrier,
             buf: Vec::new(),
+            end: 0,
             pos: 0,
             data_left: 0,
             fin: false,
@@ -80,14 +88,14 @@ impl Incoming {
         let unread = std::mem::take(&mut self.data_left);
         self.skip(unread)?;
         loop {
-            let head = match frame::parse_head(&self.buf[self.pos..], max_section) {
+            let head = match frame::parse_head(&self.buf[self.pos..self.end], max_section) {
                 Ok(Some(head)) => head,
                 Ok(None) => {
                     if self.fill()? {
                         continue;
                     }
                     // FIN: between frames it ends the request, inside one it is malformed.
-                    return if self.pos == self.buf.len() {
+                    return if self.pos == self.end {
                         Ok(Next::End)
                     } else {
                         Err(Fail::Protocol(H3Error::FrameError))
@@ -115,7 +123,7 @@ impl Incoming {
                     // to the payload first: `fill` may move what is past it to the front.
                     let len = head.len as usize;
                     self.pos = start;
-                    while self.buf.len() - self.pos < len {
+                    while self.end - self.pos < len {
                         if !self.fill()? {
                             return Err(Fail::Protocol(H3Error::FrameError));
                         }
@@ -135,7 +143,7 @@ impl Incoming {
     /// first.
     pub(crate) fn stream_type(&mut self) -> Result<Option<StreamType>, Fail> {
         loop {
-            if let Some((ty, n)) = stream_type::parse(&self.buf[self.pos..]) {
+            if let Some((ty, n)) = stream_type::parse(&self.buf[self.pos..self.end]) {
                 self.pos += n;
                 return Ok(Some(ty));
             }
@@ -148,12 +156,12 @@ impl Incoming {
     /// Reads and hands over whatever the stream carries next, unframed (a QPACK
     /// instruction stream); an empty slice at the stream's end.
     pub(crate) fn raw(&mut self) -> Result<&[u8], Fail> {
-        if self.pos == self.buf.len() && !self.fill()? {
+        if self.pos == self.end && !self.fill()? {
             return Ok(&[]);
         }
         let start = self.pos;
-        self.pos = self.buf.len();
-        Ok(&self.buf[start..])
+        self.pos = self.end;
+        Ok(&self.buf[start..self.end])
     }
 
     /// Reads payload bytes of the current DATA frame into `out`; 0 once the frame is used up.
@@ -161,10 +169,10 @@ impl Incoming {
         if self.data_left == 0 || out.is_empty() {
             return Ok(0);
         }
-        if self.pos == self.buf.len() && !self.fill()? {
+        if self.pos == self.end && !self.fill()? {
             return Err(Fail::Protocol(H3Error::FrameError));
         }
-        let n = (self.buf.len() - self.pos)
+        let n = (self.end - self.pos)
             .min(out.len())
             .min(usize::try_from(self.data_left).unwrap_or(usize::MAX));
         out[..n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
@@ -177,10 +185,10 @@ impl Incoming {
     /// first is H3_FRAME_ERROR (a frame cut short).
     fn skip(&mut self, mut len: u64) -> Result<(), Fail> {
         while len > 0 {
-            if self.pos == self.buf.len() && !self.fill()? {
+            if self.pos == self.end && !self.fill()? {
                 return Err(Fail::Protocol(H3Error::FrameError));
             }
-            let n = (self.buf.len() - self.pos).min(usize::try_from(len).unwrap_or(usize::MAX));
+            let n = (self.end - self.pos).min(usize::try_from(len).unwrap_or(usize::MAX));
             self.pos += n;
             len -= n as u64;
         }
@@ -192,23 +200,22 @@ impl Incoming {
         if self.fin {
             return Ok(false);
         }
-        if self.pos == self.buf.len() {
-            self.buf.clear();
+        if self.pos == self.end {
             self.pos = 0;
+            self.end = 0;
         } else if self.pos > READ_SIZE {
-            self.buf.drain(..self.pos);
+            self.buf.copy_within(self.pos..self.end, 0);
+            self.end -= self.pos;
             self.pos = 0;
         }
-        let have = self.buf.len();
-        self.buf.resize(have + READ_SIZE, 0);
-        let n = match self.recv.read(&mut self.buf[have..]) {
-            Ok(n) => n,
-            Err(e) => {
-                self.buf.truncate(have);
-                return Err(e);
-            }
-        };
-        self.buf.truncate(have + n);
+        if self.buf.len() - self.end < MIN_ROOM {
+            // Grows (zeroing only the new part): from FIRST_READ, doubling, to READ_SIZE of
+            // room, so a small request never pays for a large buffer.
+            let room = (2 * self.buf.len()).clamp(FIRST_READ, READ_SIZE);
+            self.buf.resize(self.end + room, 0);
+        }
+        let n = self.recv.read(&mut self.buf[self.end..])?;
+        self.end += n;
         if n == 0 {
             self.fin = true;
         }

@@ -26,6 +26,7 @@
 
 pub mod client;
 mod conn;
+mod drain;
 pub(crate) mod error;
 pub(crate) mod frame;
 mod incoming;
@@ -38,5 +39,6 @@ mod stream;
 pub(crate) mod stream_type;
 pub(crate) mod varint;
 
-pub use conn::serve_connection;
+pub use conn::{serve_connection, serve_connection_draining};
+pub use drain::Drain;
 pub(crate) use error::H3Error;
