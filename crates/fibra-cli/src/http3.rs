@@ -19,8 +19,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use fibra::net::UdpSocket;
-use fibra_http::tls::CertResolver;
 use fibra_http::{serve_http3_connection_draining, Http3Drain, Request, Response, Settings};
+use fibra_quic::rustls::server::ResolvesServerCert;
 use fibra_quic::{Config, Endpoint};
 use http::header::HeaderValue;
 
@@ -41,11 +41,11 @@ pub struct Http3 {
 }
 
 impl Http3 {
-    /// Starts HTTP/3 on UDP `addr` (the HTTPS listener's address) with the certificates of
-    /// `resolver`, serving `handler` with `settings`.
+    /// Starts HTTP/3 on UDP `addr` (the HTTPS listener's address) with the certificates
+    /// `resolver` picks, serving `handler` with `settings`.
     pub fn start<H>(
         addr: SocketAddr,
-        resolver: Arc<CertResolver>,
+        resolver: Arc<dyn ResolvesServerCert>,
         settings: Arc<Settings>,
         handler: Arc<H>,
     ) -> io::Result<Http3>

@@ -24,6 +24,7 @@ mod proxy_flags;
 mod serve;
 mod server_flags;
 mod signals;
+mod site_http3;
 mod site_listen;
 mod site_serve;
 mod upgrade;

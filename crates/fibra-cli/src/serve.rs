@@ -154,6 +154,7 @@ fn flags_config(args: &ServeArgs) -> std::io::Result<fibra_site::config::Config>
             tls: (!certs.is_empty()).then_some(Tls::Files(certs)),
             redirect_http: redirect.into_iter().collect(),
             http2: true,
+            http3: args.server.http3(),
             access_log,
             routes,
             at: Pos::default(),

@@ -213,6 +213,11 @@ impl ServerFlags {
         !self.tls_cert.is_empty()
     }
 
+    /// Whether HTTP/3 was asked for (`--http3`).
+    pub fn http3(&self) -> bool {
+        self.http3
+    }
+
     /// The number of worker threads (`--workers`).
     pub fn workers(&self) -> usize {
         self.workers

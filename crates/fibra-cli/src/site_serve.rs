@@ -18,6 +18,7 @@ use fibra_site::{choose_tls, Live, SiteLogs, SiteService};
 
 use crate::endpoints::Endpoints;
 use crate::signals;
+use crate::site_http3::{http3_addr, start_http3, stop_http3, Http3s, Serving};
 use crate::site_listen::{bind, fd_name, Bound, Closable};
 
 /// What every server of the process shares.
@@ -117,11 +118,63 @@ macro_rules! with_acceptor {
     }};
 }
 
-/// Starts one server (one runtime) on `bounds`.
-fn start(ctx: &Ctx, bounds: &[&Bound], config: &Config) -> io::Result<ServerHandle> {
+/// Starts one server (one runtime) on `bounds`, and HTTP/3 on the UDP twin of each of them
+/// where a site has `http3 = true`.
+fn start(ctx: &Ctx, bounds: &[&Bound], config: &Config) -> io::Result<(ServerHandle, Http3s)> {
     let slots: Vec<usize> = bounds.iter().map(|b| ctx.live.slot(&b.listen)).collect();
-    let service =
-        SiteService::new(ctx.live.clone(), slots.clone()).counting(ctx.server.metrics.is_some());
+    let mut h3: Http3s = Vec::new();
+    let mut alt_svc = Vec::new();
+    for (b, &slot) in bounds.iter().zip(&slots) {
+        let started = match http3_addr(config, b) {
+            Some(addr) => {
+                let serving = Serving {
+                    live: &ctx.live,
+                    server: &ctx.server,
+                    logging: ctx.logging,
+                    endpoints: &ctx.endpoints,
+                };
+                start_http3(&serving, slot, addr)
+            }
+            None => {
+                alt_svc.push(None);
+                continue;
+            }
+        };
+        match started {
+            Ok(endpoint) => {
+                alt_svc.push(Some(crate::http3::alt_svc(endpoint.local_addr().port())));
+                h3.push((b.listen.clone(), endpoint));
+            }
+            Err(e) => {
+                stop_http3(h3, std::time::Duration::ZERO);
+                let e = io::Error::new(
+                    e.kind(),
+                    format!("{}{e}", where_listened(config, &b.listen)),
+                );
+                return Err(e);
+            }
+        }
+    }
+    match start_tcp(ctx, bounds, config, slots, alt_svc) {
+        Ok(handle) => Ok((handle, h3)),
+        Err(e) => {
+            stop_http3(h3, std::time::Duration::ZERO);
+            Err(e)
+        }
+    }
+}
+
+/// Starts the TCP server of `start`, its service adding `alt_svc` per acceptor.
+fn start_tcp(
+    ctx: &Ctx,
+    bounds: &[&Bound],
+    config: &Config,
+    slots: Vec<usize>,
+    alt_svc: Vec<Option<fibra_http::http::HeaderValue>>,
+) -> io::Result<ServerHandle> {
+    let service = SiteService::new(ctx.live.clone(), slots.clone())
+        .counting(ctx.server.metrics.is_some())
+        .alt_svc(alt_svc);
     let logs = SiteLogs::new(ctx.live.clone(), slots);
     let max_body = service.max_body_bytes();
     let handler = ctx.endpoints.clone().wrap(move |req| service.call(req));
@@ -263,6 +316,8 @@ pub fn check(path: &Path) -> io::Result<()> {
 struct Running {
     servers: Vec<(ServerHandle, Vec<Listen>)>,
     bound: Vec<Bound>,
+    /// HTTP/3 beside some of the addresses.
+    h3: Http3s,
 }
 
 impl Running {
@@ -306,7 +361,7 @@ pub fn run(path: PathBuf) -> io::Result<()> {
     let ls = addresses(&config);
     let bound = bind_all(&config, &ls, workers)?;
     let refs: Vec<&Bound> = bound.iter().collect();
-    let handle = start(&ctx, &refs, &config)?;
+    let (handle, h3) = start(&ctx, &refs, &config)?;
     endpoints.set_connections(handle.connection_count());
     let counted = live.clone();
     endpoints.set_extra(move || site_series(&counted));
@@ -329,6 +384,7 @@ pub fn run(path: PathBuf) -> io::Result<()> {
     let mut running = Running {
         servers: vec![(handle, ls)],
         bound,
+        h3,
     };
     let mut current = config;
     let handed_over = loop {
@@ -397,6 +453,8 @@ pub fn run(path: PathBuf) -> io::Result<()> {
     };
     let grace = current.server.shutdown_timeout;
     let servers = std::mem::take(&mut running.servers);
+    // HTTP/3 drains beside the TCP servers, in the same grace period.
+    let h3_stopping = stop_http3(std::mem::take(&mut running.h3), grace);
     drop(running);
     for (h, _) in &servers {
         match handed_over {
@@ -406,6 +464,9 @@ pub fn run(path: PathBuf) -> io::Result<()> {
     }
     for (h, _) in servers {
         h.join();
+    }
+    for t in h3_stopping {
+        let _ = t.join();
     }
     // The file written at start (a reload does not move it).
     if let Some(p) = &ctx.server.pid_file {
@@ -484,13 +545,28 @@ fn reload(ctx: &Ctx, path: &Path, current: &Config, running: &mut Running) -> io
         }
     };
     if let Err(e) = ctx.live.reload(next.clone()) {
-        if let Some(h) = started {
+        if let Some((h, h3)) = started {
+            stop_http3(h3, std::time::Duration::ZERO);
             h.shutdown(std::time::Duration::ZERO);
             h.join();
         }
         return Err(e.into());
     }
-    if let Some(h) = started {
+    // HTTP/3 is started and stopped with its address; an address kept keeps what it had.
+    for l in wanted.iter().filter(|l| listening.contains(l)) {
+        let running_h3 = running.h3.iter().any(|(x, _)| x == l);
+        let wants_h3 = next
+            .sites
+            .iter()
+            .any(|s| s.http3 && s.tls.is_some() && s.listen.contains(l));
+        if wants_h3 != running_h3 {
+            eprintln!(
+                "fibra serve: SIGHUP: {l}: http3 changed on an address already served: needs a restart (SIGUSR2); kept as before"
+            );
+        }
+    }
+    if let Some((h, h3)) = started {
+        running.h3.extend(h3);
         running.servers.push((h, new_ls.clone()));
         for b in &new_bound {
             eprintln!(
@@ -503,6 +579,11 @@ fn reload(ctx: &Ctx, path: &Path, current: &Config, running: &mut Running) -> io
     running.bound.extend(new_bound);
     // Removed addresses: the acceptors drop their descriptors at their next look, and the
     // copies kept here go now, so the socket closes; open connections finish.
+    let (gone, kept): (Http3s, Http3s) = std::mem::take(&mut running.h3)
+        .into_iter()
+        .partition(|(l, _)| !wanted.contains(l));
+    running.h3 = kept;
+    drop(stop_http3(gone, next.server.shutdown_timeout));
     running.bound.retain(|b| {
         let keep = wanted.contains(&b.listen);
         if !keep {

@@ -195,3 +195,105 @@ fn http3_needs_a_certificate() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--tls-cert"), "{err}");
 }
+
+#[test]
+fn a_site_file_site_with_http3_answers_over_quic_and_only_it_advertises_it() {
+    let certs = Certs::new("http3-site");
+    let dir = certs.dir.clone();
+    let file = dir.join("site.toml");
+    // Two HTTPS sites on two addresses; only the first has http3.
+    let free = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+    };
+    let (a, b) = (free(), free());
+    std::fs::write(
+        &file,
+        format!(
+            "[[site]]\nhosts = [\"localhost\"]\nlisten = [\"{a}\"]\ndefault = true\n\
+             http3 = true\ntls = {{ cert = \"cert.pem\", key = \"key.pem\" }}\n\
+             access_log = {{ path = \"access.log\" }}\n\
+             [[site.route]]\npath = \"/\"\nrespond = {{ body = \"over h3\\n\" }}\n\n\
+             [[site]]\nhosts = [\"localhost\"]\nlisten = [\"{b}\"]\ndefault = true\n\
+             tls = {{ cert = \"cert.pem\", key = \"key.pem\" }}\n\
+             [[site.route]]\npath = \"/\"\nrespond = {{ body = \"no h3\\n\" }}\n"
+        ),
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fibra"))
+        .args(["serve", "--config", file.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start fibra serve");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let child = Hello(child);
+    let mut lines = BufReader::new(stdout).lines();
+    let mut udp = Vec::new();
+    let banner = loop {
+        let line = lines.next().expect("fibra serve's banner").unwrap();
+        match addr_after(&line, "HTTP/3 on udp://") {
+            Some(a) => udp.push(a),
+            None => break line,
+        }
+    };
+    assert_eq!(udp.len(), 1, "one HTTP/3 endpoint: {udp:?}");
+    let https: Vec<&str> = banner
+        .split_whitespace()
+        .filter_map(|w| w.strip_prefix("https://"))
+        .map(|w| w.trim_end_matches('/'))
+        .collect();
+    assert_eq!(https.len(), 2, "{banner}");
+    let (advertising, without) = (https[0], https[1]);
+    assert_eq!(
+        advertising.rsplit(':').next(),
+        Some(udp[0].port().to_string().as_str())
+    );
+
+    // Over HTTPS: the http3 site names its UDP port, the other says nothing.
+    let ask = |addr: &str| {
+        let mut tls = connect_trusting(&certs.der, addr);
+        tls.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut reply = Vec::new();
+        let _ = tls.read_to_end(&mut reply);
+        String::from_utf8_lossy(&reply).to_ascii_lowercase()
+    };
+    let advertised = format!("\r\nalt-svc: h3=\":{}\"; ma=86400\r\n", udp[0].port());
+    let reply = ask(advertising);
+    assert!(
+        reply.contains(&advertised) && reply.ends_with("over h3\n"),
+        "{reply}"
+    );
+    let reply = ask(without);
+    assert!(
+        !reply.contains("alt-svc") && reply.ends_with("no h3\n"),
+        "{reply}"
+    );
+
+    // Over HTTP/3: the site's answer, in its access log as HTTP/3.0.
+    let (head, body) = with_h3(certs.der.clone(), udp[0], |conn| {
+        let answer = get(conn, "/hello");
+        conn.close(0x100, b"done");
+        answer
+    });
+    assert_eq!(&head[..3], &[0x00, 0x00, 0xc0 | 25], "`:status 200` first");
+    assert_eq!(body, b"over h3\n");
+    let log = dir.join("access.log");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if text.contains("\"GET /hello HTTP/3.0\" 200") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no HTTP/3 line in {text:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(child);
+}

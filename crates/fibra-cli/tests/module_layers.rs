@@ -16,6 +16,7 @@ const LAYERS: module_graph::Layers = &[
             "http3",
             "listeners",
             "signals",
+            "site_http3",
             "site_listen",
             "upgrade",
         ],

@@ -110,6 +110,7 @@ pub(crate) fn build(
                 tls: None,
                 // Its redirects go to the site's log.
                 log: s.log.clone(),
+                http3: false,
             })),
             _ => None,
         };
@@ -270,6 +271,7 @@ fn build_site(
         certs,
         tls,
         log,
+        http3: site.http3,
     })
 }
 

@@ -7,7 +7,8 @@
 //! * [`Live`]: the running form, swapped whole on reload; what stays across reloads (file
 //!   caches, proxies' health, rate limits).
 //! * [`SiteService`]: a server's requests to their site (by address and `Host`) and route (by
-//!   the decoded path); [`choose_tls`] the TLS configuration by SNI; [`SiteLogs`] the access
+//!   the decoded path); [`choose_tls`] the TLS configuration by SNI ([`quic_certs`] its
+//!   certificates for QUIC); [`SiteLogs`] the access
 //!   log per site.
 
 pub mod access;
@@ -29,5 +30,5 @@ mod words;
 
 pub use build::{check_files, log_writable};
 pub use live::{Live, Snapshot};
-pub use service::{choose_tls, SiteLogs, SiteService, ACME_CHALLENGE_PREFIX};
+pub use service::{choose_tls, quic_certs, SiteLogs, SiteService, ACME_CHALLENGE_PREFIX};
 pub use upstreams::set_upstream_error_hook;

@@ -9,6 +9,8 @@ use std::sync::Arc;
 use fibra_http::http::{header, HeaderValue, StatusCode};
 use fibra_http::tls::ChooseConfig;
 use fibra_http::{Request, Response, Service};
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
 
 use crate::action::{set_path, status_response};
 use crate::live::Live;
@@ -26,6 +28,9 @@ pub struct SiteService {
 
     /// Count responses per site (metrics on).
     count: bool,
+    /// Per acceptor: the `Alt-Svc` value of its address's HTTP/3 endpoint, if one runs
+    /// (added to the answers of `http3 = true` sites).
+    alt_svc: Box<[Option<HeaderValue>]>,
 }
 
 impl SiteService {
@@ -36,7 +41,15 @@ impl SiteService {
             live,
             slots: slots.into_boxed_slice(),
             count: false,
+            alt_svc: Box::default(),
         }
+    }
+
+    /// The `Alt-Svc` value of each acceptor's address (index: `Request::listener`; `None`
+    /// where no HTTP/3 endpoint runs). Answers of sites with `http3 = true` carry it.
+    pub fn alt_svc(mut self, values: Vec<Option<HeaderValue>>) -> SiteService {
+        self.alt_svc = values.into_boxed_slice();
+        self
     }
 
     /// Counts each site's responses by status class ([`crate::sites::SiteCounters`]).
@@ -46,11 +59,8 @@ impl SiteService {
     }
 
     fn answer(&self, sites: &Sites, req: Request) -> Response {
-        let slot = self
-            .slots
-            .get(req.listener())
-            .copied()
-            .unwrap_or(usize::MAX);
+        let listener = req.listener();
+        let slot = self.slots.get(listener).copied().unwrap_or(usize::MAX);
         let Some(group) = sites.group(slot) else {
             return status_response(StatusCode::NOT_FOUND);
         };
@@ -67,12 +77,31 @@ impl SiteService {
             return status_response(StatusCode::MISDIRECTED_REQUEST);
         }
         let site = &group.sites[i];
+        if site.http3 {
+            return self.answer_advertised(site, listener, req);
+        }
         if !self.count {
             // Straight back: the response is not held here to be counted.
             return answer_site(site, req);
         }
         let resp = answer_site(site, req);
         site.counters.count(resp.status().as_u16());
+        resp
+    }
+
+    /// The answer of an `http3 = true` site, with the address's `Alt-Svc` (out of line: the
+    /// other sites' path stays as it was).
+    #[inline(never)]
+    fn answer_advertised(&self, site: &Site, listener: usize, req: Request) -> Response {
+        let mut resp = answer_site(site, req);
+        if let Some(v) = self.alt_svc.get(listener).and_then(Option::as_ref) {
+            if !resp.headers().contains_key(header::ALT_SVC) {
+                resp.headers_mut().insert(header::ALT_SVC, v.clone());
+            }
+        }
+        if self.count {
+            site.counters.count(resp.status().as_u16());
+        }
         resp
     }
 }
@@ -195,6 +224,29 @@ impl Service for SiteService {
     /// other actions read no body).
     fn max_body_bytes(&self) -> Option<u64> {
         Some(u64::MAX)
+    }
+}
+
+/// The certificates of the address in `slot` for QUIC handshakes: what [`choose_tls`]'s
+/// configuration for the same ClientHello presents. (quinn-proto takes one rustls
+/// configuration, so the choice is made per certificate rather than per configuration.)
+pub fn quic_certs(live: Arc<Live>, slot: usize) -> Arc<dyn ResolvesServerCert> {
+    Arc::new(QuicCerts(choose_tls(live, slot)))
+}
+
+/// [`quic_certs`]' resolver.
+struct QuicCerts(Arc<ChooseConfig>);
+
+impl std::fmt::Debug for QuicCerts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("QuicCerts")
+    }
+}
+
+impl ResolvesServerCert for QuicCerts {
+    fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        let config = (self.0)(&hello)?;
+        config.cert_resolver.resolve(hello)
     }
 }
 

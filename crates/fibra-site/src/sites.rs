@@ -66,6 +66,9 @@ pub struct Site {
     pub log: Option<AccessLog>,
     /// Its responses by status class (kept across reloads while the site keeps its name).
     pub counters: Arc<SiteCounters>,
+    /// `http3 = true`: its HTTPS answers carry `Alt-Svc` where the address has HTTP/3
+    /// ([`crate::SiteService::alt_svc`]).
+    pub http3: bool,
 }
 
 /// A site's responses by status class (1xx … 5xx), counted when metrics are on.

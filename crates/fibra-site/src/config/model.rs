@@ -200,6 +200,9 @@ pub struct SiteConfig {
     pub redirect_http: Vec<Listen>,
     /// HTTP/2 (over TLS by ALPN, cleartext with prior knowledge). Default true.
     pub http2: bool,
+    /// HTTP/3 on the UDP twin of each of its HTTPS addresses, announced by `Alt-Svc` on its
+    /// HTTPS answers. Default false; needs `tls` and TCP addresses.
+    pub http3: bool,
     /// The site's access log.
     pub access_log: Option<AccessLogConfig>,
     /// The routes.

@@ -121,6 +121,9 @@ fn site(c: &SiteConfig) -> Table {
         t.insert("redirect_http".into(), listen(&c.redirect_http));
     }
     t.insert("http2".into(), Value::Boolean(c.http2));
+    if c.http3 {
+        t.insert("http3".into(), Value::Boolean(true));
+    }
     if let Some(log) = &c.access_log {
         let mut lt = Table::new();
         lt.insert("path".into(), s(&log.path));

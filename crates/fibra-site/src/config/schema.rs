@@ -44,6 +44,7 @@ const SITE: &[&str] = &[
     "tls",
     "redirect_http",
     "http2",
+    "http3",
     "access_log",
     "route",
 ];
@@ -331,6 +332,7 @@ fn site(r: &mut Reader<'_>, t: &Table<'_, '_>, base: &Path, v: &Val<'_>) -> Site
         tls: None,
         redirect_http: Vec::new(),
         http2: true,
+        http3: false,
         access_log: None,
         routes: Vec::new(),
         at: r.pos(v.span().start),
@@ -352,6 +354,7 @@ fn site(r: &mut Reader<'_>, t: &Table<'_, '_>, base: &Path, v: &Val<'_>) -> Site
             "listen" => s.listen = listen(r, v, &key, base),
             "default" => set(&mut s.default, r.boolean(v, &key)),
             "http2" => set(&mut s.http2, r.boolean(v, &key)),
+            "http3" => set(&mut s.http3, r.boolean(v, &key)),
             "redirect_http" => s.redirect_http = listen(r, v, &key, base),
             "tls" => {
                 s.tls_at = r.pos(v.span().start);
@@ -382,6 +385,20 @@ fn site(r: &mut Reader<'_>, t: &Table<'_, '_>, base: &Path, v: &Val<'_>) -> Site
             v.span(),
             &format!("{}.hosts", t.key),
             "a site without hosts must be the default (default = true)",
+        );
+    }
+    if s.http3 && s.tls.is_none() {
+        r.error(
+            v.span(),
+            &format!("{}.http3", t.key),
+            "HTTP/3 needs tls on the site (QUIC is always encrypted)",
+        );
+    }
+    if s.http3 && s.listen.iter().any(|l| matches!(l, Listen::Unix(_))) {
+        r.error(
+            v.span(),
+            &format!("{}.http3", t.key),
+            "HTTP/3 is served on UDP: a unix: address cannot have it",
         );
     }
     if !s.redirect_http.is_empty() && s.tls.is_none() {

@@ -16,6 +16,7 @@ hosts = ["a.test", "*.a.test"]
 listen = ["127.0.0.1:8080"]
 default = true
 tls = { cert = "a.pem", key = "a.key" }
+http3 = true
 
 [[site.route]]
 path = "/"
@@ -110,6 +111,7 @@ fn the_documented_example_reads() {
     assert_eq!(limited.deny.len(), 1);
     assert_eq!(a.routes[4].path, PathMatch::Exact("/old".into()));
     assert_eq!(c.sites[1].tls, Some(Tls::Acme));
+    assert!(c.sites[0].http3 && !c.sites[1].http3);
 }
 
 #[test]
@@ -314,4 +316,29 @@ fn acme_names_try_files_statuses_and_health_paths_are_checked() {
     ] {
         assert!(all.contains(want), "{want} not in\n{all}");
     }
+}
+
+#[test]
+fn http3_needs_tls_and_tcp_addresses() {
+    let errs = errors(
+        "[[site]]\nhosts = [\"a.test\"]\nlisten = [\"127.0.0.1:1\"]\nhttp3 = true\n\
+         [[site.route]]\npath = \"/\"\nrespond = { body = \"x\" }\n",
+    );
+    assert!(
+        errs.iter()
+            .any(|e| e.contains("site[0].http3: HTTP/3 needs tls on the site")),
+        "{errs:?}"
+    );
+    let errs = errors(
+        "[[site]]\nhosts = [\"a.test\"]\nlisten = [\"unix:/tmp/x.sock\"]\nhttp3 = true\n\
+         tls = { cert = \"c\", key = \"k\" }\n\
+         [[site.route]]\npath = \"/\"\nrespond = { body = \"x\" }\n",
+    );
+    assert!(
+        errs.iter()
+            .any(|e| e.contains("site[0].http3: HTTP/3 is served on UDP")),
+        "{errs:?}"
+    );
+    let errs = errors("[[site]]\nhosts = [\"a.test\"]\nlisten = [\"127.0.0.1:1\"]\nhttp3 = 1\n");
+    assert!(errs.iter().any(|e| e.contains("site[0].http3")), "{errs:?}");
 }
