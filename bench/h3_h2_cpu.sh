@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# HTTP/3 against HTTP/2 over TLS on the same fibra server: one process serving both (the TLS
+# port over TCP, its UDP twin with --http3), pinned to CPU 0, and short runs on CPU 1 that
+# alternate between `h2load -t1` (HTTP/2 over TLS, ALPN h2) and `fibra bench --h3 -t1` with
+# the same connections x streams. The server's CPU per response comes from
+# /proc/PID/task/*/schedstat (nanoseconds) around each run; the per-pair ratio is HTTP/3 over
+# HTTP/2. A run with a non-2xx answer or a failed request stops the script.
+#
+#   bench/h3_h2_cpu.sh [--pairs N] [--secs S] [--conns C] [--streams M] [--path P] [--files]
+#
+# Defaults: 12 pairs of 2-second runs, -c100 -m10, GET /plaintext of `fibra hello`. --files
+# serves bench/static plus a 1 MiB file (/1m.bin) with `fibra serve` (use --path /index.html
+# or --path /1m.bin --conns 32 --streams 1). Prints each protocol's median CPU per response
+# and requests/s, and the medians and quartiles of the per-pair ratios (CPU and req/s).
+# Needs target/release/fibra, h2load (nghttp2-client), openssl, python3, taskset.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(dirname "$here")"
+pairs=12 secs=2 conns=100 streams=10 path=/plaintext files=0
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --pairs) pairs=$2; shift 2 ;;
+        --secs) secs=$2; shift 2 ;;
+        --conns) conns=$2; shift 2 ;;
+        --streams) streams=$2; shift 2 ;;
+        --path) path=$2; shift 2 ;;
+        --files) files=1; shift ;;
+        *) sed -n '2,16p' "$0" >&2; exit 2 ;;
+    esac
+done
+fibra="$root/target/release/fibra"
+for tool in h2load openssl python3 taskset; do
+    command -v "$tool" >/dev/null || { echo "$0: needs $tool" >&2; exit 1; }
+done
+[[ -x "$fibra" ]] || { echo "$0: build target/release/fibra first" >&2; exit 1; }
+out="$(mktemp -d)"
+pid=
+cleanup() {
+    [[ -n "$pid" ]] && kill "$pid" 2>/dev/null || true
+    wait 2>/dev/null || true
+    rm -rf "$out"
+}
+trap cleanup EXIT
+
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=localhost \
+    -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" -addext "basicConstraints=CA:FALSE" \
+    -keyout "$out/key.pem" -out "$out/cert.pem" -days 2 2>/dev/null
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+tls=(--tls-cert "$out/cert.pem" --tls-key "$out/key.pem" --http3)
+if [[ "$files" = 1 ]]; then
+    mkdir -p "$out/root"
+    cp "$here/static/index.html" "$out/root/"
+    head -c $((1 << 20)) /dev/urandom >"$out/root/1m.bin"
+    taskset -c 0 "$fibra" serve "$out/root" --workers 1 --port "$port" "${tls[@]}" >"$out/server.log" 2>&1 &
+else
+    taskset -c 0 "$fibra" hello --workers 1 --port "$port" "${tls[@]}" >"$out/server.log" 2>&1 &
+fi
+pid=$!
+for _ in $(seq 100); do
+    grep -q "HTTP/3 on udp://" "$out/server.log" && break
+    sleep 0.1
+done
+grep -q "HTTP/3 on udp://" "$out/server.log" || { cat "$out/server.log" >&2; exit 1; }
+url="https://127.0.0.1:$port$path"
+
+cpu_ns() {
+    local sum=0 v _ f
+    for f in /proc/"$pid"/task/*/schedstat; do
+        read -r v _ <"$f"
+        sum=$((sum + v))
+    done
+    echo "$sum"
+}
+
+# run h2|h3 SECS: prints "ns_per_response responses_per_sec".
+run() {
+    local before after report ok rate
+    before=$(cpu_ns)
+    if [[ "$1" = h2 ]]; then
+        report=$(taskset -c 1 h2load -t1 -c"$conns" -m"$streams" -D "$2" "$url" 2>&1)
+        after=$(cpu_ns)
+        if ! grep -qE "status codes: [0-9]+ 2xx, 0 3xx, 0 4xx, 0 5xx" <<<"$report" \
+            || ! grep -qE "[0-9]+ succeeded, 0 failed, 0 errored" <<<"$report"; then
+            echo "$0: an HTTP/2 run failed:" >&2; echo "$report" >&2; exit 1
+        fi
+        ok=$(grep -oE "status codes: [0-9]+ 2xx" <<<"$report" | grep -oE "[0-9]+" | head -1)
+    else
+        report=$(taskset -c 1 "$fibra" bench --h3 -t1 -c"$conns" -m"$streams" -d "${2}s" --insecure "$url" 2>&1)
+        after=$(cpu_ns)
+        if grep -qE "\b[1-9][0-9]* (failed|errored)" <<<"$report"; then
+            echo "$0: an HTTP/3 run failed:" >&2; echo "$report" >&2; exit 1
+        fi
+        ok=$(grep -oE "[0-9]+ succeeded" <<<"$report" | grep -oE "[0-9]+")
+    fi
+    [[ "$ok" -gt 0 ]] || { echo "$0: no responses ($1)" >&2; exit 1; }
+    rate=$(python3 -c "print($ok / $2)")
+    echo "$(((after - before) / ok)) $rate"
+}
+
+run h2 1 >/dev/null
+run h3 1 >/dev/null
+for i in $(seq "$pairs"); do
+    if ((i % 2)); then
+        a=$(run h2 "$secs"); b=$(run h3 "$secs")
+    else
+        b=$(run h3 "$secs"); a=$(run h2 "$secs")
+    fi
+    echo "$a $b" >>"$out/pairs"
+done
+python3 - "$out/pairs" "$path" "$conns" "$streams" <<'EOF'
+import statistics, sys
+h2c, h2r, h3c, h3r, rc, rr = [], [], [], [], [], []
+for line in open(sys.argv[1]):
+    a, ar, b, br = line.split()
+    h2c.append(int(a)); h2r.append(float(ar)); h3c.append(int(b)); h3r.append(float(br))
+    rc.append(int(b) / int(a)); rr.append(float(br) / float(ar))
+def q(r):
+    r = sorted(r)
+    qs = statistics.quantiles(r, n=4) if len(r) > 1 else [r[0]] * 3
+    return f"median {statistics.median(r):.3f} (quartiles {qs[0]:.3f}-{qs[2]:.3f}, range {r[0]:.3f}-{r[-1]:.3f})"
+print(f"GET {sys.argv[2]}, {sys.argv[3]} connections x {sys.argv[4]} streams, {len(rc)} pairs")
+print(f"HTTP/2 over TLS: {statistics.median(h2c):.0f} ns CPU per response, {statistics.median(h2r):,.0f} req/s")
+print(f"HTTP/3:          {statistics.median(h3c):.0f} ns CPU per response, {statistics.median(h3r):,.0f} req/s")
+print(f"HTTP/3 / HTTP/2 CPU per response: {q(rc)}")
+print(f"HTTP/3 / HTTP/2 req/s:            {q(rr)}")
+EOF
