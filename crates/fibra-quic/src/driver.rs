@@ -247,8 +247,11 @@ fn handle_datagram(
     }
 }
 
-/// A client's first packet: accept it (the handshake goes on in the connection), or refuse
-/// it once the endpoint is closed.
+/// A client's first packet: accept it (the handshake goes on in the connection), refuse it
+/// once the endpoint is closed, or, while [`State::retry_bound`] handshakes or more are in
+/// progress, answer a client whose address is not validated with a Retry: a flood of
+/// Initials from forged addresses then costs one small stateless packet each, not a
+/// handshake's state and up to three times its bytes.
 fn new_connection(
     st: &mut State,
     now: Instant,
@@ -261,6 +264,22 @@ fn new_connection(
         outbox.push(t.destination, buf, t.size, t.segment_size);
         return;
     }
+    let incoming = if st.handshakes >= st.retry_bound
+        && !incoming.remote_address_validated()
+        && incoming.may_retry()
+    {
+        match st.endpoint.retry(incoming, &mut buf) {
+            Ok(t) => {
+                st.retries_sent += 1;
+                outbox.push(t.destination, buf, t.size, t.segment_size);
+                return;
+            }
+            // Not retryable after all (`may_retry` said it was): accept it.
+            Err(e) => e.into_incoming(),
+        }
+    } else {
+        incoming
+    };
     match st.endpoint.accept(incoming, now, &mut buf, None) {
         Ok((handle, conn)) => {
             outbox.recycle(buf);
@@ -290,6 +309,7 @@ fn drive_conn(
         by_handle,
         incoming,
         closed,
+        handshakes,
         ..
     } = st;
     let Some(c) = conns.get_mut(&id) else {
@@ -330,6 +350,12 @@ fn drive_conn(
         }
     }
     forward_endpoint_events(endpoint, c);
+    if c.handshaking && !c.conn.is_handshaking() {
+        // Connected, or lost (closed, timed out) before it was: either way no longer a
+        // handshake in progress.
+        c.handshaking = false;
+        *handshakes -= 1;
+    }
     if c.conn.is_drained() {
         // quinn-proto has forgotten the handle (its `Drained` event went to the endpoint);
         // it may give the number to a new connection.

@@ -32,9 +32,10 @@
 //! (the loop), `io.rs` (receive buffers and the outbox), `timers.rs` (deadlines).
 //!
 //! ## Not (yet) here
-//! 0-RTT (off by design, see [`Config`]), application datagrams (RFC 9221), address
-//! validation with Retry, ECN, connection migration to a new local address, and the local
-//! IP of multi-homed sockets (`IP_PKTINFO`).
+//! 0-RTT (off by design, see [`Config`]), application datagrams (RFC 9221), ECN,
+//! connection migration to a new local address, and the local IP of multi-homed sockets
+//! (`IP_PKTINFO`). A server validates a new client's address with Retry only under a
+//! handshake flood ([`Config::max_handshakes_before_retry`]).
 
 #![deny(missing_docs)]
 #![warn(missing_debug_implementations)]
