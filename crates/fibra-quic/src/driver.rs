@@ -219,7 +219,7 @@ fn handle_datagrams(st: &mut State, inbox: &Inbox, outbox: &mut Outbox) {
 }
 
 /// Feeds one datagram to quinn-proto and routes what comes of it.
-fn handle_datagram(
+pub(crate) fn handle_datagram(
     st: &mut State,
     now: Instant,
     from: SocketAddr,
@@ -294,7 +294,7 @@ fn new_connection(
 
 /// One connection's events and packets; returns whether it has more packets than the outbox
 /// took.
-fn drive_conn(
+pub(crate) fn drive_conn(
     st: &mut State,
     id: u64,
     now: Instant,
