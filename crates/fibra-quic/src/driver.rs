@@ -227,6 +227,7 @@ pub(crate) fn handle_datagram(
     outbox: &mut Outbox,
 ) {
     let mut buf = outbox.buffer();
+    let len = data.len();
     match st.endpoint.handle(now, from, None, None, data, &mut buf) {
         Some(DatagramEvent::ConnectionEvent(handle, event)) => {
             outbox.recycle(buf);
@@ -240,11 +241,27 @@ pub(crate) fn handle_datagram(
         Some(DatagramEvent::NewConnection(incoming)) => {
             new_connection(st, now, incoming, buf, outbox);
         }
+        Some(DatagramEvent::Response(t))
+            if len < MIN_INITIAL_SIZE && is_version_negotiation(&buf[..t.size]) =>
+        {
+            // RFC 9000 §5.2.2: "Servers MUST drop smaller packets that specify unsupported
+            // versions." quinn-proto 0.11.14 answers any size; a 12-byte datagram got 44
+            // bytes back (the `quic_datagram` fuzz target's amplification check).
+            outbox.recycle(buf);
+        }
         Some(DatagramEvent::Response(t)) => {
             outbox.push(t.destination, buf, t.size, t.segment_size);
         }
         None => outbox.recycle(buf),
     }
+}
+
+/// The smallest datagram that may carry a client's first Initial (RFC 9000 §14.1).
+const MIN_INITIAL_SIZE: usize = 1200;
+
+/// Whether `packet` is a Version Negotiation packet: a long header with version 0.
+fn is_version_negotiation(packet: &[u8]) -> bool {
+    packet.len() >= 5 && packet[0] & 0x80 != 0 && packet[1..5] == [0; 4]
 }
 
 /// A client's first packet: accept it (the handshake goes on in the connection), refuse it

@@ -303,3 +303,28 @@ fn a_client_that_stops_acknowledging_is_given_up_at_the_idle_timeout() {
     assert!(write_error.is_err(), "the write cannot finish");
     assert!(served);
 }
+
+#[test]
+fn only_a_datagram_large_enough_for_an_initial_gets_version_negotiation() {
+    let (answers, served) = run("version negotiation", || {
+        let (server, client_config) = server_with(&Config::default());
+        serve_echo(&server);
+        let addr = server.local_addr().unwrap();
+        let raw = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        // An unknown version, no connection IDs: 12 bytes must get nothing (RFC 9000
+        // §5.2.2), 1,200 bytes a Version Negotiation packet. The server reads them in order,
+        // so once the second's answer is in, the first would have been too.
+        let mut small = vec![0xc0, 0x1a, 0x2a, 0x3a, 0x4a, 0, 0];
+        small.resize(12, 0);
+        raw.send_to(&small, addr).unwrap();
+        let mut large = small.clone();
+        large.resize(1200, 0);
+        raw.send_to(&large, addr).unwrap();
+        let (raw, first) = first_answer(raw);
+        let mut answers = vec![first];
+        answers.extend(drain(&raw));
+        (answers, echo_once(addr, client_config))
+    });
+    assert_eq!(answers.len(), 1, "{answers:?}");
+    assert!(served);
+}
