@@ -56,6 +56,16 @@ pub struct Config {
     /// How many bytes the peer may send on one stream before this side reads them (stream
     /// flow control). Default 1,250,000, quinn's (100 Mbit/s at 100 ms).
     pub stream_receive_window: u32,
+    /// How many handshakes a server endpoint runs at once before it answers a new client
+    /// whose address is not yet validated with a Retry packet (RFC 9000 §8.1.2) instead of
+    /// starting a handshake: the client must come back with the token, proving it receives
+    /// at the address it claims, before the server spends a handshake's work (and sends up
+    /// to 3× what it received) on it. A handshake is in progress from the client's first
+    /// packet until it completes or the connection is lost. Default 64; 0: every new client
+    /// is sent a Retry first (one more round trip each). Used by [`Endpoint::with_config`].
+    ///
+    /// [`Endpoint::with_config`]: crate::Endpoint::with_config
+    pub max_handshakes_before_retry: usize,
 }
 
 impl Default for Config {
@@ -68,6 +78,7 @@ impl Default for Config {
             max_idle_timeout: Duration::from_secs(30),
             keep_alive_interval: None,
             stream_receive_window: 1_250_000,
+            max_handshakes_before_retry: 64,
         }
     }
 }

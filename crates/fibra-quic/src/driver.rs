@@ -219,7 +219,7 @@ fn handle_datagrams(st: &mut State, inbox: &Inbox, outbox: &mut Outbox) {
 }
 
 /// Feeds one datagram to quinn-proto and routes what comes of it.
-fn handle_datagram(
+pub(crate) fn handle_datagram(
     st: &mut State,
     now: Instant,
     from: SocketAddr,
@@ -227,6 +227,7 @@ fn handle_datagram(
     outbox: &mut Outbox,
 ) {
     let mut buf = outbox.buffer();
+    let len = data.len();
     match st.endpoint.handle(now, from, None, None, data, &mut buf) {
         Some(DatagramEvent::ConnectionEvent(handle, event)) => {
             outbox.recycle(buf);
@@ -240,6 +241,14 @@ fn handle_datagram(
         Some(DatagramEvent::NewConnection(incoming)) => {
             new_connection(st, now, incoming, buf, outbox);
         }
+        Some(DatagramEvent::Response(t))
+            if len < MIN_INITIAL_SIZE && is_version_negotiation(&buf[..t.size]) =>
+        {
+            // RFC 9000 §5.2.2: "Servers MUST drop smaller packets that specify unsupported
+            // versions." quinn-proto 0.11.14 answers any size; a 12-byte datagram got 44
+            // bytes back (the `quic_datagram` fuzz target's amplification check).
+            outbox.recycle(buf);
+        }
         Some(DatagramEvent::Response(t)) => {
             outbox.push(t.destination, buf, t.size, t.segment_size);
         }
@@ -247,8 +256,19 @@ fn handle_datagram(
     }
 }
 
-/// A client's first packet: accept it (the handshake goes on in the connection), or refuse
-/// it once the endpoint is closed.
+/// The smallest datagram that may carry a client's first Initial (RFC 9000 §14.1).
+const MIN_INITIAL_SIZE: usize = 1200;
+
+/// Whether `packet` is a Version Negotiation packet: a long header with version 0.
+fn is_version_negotiation(packet: &[u8]) -> bool {
+    packet.len() >= 5 && packet[0] & 0x80 != 0 && packet[1..5] == [0; 4]
+}
+
+/// A client's first packet: accept it (the handshake goes on in the connection), refuse it
+/// once the endpoint is closed, or, while [`State::retry_bound`] handshakes or more are in
+/// progress, answer a client whose address is not validated with a Retry: a flood of
+/// Initials from forged addresses then costs one small stateless packet each, not a
+/// handshake's state and up to three times its bytes.
 fn new_connection(
     st: &mut State,
     now: Instant,
@@ -261,6 +281,22 @@ fn new_connection(
         outbox.push(t.destination, buf, t.size, t.segment_size);
         return;
     }
+    let incoming = if st.handshakes >= st.retry_bound
+        && !incoming.remote_address_validated()
+        && incoming.may_retry()
+    {
+        match st.endpoint.retry(incoming, &mut buf) {
+            Ok(t) => {
+                st.retries_sent += 1;
+                outbox.push(t.destination, buf, t.size, t.segment_size);
+                return;
+            }
+            // Not retryable after all (`may_retry` said it was): accept it.
+            Err(e) => e.into_incoming(),
+        }
+    } else {
+        incoming
+    };
     match st.endpoint.accept(incoming, now, &mut buf, None) {
         Ok((handle, conn)) => {
             outbox.recycle(buf);
@@ -275,7 +311,7 @@ fn new_connection(
 
 /// One connection's events and packets; returns whether it has more packets than the outbox
 /// took.
-fn drive_conn(
+pub(crate) fn drive_conn(
     st: &mut State,
     id: u64,
     now: Instant,
@@ -290,6 +326,7 @@ fn drive_conn(
         by_handle,
         incoming,
         closed,
+        handshakes,
         ..
     } = st;
     let Some(c) = conns.get_mut(&id) else {
@@ -330,6 +367,12 @@ fn drive_conn(
         }
     }
     forward_endpoint_events(endpoint, c);
+    if c.handshaking && !c.conn.is_handshaking() {
+        // Connected, or lost (closed, timed out) before it was: either way no longer a
+        // handshake in progress.
+        c.handshaking = false;
+        *handshakes -= 1;
+    }
     if c.conn.is_drained() {
         // quinn-proto has forgotten the handle (its `Drained` event went to the endpoint);
         // it may give the number to a new connection.

@@ -91,17 +91,35 @@ impl Endpoint {
     /// A server endpoint on `socket`, accepting connections with `config` (see
     /// [`Config::server`]), with [`Config::default`]'s endpoint settings. It can dial too.
     pub fn server(socket: UdpSocket, config: ServerConfig) -> io::Result<Endpoint> {
-        Endpoint::new(socket, Config::default().endpoint(), Some(config))
+        Endpoint::with_config(socket, &Config::default(), Some(config))
     }
 
     /// A client endpoint on `socket` (bind it to port 0), with [`Config::default`]'s endpoint
     /// settings: it dials with [`connect`](Endpoint::connect) and accepts nothing.
     pub fn client(socket: UdpSocket) -> io::Result<Endpoint> {
-        Endpoint::new(socket, Config::default().endpoint(), None)
+        Endpoint::with_config(socket, &Config::default(), None)
+    }
+
+    /// An endpoint with `config`'s endpoint settings ([`Config::endpoint`] and
+    /// [`Config::max_handshakes_before_retry`]) and, to accept connections, `server` (made
+    /// with [`Config::server`], usually from the same `config`). Otherwise as
+    /// [`Endpoint::new`].
+    pub fn with_config(
+        socket: UdpSocket,
+        config: &Config,
+        server: Option<ServerConfig>,
+    ) -> io::Result<Endpoint> {
+        Endpoint::start(
+            socket,
+            config.endpoint(),
+            server,
+            config.max_handshakes_before_retry,
+        )
     }
 
     /// An endpoint with explicit settings: `endpoint` (see [`Config::endpoint`]) and, to
-    /// accept connections, `server`.
+    /// accept connections, `server`; it sends Retry packets as [`Config::default`] says
+    /// ([`Config::max_handshakes_before_retry`]).
     ///
     /// The socket is set up for QUIC: "don't fragment" (so that path MTU discovery may run),
     /// 2 MiB buffers asked for each way ([`QUIC_BUFFER_SIZE`], as far as the kernel allows),
@@ -111,6 +129,17 @@ impl Endpoint {
         socket: UdpSocket,
         endpoint: EndpointConfig,
         server: Option<ServerConfig>,
+    ) -> io::Result<Endpoint> {
+        let retry_bound = Config::default().max_handshakes_before_retry;
+        Endpoint::start(socket, endpoint, server, retry_bound)
+    }
+
+    /// [`Endpoint::new`], with the Retry bound given.
+    fn start(
+        socket: UdpSocket,
+        endpoint: EndpointConfig,
+        server: Option<ServerConfig>,
+        retry_bound: usize,
     ) -> io::Result<Endpoint> {
         let Some(worker) = fibra::current_worker() else {
             return Err(io::Error::other(
@@ -126,7 +155,11 @@ impl Endpoint {
         let gro = socket.set_gro(true).unwrap_or(false);
         let proto =
             quinn_proto::Endpoint::new(Arc::new(endpoint), server.map(Arc::new), allow_mtud, None);
-        let shared = Arc::new(Shared::new(State::new(proto), worker, local_addr));
+        let shared = Arc::new(Shared::new(
+            State::new(proto, retry_bound),
+            worker,
+            local_addr,
+        ));
         let driven = shared.clone();
         fibra::fiber::Builder::new()
             .name(format!("quic endpoint {local_addr}"))
@@ -245,6 +278,19 @@ impl Endpoint {
     /// How many connections the endpoint holds: open, closing, or waiting to be accepted.
     pub fn open_connections(&self) -> usize {
         self.inner.shared.lock().conns.len()
+    }
+
+    /// How many server handshakes are in progress: connections started by a client's first
+    /// packet that have neither completed their handshake nor been lost. Compared with
+    /// [`Config::max_handshakes_before_retry`] for each new client.
+    pub fn handshakes_in_progress(&self) -> usize {
+        self.inner.shared.lock().handshakes
+    }
+
+    /// How many Retry packets this endpoint has sent (for metrics and tests): one per new
+    /// client answered with a Retry while the handshake bound was reached.
+    pub fn retries_sent(&self) -> u64 {
+        self.inner.shared.lock().retries_sent
     }
 }
 

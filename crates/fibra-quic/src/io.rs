@@ -131,6 +131,20 @@ impl Outbox {
         });
     }
 
+    /// Takes every packet queued, as a socket would (the fuzz target's outbox has none):
+    /// each destination and datagram, a train cut into its datagrams.
+    #[cfg(feature = "fuzzing")]
+    pub(crate) fn take_all(&mut self, mut sent: impl FnMut(SocketAddr, &[u8])) {
+        while let Some(p) = self.queue.pop_front() {
+            let size = p.segment_size.unwrap_or(p.buf.len()).max(1);
+            for d in p.buf.chunks(size) {
+                sent(p.to, d);
+            }
+            self.spare.push(p.buf);
+        }
+        self.spare.truncate(BATCH);
+    }
+
     /// Sends what the socket takes now, oldest first. Stops, keeping the rest, when the send
     /// buffer is full ([`Outbox::blocked`]). A packet the socket refuses outright (too big
     /// for the route: a path MTU probe with "don't fragment"; an unreachable address) is

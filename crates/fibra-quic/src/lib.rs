@@ -29,12 +29,14 @@
 //! `endpoint.rs` ([`Endpoint`]), `connection.rs` ([`Connection`]), `stream.rs` (the stream
 //! halves), `config.rs` ([`Config`], transport settings and TLS), `error.rs` ([`Error`]),
 //! and the driver's side: `state.rs` (the shared state and the waiter protocol), `driver.rs`
-//! (the loop), `io.rs` (receive buffers and the outbox), `timers.rs` (deadlines).
+//! (the loop), `io.rs` (receive buffers and the outbox), `timers.rs` (deadlines). With the
+//! `fuzzing` feature, `fuzz.rs`: the datagram fuzz target's entry point.
 //!
 //! ## Not (yet) here
-//! 0-RTT (off by design, see [`Config`]), application datagrams (RFC 9221), address
-//! validation with Retry, ECN, connection migration to a new local address, and the local
-//! IP of multi-homed sockets (`IP_PKTINFO`).
+//! 0-RTT (off by design, see [`Config`]), application datagrams (RFC 9221), ECN,
+//! connection migration to a new local address, and the local IP of multi-homed sockets
+//! (`IP_PKTINFO`). A server validates a new client's address with Retry only under a
+//! handshake flood ([`Config::max_handshakes_before_retry`]).
 
 #![deny(missing_docs)]
 #![warn(missing_debug_implementations)]
@@ -44,6 +46,9 @@ mod connection;
 mod driver;
 mod endpoint;
 mod error;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzz;
 mod io;
 mod state;
 mod stream;

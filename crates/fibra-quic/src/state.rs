@@ -94,6 +94,14 @@ pub(crate) struct State {
     pub(crate) released: bool,
     /// Why the driver stopped, once it has; every waiter then fails with it.
     pub(crate) failure: Option<String>,
+    /// Server connections whose handshake is in progress: those with
+    /// [`ConnState::handshaking`] set.
+    pub(crate) handshakes: usize,
+    /// At or above this many [`handshakes`](State::handshakes), a new client whose address is
+    /// not validated gets a Retry instead of a handshake (`Config::max_handshakes_before_retry`).
+    pub(crate) retry_bound: usize,
+    /// Retry packets sent, ever.
+    pub(crate) retries_sent: u64,
 }
 
 /// One connection, with what its handles wait for.
@@ -105,6 +113,10 @@ pub(crate) struct ConnState {
     pub(crate) server_name: Option<String>,
     pub(crate) waiters: Arc<ConnWaiters>,
     pub(crate) connected: bool,
+    /// A server connection whose handshake is neither done nor abandoned (counted in
+    /// [`State::handshakes`]). Cleared, and the count lowered, once quinn-proto says it is
+    /// no longer handshaking: connected, or lost.
+    pub(crate) handshaking: bool,
     /// Why the connection is over, once it is.
     pub(crate) error: Option<ConnectionError>,
     /// quinn-proto has forgotten it (its `Drained` event was forwarded).
@@ -174,7 +186,7 @@ impl ConnWaiters {
 }
 
 impl State {
-    pub(crate) fn new(endpoint: quinn_proto::Endpoint) -> State {
+    pub(crate) fn new(endpoint: quinn_proto::Endpoint, retry_bound: usize) -> State {
         State {
             endpoint,
             conns: FxHashMap::default(),
@@ -185,6 +197,9 @@ impl State {
             closed: false,
             released: false,
             failure: None,
+            handshakes: 0,
+            retry_bound,
+            retries_sent: 0,
         }
     }
 
@@ -200,6 +215,8 @@ impl State {
         let id = self.next_id;
         self.next_id += 1;
         let remote = conn.remote_address();
+        let handshaking = conn.side().is_server();
+        self.handshakes += usize::from(handshaking);
         self.conns.insert(
             id,
             ConnState {
@@ -209,6 +226,7 @@ impl State {
                 server_name,
                 waiters: Arc::new(ConnWaiters::default()),
                 connected: false,
+                handshaking,
                 error: None,
                 drained: false,
                 held,

@@ -14,7 +14,7 @@ const LAYERS: module_graph::Layers = &[
         &["state", "timers", "io"],
     ),
     ("the driver", &["driver"]),
-    ("the API", &["stream", "connection", "endpoint"]),
+    ("the API", &["stream", "connection", "endpoint", "fuzz"]),
 ];
 
 #[test]

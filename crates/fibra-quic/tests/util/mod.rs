@@ -2,11 +2,16 @@
 //! with configurations that trust it, and endpoints on loopback.
 #![allow(dead_code)]
 
+pub mod wire;
+
 use fibra::net::UdpSocket;
 use fibra_quic::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use fibra_quic::rustls::RootCertStore;
 use fibra_quic::{Config, Connection, Endpoint};
+use std::io::{Read, Write};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A generous bound for anything a test waits on (the machine may be loaded).
@@ -62,14 +67,31 @@ pub fn certificate() -> Certificate {
 pub fn server_with(config: &Config) -> (Endpoint, fibra_quic::proto::ClientConfig) {
     let cert = certificate();
     let tls = Config::server_tls(cert.chain, cert.key, &[ALPN]).unwrap();
-    let server = Endpoint::new(
+    let server = Endpoint::with_config(
         UdpSocket::bind("127.0.0.1:0").unwrap(),
-        config.endpoint(),
+        config,
         Some(config.server(tls).unwrap()),
     )
     .unwrap();
     let client_tls = Config::client_tls(cert.roots, &[ALPN]).unwrap();
     (server, config.client(client_tls).unwrap())
+}
+
+/// A client configuration that trusts nothing and offers X25519 alone, so that its
+/// ClientHello fits the first datagram and a server answers it with its whole first flight:
+/// for Initial packets a test captures and replays (the handshake never gets as far as the
+/// certificate check).
+pub fn one_datagram_hello(config: &Config) -> fibra_quic::proto::ClientConfig {
+    use fibra_quic::rustls;
+    let mut provider = rustls::crypto::aws_lc_rs::default_provider();
+    provider.kx_groups = vec![rustls::crypto::aws_lc_rs::kx_group::X25519];
+    let mut tls = rustls::ClientConfig::builder_with_provider(Arc::new(provider))
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .with_root_certificates(RootCertStore::empty())
+        .with_no_client_auth();
+    tls.alpn_protocols = vec![ALPN.to_vec()];
+    config.client(tls).unwrap()
 }
 
 /// A client endpoint on loopback.
@@ -114,4 +136,47 @@ pub fn pattern(len: usize, seed: u8) -> Vec<u8> {
     (0..len)
         .map(|i| ((i * 31 + i / 251) as u8).wrapping_add(seed))
         .collect()
+}
+
+/// Serves `server` in the background: every connection accepted gets a fiber per stream
+/// that echoes the stream back, until the connection ends. Returns the count of connections
+/// accepted so far.
+pub fn serve_echo(server: &Endpoint) -> Arc<AtomicUsize> {
+    let server = server.clone();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let count = accepted.clone();
+    fibra::spawn(move || {
+        while let Some(conn) = server.accept() {
+            count.fetch_add(1, Relaxed);
+            fibra::spawn(move || {
+                while let Ok((mut send, mut recv)) = conn.accept_bi() {
+                    fibra::spawn(move || {
+                        let mut all = Vec::new();
+                        if recv.read_to_end(&mut all).is_ok() && send.write_all(&all).is_ok() {
+                            let _ = send.finish();
+                        }
+                    });
+                }
+            });
+        }
+    });
+    accepted
+}
+
+/// Dials `addr` from a fresh client endpoint and has one stream echoed; returns whether the
+/// echo came back whole.
+pub fn echo_once(addr: SocketAddr, config: fibra_quic::proto::ClientConfig) -> bool {
+    let client = client();
+    let conn = match client.connect(addr, "localhost", config) {
+        Ok(conn) => conn,
+        Err(e) => panic!("a well-behaved client: {e}"),
+    };
+    let (mut send, mut recv) = conn.open_bi().unwrap();
+    let data = pattern(10_000, 7);
+    send.write_all(&data).unwrap();
+    send.finish().unwrap();
+    let mut back = Vec::new();
+    recv.read_to_end(&mut back).unwrap();
+    conn.close(0, b"done");
+    back == data
 }
