@@ -297,3 +297,53 @@ fn a_site_file_site_with_http3_answers_over_quic_and_only_it_advertises_it() {
     }
     drop(child);
 }
+
+#[test]
+fn serve_sends_a_file_of_several_chunks_over_http3_byte_for_byte() {
+    let certs = Certs::new("http3-file");
+    let root = certs.dir.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    // Three 64 KiB DATA frames and a short one; every byte different from its neighbours.
+    let content: Vec<u8> = (0..200_003u32).map(|i| (i * 7 + i / 251) as u8).collect();
+    std::fs::write(root.join("big.bin"), &content).unwrap();
+    let (cert, key) = (certs.path("cert.pem"), certs.path("key.pem"));
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fibra"))
+        .args([
+            "serve",
+            root.to_str().unwrap(),
+            "--addr",
+            "127.0.0.1",
+            "--port",
+            "0",
+        ])
+        .args([
+            "--workers",
+            "1",
+            "--tls-cert",
+            &cert,
+            "--tls-key",
+            &key,
+            "--http3",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start fibra serve");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let child = Hello(child);
+    let udp = BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|line| addr_after(&line, "HTTP/3 on udp://"))
+        .expect("the HTTP/3 line");
+    let (head, body) = with_h3(certs.der.clone(), udp, |conn| {
+        let answer = get(conn, "/big.bin");
+        conn.close(0x100, b"done");
+        answer
+    });
+    assert_eq!(&head[..3], &[0x00, 0x00, 0xc0 | 25], "`:status 200` first");
+    assert_eq!(body.len(), content.len());
+    assert!(body == content, "the file's bytes, in order");
+    drop(child);
+}

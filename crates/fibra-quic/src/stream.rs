@@ -9,6 +9,7 @@
 use crate::config::varint;
 use crate::error::Error;
 use crate::state::ConnRef;
+use bytes::Bytes;
 use fibra::sync::Notify;
 use quinn_proto::{FinishError, ReadError, ReadableError, StreamId, WriteError};
 use std::io::{self, Read, Write};
@@ -18,9 +19,12 @@ use std::sync::Arc;
 /// endpoint's driver.
 ///
 /// `write` parks while the stream's or the connection's flow-control window (or quinn's send
-/// window) is full, and returns as soon as some bytes are taken. `flush` does nothing: every
+/// window) is full, and returns as soon as some bytes are taken ([`write_chunks`] hands over
+/// `Bytes` without copying them). `flush` does nothing: every
 /// written byte is already queued. End the stream with [`finish`](SendStream::finish), or
 /// abandon it with [`reset`](SendStream::reset); dropping an unfinished stream finishes it.
+///
+/// [`write_chunks`]: SendStream::write_chunks
 pub struct SendStream {
     conn: Arc<ConnRef>,
     id: StreamId,
@@ -103,6 +107,50 @@ impl SendStream {
         self.done = true;
         self.changed(cid);
         r
+    }
+
+    /// Writes `chunks` in order without copying them: the stream keeps each `Bytes` until
+    /// the peer has acknowledged it (quinn-proto's `write_chunks`). Parks while flow control
+    /// takes nothing more, and returns once every chunk is written (each is then empty). On
+    /// an error, what is left in `chunks` was not written.
+    pub fn write_chunks(&mut self, chunks: &mut [Bytes]) -> io::Result<()> {
+        if self.done {
+            return Err(Error::StreamClosed { stream: self.id }.into());
+        }
+        let (cid, id) = (self.conn.id, self.id);
+        let mut first = 0;
+        loop {
+            while chunks.get(first).is_some_and(Bytes::is_empty) {
+                first += 1;
+            }
+            if first == chunks.len() {
+                return Ok(());
+            }
+            let rest = &mut chunks[first..];
+            self.conn.wait_for(&self.notify, |st| {
+                if let Some(e) = st.failed() {
+                    return Err(e);
+                }
+                let c = st.conn(cid)?;
+                if let Some(e) = c.lost() {
+                    return Err(e);
+                }
+                match c.conn.send_stream(id).write_chunks(rest) {
+                    Ok(_) => {
+                        st.mark_dirty(cid);
+                        Ok(Some(()))
+                    }
+                    Err(WriteError::Blocked) => Ok(None),
+                    Err(WriteError::Stopped(code)) => Err(Error::Stopped {
+                        stream: id,
+                        code: code.into_inner(),
+                    }
+                    .into()),
+                    Err(WriteError::ClosedStream) => Err(Error::StreamClosed { stream: id }.into()),
+                }
+            })?;
+            self.conn.kick();
+        }
     }
 
     /// Marks the connection for the driver and wakes it.

@@ -1,5 +1,5 @@
 //! Streams over loopback: echo on a bidirectional stream, 50 at once, a 4 MiB transfer
-//! through a small flow-control window, a unidirectional stream, `open_bi` waiting for the
+//! through a small flow-control window, chunks handed over without a copy (`write_chunks`), a unidirectional stream, `open_bi` waiting for the
 //! peer's stream limit, a reset seen by the reader and a stop seen by the writer, each with
 //! its code.
 
@@ -99,6 +99,42 @@ fn four_mib_through_a_64_kib_window_arrive_byte_exact() {
     });
     assert_eq!(len, 4 << 20);
     assert!(exact, "the echoed bytes differ");
+}
+
+#[test]
+fn chunks_written_without_copying_arrive_in_order_through_a_small_window() {
+    let (len, exact, emptied) = run("chunks", || {
+        let config = Config {
+            stream_receive_window: 64 * 1024,
+            ..Config::default()
+        };
+        let p = pair_with(&config);
+        echo_server(p.accepted.clone(), p.server.worker());
+        let data = pattern(1 << 20, 5);
+        // Uneven pieces, an empty one among them, together 16x the peer's window.
+        let cuts = [0, 1, 1, 4_000, 70_000, 500_000, 1 << 20];
+        let mut chunks: Vec<bytes::Bytes> = cuts
+            .windows(2)
+            .map(|w| bytes::Bytes::copy_from_slice(&data[w[0]..w[1]]))
+            .collect();
+        let (mut send, mut recv) = p.conn.open_bi().unwrap();
+        let reader = fibra::spawn(move || {
+            let mut back = Vec::new();
+            recv.read_to_end(&mut back).unwrap();
+            back
+        });
+        send.write_chunks(&mut chunks).unwrap();
+        send.finish().unwrap();
+        let back = reader.join().unwrap();
+        (
+            back.len(),
+            back == data,
+            chunks.iter().all(bytes::Bytes::is_empty),
+        )
+    });
+    assert_eq!(len, 1 << 20);
+    assert!(exact, "the echoed bytes differ");
+    assert!(emptied, "every chunk was taken");
 }
 
 #[test]
