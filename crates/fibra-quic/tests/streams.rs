@@ -1,5 +1,6 @@
 //! Streams over loopback: echo on a bidirectional stream, 50 at once, a 4 MiB transfer
-//! through a small flow-control window, chunks handed over without a copy (`write_chunks`), a unidirectional stream, `open_bi` waiting for the
+//! through a small flow-control window, chunks handed over without a copy (`write_chunks`),
+//! a unidirectional stream, `open_bi` waiting for the
 //! peer's stream limit, a reset seen by the reader and a stop seen by the writer, each with
 //! its code.
 
