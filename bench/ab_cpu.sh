@@ -76,14 +76,8 @@ wait_port() {
 wait_port 18201
 wait_port 18202
 
-cpu_ns() {
-    local sum=0 v _ f
-    for f in /proc/"$1"/task/*/schedstat; do
-        read -r v _ <"$f"
-        sum=$((sum + v))
-    done
-    echo "$sum"
-}
+# shellcheck source=bench/lib/measure.sh
+source "$(dirname "$0")/lib/measure.sh"
 
 # run_h3 PID PORT SECS: as run, with `fibra bench --h3`.
 run_h3() {

@@ -22,6 +22,8 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
+# shellcheck source=bench/lib/measure.sh
+source "$here/lib/measure.sh"
 pairs=12 secs=2 conns=100 streams=10 path=/plaintext files=0 quicgo=0
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -57,7 +59,7 @@ trap cleanup EXIT
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=localhost \
     -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" -addext "basicConstraints=CA:FALSE" \
     -keyout "$out/key.pem" -out "$out/cert.pem" -days 2 2>/dev/null
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(free_port)
 tls=(--tls-cert "$out/cert.pem" --tls-key "$out/key.pem" --http3)
 if [[ "$files" = 1 ]]; then
     mkdir -p "$out/root"
@@ -75,27 +77,19 @@ done
 grep -q "HTTP/3 on udp://" "$out/server.log" || { cat "$out/server.log" >&2; exit 1; }
 url="https://127.0.0.1:$port$path"
 
-cpu_ns() {
-    local sum=0 v _ f
-    for f in /proc/"$pid"/task/*/schedstat; do
-        read -r v _ <"$f"
-        sum=$((sum + v))
-    done
-    echo "$sum"
-}
 
 # run h2|h3 SECS: prints "ns_per_response responses_per_sec".
 run() {
     local before after report ok rate
-    before=$(cpu_ns)
+    before=$(cpu_ns "$pid")
     if [[ "$1" = h2 && "$quicgo" = 1 ]]; then
         report=$(GOMAXPROCS=1 taskset -c 1 "$h3load" -c "$conns" -m "$streams" -d "${2}s" "$url" 2>&1) || {
             echo "$0: a quic-go run failed:" >&2; echo "$report" >&2; exit 1; }
-        after=$(cpu_ns)
+        after=$(cpu_ns "$pid")
         ok=$(grep -oE "^[0-9]+ succeeded" <<<"$report" | grep -oE "[0-9]+")
     elif [[ "$1" = h2 ]]; then
         report=$(taskset -c 1 h2load -t1 -c"$conns" -m"$streams" -D "$2" "$url" 2>&1)
-        after=$(cpu_ns)
+        after=$(cpu_ns "$pid")
         if ! grep -qE "status codes: [0-9]+ 2xx, 0 3xx, 0 4xx, 0 5xx" <<<"$report" \
             || ! grep -qE "[0-9]+ succeeded, 0 failed, 0 errored" <<<"$report"; then
             echo "$0: an HTTP/2 run failed:" >&2; echo "$report" >&2; exit 1
@@ -103,7 +97,7 @@ run() {
         ok=$(grep -oE "status codes: [0-9]+ 2xx" <<<"$report" | grep -oE "[0-9]+" | head -1)
     else
         report=$(taskset -c 1 "$fibra" bench --h3 -t1 -c"$conns" -m"$streams" -d "${2}s" --insecure "$url" 2>&1)
-        after=$(cpu_ns)
+        after=$(cpu_ns "$pid")
         if grep -qE "\b[1-9][0-9]* (failed|errored)" <<<"$report"; then
             echo "$0: an HTTP/3 run failed:" >&2; echo "$report" >&2; exit 1
         fi

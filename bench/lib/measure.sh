@@ -13,3 +13,14 @@ cpu_ticks() {
   done
   echo "$sum"
 }
+
+# cpu_ns PID : nanoseconds of CPU the process's threads have run, from
+# /proc/PID/task/*/schedstat (finer than clock ticks, for short interleaved runs).
+cpu_ns() {
+  local sum=0 v _ f
+  for f in /proc/"$1"/task/*/schedstat; do
+    read -r v _ <"$f"
+    sum=$((sum + v))
+  done
+  echo "$sum"
+}

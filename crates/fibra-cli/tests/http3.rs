@@ -6,14 +6,14 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::SocketAddr;
-use std::process::Stdio;
+use std::process::{ChildStdout, Stdio};
 use std::time::Duration;
 
 use rustls::RootCertStore;
 
 mod tls_util;
 
-use tls_util::{connect_trusting, hello, Certs, Hello};
+use tls_util::{connect_trusting, hello, serve, Certs, Hello};
 
 /// The address after `prefix` in `line`, up to the next `/` or the end.
 fn addr_after(line: &str, prefix: &str) -> Option<SocketAddr> {
@@ -62,20 +62,32 @@ fn get(conn: &fibra_quic::Connection, path: &str) -> (Vec<u8>, Vec<u8>) {
     (head, body)
 }
 
+/// Starts `cmd` with its stdout piped: the process (killed on drop) and its stdout's lines.
+fn spawn(mut cmd: std::process::Command) -> (Hello, std::io::Lines<BufReader<ChildStdout>>) {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start fibra");
+    let stdout = child.stdout.take().expect("piped stdout");
+    (Hello(child), BufReader::new(stdout).lines())
+}
+
+/// `fibra ARGS`, the built binary.
+fn fibra(args: &[&str]) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_fibra"));
+    cmd.args(args);
+    cmd
+}
+
 /// `fibra hello --http3` with a new certificate: the process, its certificates, and the
 /// UDP and HTTPS addresses it announced.
 fn start_http3(name: &str) -> (Hello, Certs, SocketAddr, SocketAddr) {
     let certs = Certs::new(name);
     let (cert, key) = (certs.path("cert.pem"), certs.path("key.pem"));
-    let mut child = hello(&["--tls-cert", &cert, "--tls-key", &key, "--http3"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start fibra hello");
-    let stdout = child.stdout.take().expect("piped stdout");
-    let child = Hello(child);
+    let (child, mut lines) = spawn(hello(&["--tls-cert", &cert, "--tls-key", &key, "--http3"]));
     let (mut udp, mut https) = (None, None);
-    let mut lines = BufReader::new(stdout).lines();
     while udp.is_none() || https.is_none() {
         let line = lines.next().expect("fibra hello's banner").unwrap();
         udp = udp.or_else(|| addr_after(&line, "HTTP/3 on udp://"));
@@ -222,16 +234,7 @@ fn a_site_file_site_with_http3_answers_over_quic_and_only_it_advertises_it() {
         ),
     )
     .unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fibra"))
-        .args(["serve", "--config", file.to_str().unwrap()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start fibra serve");
-    let stdout = child.stdout.take().expect("piped stdout");
-    let child = Hello(child);
-    let mut lines = BufReader::new(stdout).lines();
+    let (child, mut lines) = spawn(fibra(&["serve", "--config", file.to_str().unwrap()]));
     let mut udp = Vec::new();
     let banner = loop {
         let line = lines.next().expect("fibra serve's banner").unwrap();
@@ -307,33 +310,9 @@ fn serve_sends_a_file_of_several_chunks_over_http3_byte_for_byte() {
     let content: Vec<u8> = (0..200_003u32).map(|i| (i * 7 + i / 251) as u8).collect();
     std::fs::write(root.join("big.bin"), &content).unwrap();
     let (cert, key) = (certs.path("cert.pem"), certs.path("key.pem"));
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fibra"))
-        .args([
-            "serve",
-            root.to_str().unwrap(),
-            "--addr",
-            "127.0.0.1",
-            "--port",
-            "0",
-        ])
-        .args([
-            "--workers",
-            "1",
-            "--tls-cert",
-            &cert,
-            "--tls-key",
-            &key,
-            "--http3",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start fibra serve");
-    let stdout = child.stdout.take().expect("piped stdout");
-    let child = Hello(child);
-    let udp = BufReader::new(stdout)
-        .lines()
+    let tls = ["--tls-cert", &cert, "--tls-key", &key, "--http3"];
+    let (child, lines) = spawn(serve(root.to_str().unwrap(), &tls));
+    let udp = lines
         .map_while(Result::ok)
         .find_map(|line| addr_after(&line, "HTTP/3 on udp://"))
         .expect("the HTTP/3 line");

@@ -117,7 +117,6 @@ impl SendStream {
         if self.done {
             return Err(Error::StreamClosed { stream: self.id }.into());
         }
-        let (cid, id) = (self.conn.id, self.id);
         let mut first = 0;
         loop {
             while chunks.get(first).is_some_and(Bytes::is_empty) {
@@ -127,30 +126,41 @@ impl SendStream {
                 return Ok(());
             }
             let rest = &mut chunks[first..];
-            self.conn.wait_for(&self.notify, |st| {
-                if let Some(e) = st.failed() {
-                    return Err(e);
-                }
-                let c = st.conn(cid)?;
-                if let Some(e) = c.lost() {
-                    return Err(e);
-                }
-                match c.conn.send_stream(id).write_chunks(rest) {
-                    Ok(_) => {
-                        st.mark_dirty(cid);
-                        Ok(Some(()))
-                    }
-                    Err(WriteError::Blocked) => Ok(None),
-                    Err(WriteError::Stopped(code)) => Err(Error::Stopped {
-                        stream: id,
-                        code: code.into_inner(),
-                    }
-                    .into()),
-                    Err(WriteError::ClosedStream) => Err(Error::StreamClosed { stream: id }.into()),
-                }
-            })?;
-            self.conn.kick();
+            self.write_with(|send| send.write_chunks(rest).map(drop))?;
         }
+    }
+
+    /// Runs one quinn-proto write on the stream, parking while it is blocked by flow
+    /// control, and wakes the driver once it went through.
+    fn write_with<T>(
+        &mut self,
+        mut write: impl FnMut(&mut quinn_proto::SendStream<'_>) -> Result<T, WriteError>,
+    ) -> io::Result<T> {
+        let (cid, id) = (self.conn.id, self.id);
+        let done = self.conn.wait_for(&self.notify, |st| {
+            if let Some(e) = st.failed() {
+                return Err(e);
+            }
+            let c = st.conn(cid)?;
+            if let Some(e) = c.lost() {
+                return Err(e);
+            }
+            match write(&mut c.conn.send_stream(id)) {
+                Ok(done) => {
+                    st.mark_dirty(cid);
+                    Ok(Some(done))
+                }
+                Err(WriteError::Blocked) => Ok(None),
+                Err(WriteError::Stopped(code)) => Err(Error::Stopped {
+                    stream: id,
+                    code: code.into_inner(),
+                }
+                .into()),
+                Err(WriteError::ClosedStream) => Err(Error::StreamClosed { stream: id }.into()),
+            }
+        })?;
+        self.conn.kick();
+        Ok(done)
     }
 
     /// Marks the connection for the driver and wakes it.
@@ -168,31 +178,7 @@ impl Write for SendStream {
         if self.done {
             return Err(Error::StreamClosed { stream: self.id }.into());
         }
-        let (cid, id) = (self.conn.id, self.id);
-        let n = self.conn.wait_for(&self.notify, |st| {
-            if let Some(e) = st.failed() {
-                return Err(e);
-            }
-            let c = st.conn(cid)?;
-            if let Some(e) = c.lost() {
-                return Err(e);
-            }
-            match c.conn.send_stream(id).write(buf) {
-                Ok(n) => {
-                    st.mark_dirty(cid);
-                    Ok(Some(n))
-                }
-                Err(WriteError::Blocked) => Ok(None),
-                Err(WriteError::Stopped(code)) => Err(Error::Stopped {
-                    stream: id,
-                    code: code.into_inner(),
-                }
-                .into()),
-                Err(WriteError::ClosedStream) => Err(Error::StreamClosed { stream: id }.into()),
-            }
-        })?;
-        self.conn.kick();
-        Ok(n)
+        self.write_with(|send| send.write(buf))
     }
 
     fn flush(&mut self) -> io::Result<()> {

@@ -444,16 +444,7 @@ impl BenchArgs {
             return err("--h2 speaks HTTP/2 with prior knowledge over plain http://, not https");
         }
         self.check_streams()?;
-        let h1_only = [
-            (self.pipeline.is_some(), "--pipeline"),
-            (self.batch, "--batch"),
-            (self.body.is_some(), "--body"),
-            (self.http10, "--http1.0"),
-        ];
-        match h1_only.iter().find(|(given, _)| *given) {
-            Some((_, flag)) => err(format!("{flag} is for HTTP/1.x, not --h2")),
-            None => Ok(()),
-        }
+        self.check_h1_only("--h2")
     }
 
     /// The flags `--h3` cannot go with.
@@ -467,6 +458,11 @@ impl BenchArgs {
         if self.timeout.is_some() {
             return err("--timeout is not supported with --h3 (a dead connection ends at QUIC's idle timeout, 30 s)");
         }
+        self.check_h1_only("--h3")
+    }
+
+    /// The HTTP/1.x flags, refused with `mode` (`--h2`, `--h3`).
+    fn check_h1_only(&self, mode: &str) -> Result<(), ArgError> {
         let h1_only = [
             (self.pipeline.is_some(), "--pipeline"),
             (self.batch, "--batch"),
@@ -474,7 +470,7 @@ impl BenchArgs {
             (self.http10, "--http1.0"),
         ];
         match h1_only.iter().find(|(given, _)| *given) {
-            Some((_, flag)) => err(format!("{flag} is for HTTP/1.x, not --h3")),
+            Some((_, flag)) => err(format!("{flag} is for HTTP/1.x, not {mode}")),
             None => Ok(()),
         }
     }

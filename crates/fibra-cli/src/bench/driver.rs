@@ -267,6 +267,25 @@ pub fn execute(
     outcome
 }
 
+/// Counts a broken connection's `lost` requests as `problem`; false once the budget is spent.
+/// A connection that failed before taking requests (`lost` 0) costs one, so that a server
+/// that cannot be reached ends an `-n` run instead of being tried forever. In a timed run it
+/// waits a moment before the next connect.
+pub(super) fn count_broken(shared: &Shared, problem: Problem, why: String, lost: u64) -> bool {
+    let lost = if lost > 0 { lost } else { shared.take(1) };
+    if lost == 0 {
+        return false;
+    }
+    stats::with(|w| {
+        w.stats.problem(problem, lost, || why);
+        w.advance(lost);
+    });
+    if shared.deadline.is_some() {
+        fibra::time::sleep(CONNECT_BACKOFF);
+    }
+    true
+}
+
 /// Signals the root fiber when a driver fiber ends, even by panic.
 pub(super) struct FinishGuard(mpsc::Sender<()>);
 

@@ -18,7 +18,7 @@ use fibra_http::{Tcp, Transport};
 use h2::client::{ResponseFuture, SendRequest};
 use h2::RecvStream;
 
-use super::driver::{FinishGuard, Shared, CONNECT_BACKOFF};
+use super::driver::{count_broken, FinishGuard, Shared};
 use super::stats::{self, Problem};
 use super::target::Target;
 
@@ -80,18 +80,8 @@ pub(super) fn connection_fiber(shared: &Shared, load: &H2Load, _done: FinishGuar
         let Err((problem, why, lost)) = run_connection(shared, load) else {
             return;
         };
-        // A connection that failed before taking requests costs one, so that a refused
-        // port ends an `-n` run instead of being retried forever.
-        let lost = if lost > 0 { lost } else { shared.take(1) };
-        if lost == 0 {
+        if !count_broken(shared, problem, why, lost) {
             return;
-        }
-        stats::with(|w| {
-            w.stats.problem(problem, lost, || why);
-            w.advance(lost);
-        });
-        if shared.deadline.is_some() {
-            fibra::time::sleep(CONNECT_BACKOFF);
         }
     }
 }

@@ -16,7 +16,7 @@ use fibra::net::UdpSocket;
 use fibra_http::http3_client::{EncodedRequest, Http3Client};
 use fibra_quic::Endpoint;
 
-use super::driver::{FinishGuard, Shared, CONNECT_BACKOFF};
+use super::driver::{count_broken, FinishGuard, Shared, CONNECT_BACKOFF};
 use super::stats::{self, Problem};
 use super::target::Target;
 use super::tls::{self, Verify};
@@ -76,22 +76,16 @@ pub(super) fn connection_fiber(shared: &Arc<Shared>, load: &Arc<H3Load>, _done: 
         match run_connection(shared, load) {
             Ok(()) => return,
             // Its streams counted the requests it lost.
-            Err(None) => {}
-            // A connection that failed before taking requests costs one, so that a server
-            // that never answers ends an `-n` run instead of being retried forever.
+            Err(None) => {
+                if shared.deadline.is_some() {
+                    fibra::time::sleep(CONNECT_BACKOFF);
+                }
+            }
             Err(Some((problem, why))) => {
-                let lost = shared.take(1);
-                if lost == 0 {
+                if !count_broken(shared, problem, why, 0) {
                     return;
                 }
-                stats::with(|w| {
-                    w.stats.problem(problem, lost, || why);
-                    w.advance(lost);
-                });
             }
-        }
-        if shared.deadline.is_some() {
-            fibra::time::sleep(CONNECT_BACKOFF);
         }
     }
 }

@@ -56,18 +56,21 @@ impl Drop for Hello {
 
 /// `fibra hello` on 127.0.0.1, an ephemeral port and one worker, with `extra` flags.
 pub fn hello(extra: &[&str]) -> Command {
+    fibra_on_loopback(&["hello"], extra)
+}
+
+/// `fibra serve ROOT` on 127.0.0.1, an ephemeral port and one worker, with `extra` flags.
+pub fn serve(root: &str, extra: &[&str]) -> Command {
+    fibra_on_loopback(&["serve", root], extra)
+}
+
+/// `fibra COMMAND --addr 127.0.0.1 --port 0 --workers 1 EXTRA`, stdin closed.
+fn fibra_on_loopback(command: &[&str], extra: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_fibra"));
-    cmd.args([
-        "hello",
-        "--addr",
-        "127.0.0.1",
-        "--port",
-        "0",
-        "--workers",
-        "1",
-    ])
-    .args(extra)
-    .stdin(Stdio::null());
+    cmd.args(command)
+        .args(["--addr", "127.0.0.1", "--port", "0", "--workers", "1"])
+        .args(extra)
+        .stdin(Stdio::null());
     cmd
 }
 
