@@ -26,7 +26,9 @@ mod server_flags;
 mod signals;
 mod site_http3;
 mod site_listen;
+mod site_reload;
 mod site_serve;
+mod site_start;
 mod upgrade;
 
 use clap::{Parser, Subcommand};

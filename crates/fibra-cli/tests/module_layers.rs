@@ -22,6 +22,7 @@ const LAYERS: module_graph::Layers = &[
         ],
     ),
     ("flags", &["proxy_flags", "server_flags"]),
+    ("sites", &["site_reload", "site_start"]),
     ("commands", &["bench", "hello", "serve", "site_serve"]),
 ];
 
