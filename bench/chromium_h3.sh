@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # A headless Chromium page load from `fibra serve --http3` over HTTP/3 (QUIC): a page whose
-# stylesheet and script must both load (the script writes the computed colour from the
-# stylesheet into the page). Chromium is told to use QUIC for the origin
-# (--origin-to-force-quic-on), trusts the self-signed certificate by its key's pin
-# (--ignore-certificate-errors-spki-list) and maps localhost to 127.0.0.1. Prints the DOM
-# Chromium ends with, the access log and the QUIC sessions in Chromium's net log; exits
-# non-zero unless the script ran with the stylesheet applied and all three files were
-# answered 200 over HTTP/3.
+# stylesheet, script and image must all load (the script writes the computed colour from the
+# stylesheet and the image's decoded size into the page). Chromium is told to use QUIC for
+# the origin (--origin-to-force-quic-on), trusts the self-signed certificate by its key's
+# pin (--ignore-certificate-errors-spki-list) and maps localhost to 127.0.0.1. Prints the
+# DOM Chromium ends with, the access log and the QUIC sessions in Chromium's net log; exits
+# non-zero unless the script ran with the stylesheet applied and the image decoded, and all
+# four files were answered 200 over HTTP/3, the image with all its bytes.
 #
 #   bench/chromium_h3.sh             (needs chromium and openssl; builds fibra unless NO_BUILD=1)
 set -euo pipefail
@@ -31,9 +31,10 @@ sleep 1.5
 echo "$DOM"
 cat "$RUN/access.log"
 echo "QUIC sessions in the net log: $(grep -o '"QUIC_SESSION[A-Z_]*' "$RUN/netlog.json" | sort | uniq -c | tr -s ' ' | head -5 | tr '\n' ';')"
-grep -q 'script ran, color rgb(1, 2, 3)' <<<"$DOM" || { echo "chromium_h3.sh: the page did not load in full" >&2; exit 1; }
-for f in index.html style.css app.js; do
+grep -q 'script ran, color rgb(1, 2, 3), image 400x300' <<<"$DOM" || { echo "chromium_h3.sh: the page did not load in full" >&2; exit 1; }
+for f in index.html style.css app.js pic.png; do
   grep -q "\"GET /$f HTTP/3.0\" 200" "$RUN/access.log" || { echo "chromium_h3.sh: no HTTP/3 200 for /$f" >&2; exit 1; }
 done
-echo "chromium_h3.sh: the page, its stylesheet and its script loaded over HTTP/3"
+grep -q "\"GET /pic.png HTTP/3.0\" 200 $PNG_BYTES " "$RUN/access.log" || { echo "chromium_h3.sh: the image's bytes were not all sent" >&2; exit 1; }
+echo "chromium_h3.sh: the page, its stylesheet, its script and a $PNG_BYTES-byte image loaded over HTTP/3"
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# A headless Chromium page load from `fibra serve` over HTTPS: a page whose stylesheet and
-# script must both load (the script writes the computed colour from the stylesheet into the
-# page). Prints the DOM Chromium ends with and the access log; exits non-zero unless the
-# script ran with the stylesheet applied and all three files were answered 200 over HTTP/2
-# (ALPN h2, as browsers negotiate it).
+# A headless Chromium page load from `fibra serve` over HTTPS: a page whose stylesheet,
+# script and image must all load (the script writes the computed colour from the stylesheet
+# and the image's decoded size into the page). Prints the DOM Chromium ends with and the
+# access log; exits non-zero unless the script ran with the stylesheet applied and the image
+# decoded, and all four files were answered 200 over HTTP/2 (ALPN h2, as browsers negotiate
+# it), the image with all its bytes.
 #
 #   bench/chromium_tls.sh            (needs chromium and openssl; builds fibra unless NO_BUILD=1)
 set -euo pipefail
@@ -22,8 +23,9 @@ DOM=$(timeout 60 chromium --headless=new --no-sandbox --disable-gpu --ignore-cer
 sleep 0.5
 echo "$DOM"
 cat "$RUN/access.log"
-grep -q 'script ran, color rgb(1, 2, 3)' <<<"$DOM" || { echo "chromium_tls.sh: the page did not load in full" >&2; exit 1; }
-for f in index.html style.css app.js; do
+grep -q 'script ran, color rgb(1, 2, 3), image 400x300' <<<"$DOM" || { echo "chromium_tls.sh: the page did not load in full" >&2; exit 1; }
+for f in index.html style.css app.js pic.png; do
   grep -q "\"GET /$f HTTP/2.0\" 200" "$RUN/access.log" || { echo "chromium_tls.sh: no HTTP/2 200 for /$f" >&2; exit 1; }
 done
-echo "chromium_tls.sh: the page, its stylesheet and its script loaded over HTTPS, HTTP/2"
+grep -q "\"GET /pic.png HTTP/2.0\" 200 $PNG_BYTES " "$RUN/access.log" || { echo "chromium_tls.sh: the image's bytes were not all sent" >&2; exit 1; }
+echo "chromium_tls.sh: the page, its stylesheet, its script and a $PNG_BYTES-byte image loaded over HTTPS, HTTP/2"
