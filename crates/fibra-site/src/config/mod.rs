@@ -6,7 +6,9 @@ mod check;
 mod model;
 mod print;
 mod reader;
+mod route_schema;
 mod schema;
+mod values;
 
 use std::path::Path;
 

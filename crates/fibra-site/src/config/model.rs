@@ -367,7 +367,7 @@ impl ProxyConfig {
     /// upstream down for 10 s after 1 failure, connect timeout 10 s, timeout 60 s, 64 idle
     /// connections per upstream and worker.
     pub fn new(upstreams: Vec<String>) -> ProxyConfig {
-        super::schema::proxy_default(upstreams)
+        super::route_schema::proxy_default(upstreams)
     }
 }
 
