@@ -115,6 +115,11 @@ impl Http3 {
         self.addr
     }
 
+    /// [`Http3::stop`] in a thread of its own, so that it drains beside other servers.
+    pub fn stop_in_background(self, grace: Duration) -> JoinHandle<()> {
+        std::thread::spawn(move || self.stop(grace))
+    }
+
     /// Stops taking connections and drains the open ones: each sends GOAWAY, answers the
     /// requests it took and closes. Those still open after `grace` are closed then; waits
     /// for them at most a few seconds more.

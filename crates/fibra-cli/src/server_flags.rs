@@ -414,7 +414,7 @@ impl ServerFlags {
             redirect.shutdown(grace);
         }
         // HTTP/3 drains beside the TCP listeners, in the same grace period.
-        let h3_stop = http3.map(|h3| std::thread::spawn(move || h3.stop(grace)));
+        let h3_stop = http3.map(|h3| h3.stop_in_background(grace));
         if handed_over {
             handle.drain(crate::upgrade::IDLE_GRACE, grace);
         } else {

@@ -32,14 +32,18 @@ pub(crate) type Http3s = Vec<(Listen, Http3)>;
 /// The UDP address for HTTP/3 beside `b`: its TCP address, where `config` has a site with
 /// `http3 = true` on it (TLS and TCP, as the site file's checks require).
 pub(crate) fn http3_addr(config: &Config, b: &Bound) -> Option<SocketAddr> {
-    let wanted = config
-        .sites
-        .iter()
-        .any(|s| s.http3 && s.tls.is_some() && s.listen.contains(&b.listen));
-    match (wanted, &b.listen) {
+    match (wants_http3(config, &b.listen), &b.listen) {
         (true, Listen::Tcp(_)) => b.local_addr(),
         _ => None,
     }
+}
+
+/// Whether a site of `config` with `http3 = true` (and TLS) listens on `l`.
+pub(crate) fn wants_http3(config: &Config, l: &Listen) -> bool {
+    config
+        .sites
+        .iter()
+        .any(|s| s.http3 && s.tls.is_some() && s.listen.contains(l))
 }
 
 /// HTTP/3 for the address in `slot` on UDP `addr`: its sites (as `SiteService` answers
@@ -76,6 +80,6 @@ pub(crate) fn start_http3(
 /// Stops HTTP/3 endpoints, each draining in a thread of its own for up to `grace`.
 pub(crate) fn stop_http3(h3: Http3s, grace: Duration) -> Vec<JoinHandle<()>> {
     h3.into_iter()
-        .map(|(_, e)| std::thread::spawn(move || e.stop(grace)))
+        .map(|(_, e)| e.stop_in_background(grace))
         .collect()
 }

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 
 use fibra_site::config::{self, Config, Listen, ServerConfig};
 
-use crate::site_http3::{stop_http3, Http3s};
+use crate::site_http3::{stop_http3, wants_http3, Http3s};
 use crate::site_listen::Bound;
 use crate::site_start::{
     addresses, bind_all, has_logs, is_tls, start, url, where_listened, Ctx, Running,
@@ -95,11 +95,7 @@ pub(crate) fn reload(
     // HTTP/3 is started and stopped with its address; an address kept keeps what it had.
     for l in wanted.iter().filter(|l| listening.contains(l)) {
         let running_h3 = running.h3.iter().any(|(x, _)| x == l);
-        let wants_h3 = next
-            .sites
-            .iter()
-            .any(|s| s.http3 && s.tls.is_some() && s.listen.contains(l));
-        if wants_h3 != running_h3 {
+        if wants_http3(&next, l) != running_h3 {
             eprintln!(
                 "fibra serve: SIGHUP: {l}: http3 changed on an address already served: needs a restart (SIGUSR2); kept as before"
             );

@@ -52,33 +52,33 @@ impl Drain {
     /// Every connection sends GOAWAY, answers the requests it took, then closes; one served
     /// from now on does so at once.
     pub fn begin(&self) {
-        let conns = {
-            let mut r = self.lock();
-            r.draining = true;
-            live(&mut r.conns)
-        };
-        for c in conns {
-            c.lock().draining = true;
-            c.notify.notify_one();
-        }
+        self.signal(false);
     }
 
     /// Closes every connection still open (H3_NO_ERROR), requests or not: the end of a
     /// grace period. Implies [`Drain::begin`].
     pub fn close_all(&self) {
+        self.signal(true);
+    }
+
+    /// Sets draining (and `closing`, if asked) here and on every live connection.
+    fn signal(&self, closing: bool) {
         let conns = {
             let mut r = self.lock();
             r.draining = true;
-            r.closing = true;
+            r.closing |= closing;
             live(&mut r.conns)
         };
         for c in conns {
-            let mut st = c.lock();
-            st.draining = true;
-            st.closing = true;
-            drop(st);
-            // Directly: the watcher may be waiting for acknowledgements that never come.
-            c.conn.close(H3Error::NoError.code(), b"");
+            {
+                let mut st = c.lock();
+                st.draining = true;
+                st.closing |= closing;
+            }
+            if closing {
+                // Directly: the watcher may be waiting for acknowledgements that never come.
+                c.conn.close(H3Error::NoError.code(), b"");
+            }
             c.notify.notify_one();
         }
     }
