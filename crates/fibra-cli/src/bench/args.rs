@@ -184,7 +184,8 @@ pub struct Config {
     pub seed: u64,
     /// `--drop-bodies`: bodies dropped by the kernel unread.
     pub drop_bodies: bool,
-    /// The TLS client configuration, for an `https://` target.
+    /// The TLS client configuration, for an `https://` target over TCP (`--h3` has its own,
+    /// in `h3`).
     pub tls: Option<Arc<rustls::ClientConfig>>,
     /// `--ws`: the size of each echoed message (`None`: HTTP requests).
     pub ws_message: Option<usize>,
@@ -361,7 +362,7 @@ impl BenchArgs {
             None if body.is_some() => "POST".to_string(),
             None => "GET".to_string(),
         };
-        let tls = match (target.tls, self.insecure, &self.cacert) {
+        let verify = match (target.tls, self.insecure, &self.cacert) {
             (false, false, None) => None,
             (false, _, _) => return err("--insecure and --cacert need an https:// URL"),
             (true, false, None) => {
@@ -370,10 +371,13 @@ impl BenchArgs {
             (true, _, _) if self.drop_bodies => {
                 return err("--drop-bodies is for plain http://: TLS records must be decrypted")
             }
-            (true, true, _) => Some(tls::client_config(Verify::Nothing).map_err(ArgError)?),
-            (true, false, Some(ca)) => {
-                Some(tls::client_config(Verify::CaFile(ca)).map_err(ArgError)?)
-            }
+            (true, true, _) => Some(Verify::Nothing),
+            (true, false, Some(ca)) => Some(Verify::CaFile(ca)),
+        };
+        // `--h3` makes a QUIC configuration of its own (below).
+        let tls = match verify.filter(|_| !self.h3) {
+            Some(v) => Some(tls::client_config(v).map_err(ArgError)?),
+            None => None,
         };
         let render = |target: &Target| {
             request::render(&RequestSpec {
@@ -404,15 +408,9 @@ impl BenchArgs {
             true => Some(H2Load::new(&target, &method, &headers, streams).map_err(ArgError)?),
             false => None,
         };
-        let h3 = match self.h3 {
-            true => {
-                let verify = match &self.cacert {
-                    Some(ca) if !self.insecure => Verify::CaFile(ca),
-                    _ => Verify::Nothing,
-                };
-                Some(H3Load::new(&target, &method, &headers, streams, verify).map_err(ArgError)?)
-            }
-            false => None,
+        let h3 = match verify.filter(|_| self.h3) {
+            Some(v) => Some(H3Load::new(&target, &method, &headers, streams, v).map_err(ArgError)?),
+            None => None,
         };
         Ok(Config {
             target,
