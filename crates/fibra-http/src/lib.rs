@@ -152,7 +152,7 @@ pub mod service;
 pub mod settings;
 mod target_bytes;
 #[cfg(test)]
-mod test_rng;
+mod test_codec;
 pub mod tls;
 pub mod transport;
 mod upgraded;

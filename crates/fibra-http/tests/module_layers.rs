@@ -28,7 +28,7 @@ const LAYERS: module_graph::Layers = &[
             "prefixed_int",
             "prepared",
             "target_bytes",
-            "test_rng",
+            "test_codec",
         ],
     ),
     (

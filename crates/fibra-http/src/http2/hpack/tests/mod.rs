@@ -15,9 +15,7 @@ mod encoder;
 mod errors;
 mod rfc;
 
-/// A decoded field: the name's text as classified (`<invalid>` for [`Name::Invalid`]) and
-/// the value's bytes.
-pub(super) type Field = (String, Vec<u8>);
+pub(super) use crate::test_codec::{fields, hex, Field};
 
 /// The text of a classified name (what the RFC's examples list).
 pub(super) fn name_text(name: &Name) -> String {
@@ -45,22 +43,6 @@ pub(super) fn decode(d: &mut Decoder, block: &[u8]) -> Result<Vec<Field>, HpackE
     })?;
     d.check();
     Ok(fields)
-}
-
-/// Fields from (name, value) text pairs.
-pub(super) fn fields(list: &[(&str, &str)]) -> Vec<Field> {
-    list.iter()
-        .map(|(n, v)| (n.to_string(), v.as_bytes().to_vec()))
-        .collect()
-}
-
-/// The bytes of a hex dump (whitespace ignored), as RFC 7541 prints blocks.
-pub(super) fn hex(dump: &str) -> Vec<u8> {
-    let digits: Vec<u8> = dump.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-    digits
-        .chunks(2)
-        .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).unwrap(), 16).unwrap())
-        .collect()
 }
 
 /// How a literal field asks the decoder to treat its table (§6.2).
@@ -137,4 +119,4 @@ pub(super) fn encode_string(out: &mut Vec<u8>, s: &[u8], huffman: bool) {
     }
 }
 
-pub(super) use crate::test_rng::Rng;
+pub(super) use crate::test_codec::Rng;

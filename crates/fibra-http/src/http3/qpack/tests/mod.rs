@@ -14,9 +14,7 @@ mod rfc;
 mod round_trip;
 mod streams;
 
-/// A decoded field: the name's text as classified (`:<unknown>` for an unknown
-/// pseudo-header, `<invalid>` for [`Name::Invalid`]) and the value's bytes.
-pub(super) type Field = (String, Vec<u8>);
+pub(super) use crate::test_codec::{fields, hex, Field};
 
 /// The text of a classified name.
 pub(super) fn name_text(name: &Name) -> String {
@@ -39,22 +37,6 @@ pub(super) fn decode(d: &mut Decoder, section: &[u8]) -> Result<Vec<Field>, Qpac
 /// Decodes `section` on a new decoder without a size limit.
 pub(super) fn decode_new(section: &[u8]) -> Result<Vec<Field>, QpackError> {
     decode(&mut Decoder::new(u64::MAX), section)
-}
-
-/// Fields from (name, value) text pairs.
-pub(super) fn fields(list: &[(&str, &str)]) -> Vec<Field> {
-    list.iter()
-        .map(|(n, v)| (n.to_string(), v.as_bytes().to_vec()))
-        .collect()
-}
-
-/// The bytes of a hex dump (whitespace ignored), as RFC 9204 prints them.
-pub(super) fn hex(dump: &str) -> Vec<u8> {
-    let digits: Vec<u8> = dump.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-    digits
-        .chunks(2)
-        .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).unwrap(), 16).unwrap())
-        .collect()
 }
 
 /// A string as a representation carries it: the bytes, Huffman-coded when the flag is set.
@@ -184,4 +166,4 @@ pub(super) fn section(reprs: &[Repr]) -> Vec<u8> {
     section_with(0, false, 0, reprs)
 }
 
-pub(super) use crate::test_rng::Rng;
+pub(super) use crate::test_codec::Rng;

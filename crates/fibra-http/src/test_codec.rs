@@ -1,4 +1,26 @@
-//! A small seeded PRNG for the codecs' randomized tests (HPACK's, QPACK's).
+//! What the header codecs' tests share (HPACK's, QPACK's): the field they compare, fields
+//! from text pairs, the bytes of an RFC's hex dump, and a small seeded PRNG for the
+//! randomized tests.
+
+/// A decoded field as the tests compare it: the name's text as classified (`<invalid>` for
+/// an invalid name) and the value's bytes.
+pub(crate) type Field = (String, Vec<u8>);
+
+/// Fields from (name, value) text pairs.
+pub(crate) fn fields(list: &[(&str, &str)]) -> Vec<Field> {
+    list.iter()
+        .map(|(n, v)| (n.to_string(), v.as_bytes().to_vec()))
+        .collect()
+}
+
+/// The bytes of a hex dump (whitespace ignored), as RFC 7541 and RFC 9204 print them.
+pub(crate) fn hex(dump: &str) -> Vec<u8> {
+    let digits: Vec<u8> = dump.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+    digits
+        .chunks(2)
+        .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).unwrap(), 16).unwrap())
+        .collect()
+}
 
 /// A small seeded PRNG (xorshift64*): deterministic tests without a dependency.
 pub(crate) struct Rng(u64);
