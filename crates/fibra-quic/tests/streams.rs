@@ -7,7 +7,7 @@
 mod util;
 
 use fibra::sync::Notify;
-use fibra_quic::{Config, Connection, Error};
+use fibra_quic::{Config, Connection, Error, SendStream};
 use std::io::{Read, Write};
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,6 +41,11 @@ fn echo_server(conn: Connection, worker: usize) {
 
 /// Sends `data` on a new stream of `conn`, finishes it, and reads the reply to its end.
 fn round_trip(conn: &Connection, data: &[u8]) -> Vec<u8> {
+    round_trip_with(conn, |send| send.write_all(data).unwrap())
+}
+
+/// As [`round_trip`], with `write` sending the data.
+fn round_trip_with(conn: &Connection, write: impl FnOnce(&mut SendStream)) -> Vec<u8> {
     let (mut send, mut recv) = conn.open_bi().unwrap();
     // Write and read at once: a large payload fills the windows both ways.
     let reader = fibra::spawn(move || {
@@ -48,7 +53,7 @@ fn round_trip(conn: &Connection, data: &[u8]) -> Vec<u8> {
         recv.read_to_end(&mut back).unwrap();
         back
     });
-    send.write_all(data).unwrap();
+    write(&mut send);
     send.finish().unwrap();
     reader.join().unwrap()
 }
@@ -118,15 +123,7 @@ fn chunks_written_without_copying_arrive_in_order_through_a_small_window() {
             .windows(2)
             .map(|w| bytes::Bytes::copy_from_slice(&data[w[0]..w[1]]))
             .collect();
-        let (mut send, mut recv) = p.conn.open_bi().unwrap();
-        let reader = fibra::spawn(move || {
-            let mut back = Vec::new();
-            recv.read_to_end(&mut back).unwrap();
-            back
-        });
-        send.write_chunks(&mut chunks).unwrap();
-        send.finish().unwrap();
-        let back = reader.join().unwrap();
+        let back = round_trip_with(&p.conn, |send| send.write_chunks(&mut chunks).unwrap());
         (
             back.len(),
             back == data,
