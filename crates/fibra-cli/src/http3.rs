@@ -3,9 +3,12 @@
 //! same handler (shared, `Server::serve_shared`); and the `Alt-Svc` value that tells
 //! clients where to find it (added by `Endpoints`, in front of the handler).
 //!
-//! For now the QUIC endpoint runs on a runtime of its own with one worker (a thread beside
-//! the server's workers): one UDP socket, one driver fiber, a fiber per connection and per
-//! request stream. Several workers sharing the UDP port come later.
+//! The QUIC endpoints run on a runtime of their own with as many workers as the server has
+//! (threads beside the server's): on each worker a UDP socket on the port (`SO_REUSEPORT`),
+//! its driver fiber, and a fiber per connection and per request stream, all on that worker
+//! (`fibra_quic::Endpoint::server_group`). A connection stays on its worker when its client's
+//! address changes: its connection IDs name the worker, the kernel steers by them where it
+//! allows, and a worker forwards what reaches it anyway.
 //!
 //! Shutdown ([`Http3::stop`], in the server's grace period, beside the TCP listeners): no
 //! new connections; each open one sends GOAWAY, answers what it took and closes with
@@ -18,7 +21,6 @@ use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use fibra::net::UdpSocket;
 use fibra_http::{serve_http3_connection_draining, Http3Drain, Request, Response, Settings};
 use fibra_quic::rustls::server::ResolvesServerCert;
 use fibra_quic::{Config, Endpoint};
@@ -30,9 +32,10 @@ const CLOSE_WAIT: Duration = Duration::from_secs(5);
 /// How often a closed endpoint looks whether its connections are gone.
 const DRAIN_POLL: Duration = Duration::from_millis(10);
 
-/// The running HTTP/3 endpoint: [`Http3::stop`] drains it and waits for its thread.
+/// The running HTTP/3 endpoints: [`Http3::stop`] drains them and waits for their thread.
 pub struct Http3 {
-    endpoint: Endpoint,
+    /// One per worker, on one port.
+    endpoints: Vec<Endpoint>,
     drain: Http3Drain,
     thread: Option<JoinHandle<()>>,
     /// Receives once the endpoint's thread is done.
@@ -41,10 +44,12 @@ pub struct Http3 {
 }
 
 impl Http3 {
-    /// Starts HTTP/3 on UDP `addr` (the HTTPS listener's address) with the certificates
-    /// `resolver` picks, serving `handler` with `settings`.
+    /// Starts HTTP/3 on UDP `addr` (the HTTPS listener's address) on `workers` workers (the
+    /// server's count; at most 256) with the certificates `resolver` picks, serving `handler`
+    /// with `settings`.
     pub fn start<H>(
         addr: SocketAddr,
+        workers: usize,
         resolver: Arc<dyn ResolvesServerCert>,
         settings: Arc<Settings>,
         handler: Arc<H>,
@@ -61,7 +66,7 @@ impl Http3 {
         let thread = std::thread::Builder::new()
             .name("fibra-http3".into())
             .spawn(move || {
-                let rt = match fibra::Runtime::builder().workers(1).build() {
+                let rt = match fibra::Runtime::builder().workers(workers).build() {
                     Ok(rt) => rt,
                     Err(e) => {
                         let _ = tx.send(Err(e));
@@ -69,40 +74,47 @@ impl Http3 {
                     }
                 };
                 rt.block_on(move || {
-                    let endpoint = UdpSocket::bind(addr)
-                        .and_then(|s| Endpoint::server(s, server_config))
-                        .map_err(|e| {
-                            io::Error::new(e.kind(), format!("HTTP/3 on UDP {addr}: {e}"))
-                        });
-                    let endpoint = match endpoint {
-                        Ok(ep) => ep,
+                    let group =
+                        Endpoint::server_group(addr, workers, &Config::default(), server_config)
+                            .map_err(|e| {
+                                io::Error::new(e.kind(), format!("HTTP/3 on UDP {addr}: {e}"))
+                            });
+                    let group = match group {
+                        Ok(group) => group,
                         Err(e) => {
                             let _ = tx.send(Err(e));
                             return;
                         }
                     };
-                    let _ = tx.send(Ok(endpoint.clone()));
-                    while let Some(conn) = endpoint.accept() {
-                        let (settings, handler) = (settings.clone(), handler.clone());
-                        let drain = draining.clone();
-                        fibra::spawn(move || {
-                            serve_http3_connection_draining(conn, settings, handler, &drain)
-                        });
+                    let _ = tx.send(Ok(group.clone()));
+                    let acceptors: Vec<_> = group
+                        .iter()
+                        .map(|endpoint| {
+                            let endpoint = endpoint.clone();
+                            let (settings, handler) = (settings.clone(), handler.clone());
+                            let drain = draining.clone();
+                            fibra::fiber::Builder::new()
+                                .worker(endpoint.worker())
+                                .spawn(move || accept_all(&endpoint, &settings, &handler, &drain))
+                        })
+                        .collect();
+                    for a in acceptors.into_iter().flatten() {
+                        let _ = a.join();
                     }
                     // Closed: the connections drain (`stop` closes what is left when its
                     // grace period is spent); the runtime would cancel their fibers.
-                    while endpoint.open_connections() > 0 {
+                    while group.iter().any(|e| e.open_connections() > 0) {
                         fibra::time::sleep(DRAIN_POLL);
                     }
                 });
                 let _ = done_tx.send(());
             })?;
-        let endpoint = rx.recv().map_err(|_| {
+        let endpoints = rx.recv().map_err(|_| {
             io::Error::other(format!("HTTP/3 on UDP {addr}: its thread ended at start"))
         })??;
-        let addr = endpoint.local_addr()?;
+        let addr = endpoints[0].local_addr()?;
         Ok(Http3 {
-            endpoint,
+            endpoints,
             drain,
             thread: Some(thread),
             finished,
@@ -125,7 +137,9 @@ impl Http3 {
     /// for them at most a few seconds more.
     pub fn stop(mut self, grace: Duration) {
         self.drain.begin();
-        self.endpoint.close();
+        for e in &self.endpoints {
+            e.close();
+        }
         if self.finished.recv_timeout(grace).is_err() {
             self.drain.close_all();
             if self.finished.recv_timeout(CLOSE_WAIT).is_err() {
@@ -135,6 +149,27 @@ impl Http3 {
         }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
+        }
+    }
+}
+
+/// Accepts `endpoint`'s connections until it closes, each served in a fiber on its worker.
+fn accept_all<H>(
+    endpoint: &Endpoint,
+    settings: &Arc<Settings>,
+    handler: &Arc<H>,
+    drain: &Http3Drain,
+) where
+    H: Fn(Request) -> Response + Send + Sync + 'static,
+{
+    while let Some(conn) = endpoint.accept() {
+        let (settings, handler) = (settings.clone(), handler.clone());
+        let drain = drain.clone();
+        let spawned = fibra::fiber::Builder::new()
+            .worker(endpoint.worker())
+            .spawn(move || serve_http3_connection_draining(conn, settings, handler, &drain));
+        if let Err(e) = spawned {
+            eprintln!("HTTP/3: a connection's fiber: {e}");
         }
     }
 }

@@ -316,8 +316,13 @@ impl ServerFlags {
         let http3 = match (h3_addr, &resolver) {
             (Some(addr), Some(resolver)) => {
                 let settings = Arc::new(server.current_settings().clone());
-                let h3 =
-                    crate::http3::Http3::start(addr, resolver.clone(), settings, handler.clone())?;
+                let h3 = crate::http3::Http3::start(
+                    addr,
+                    self.workers,
+                    resolver.clone(),
+                    settings,
+                    handler.clone(),
+                )?;
                 println!("{name}: HTTP/3 on udp://{}", h3.local_addr());
                 Some(h3)
             }

@@ -21,6 +21,8 @@ use crate::site_listen::Bound;
 pub(crate) struct Serving<'a> {
     pub(crate) live: &'a Arc<Live>,
     pub(crate) server: &'a ServerConfig,
+    /// The server's workers: HTTP/3 runs an endpoint on each.
+    pub(crate) workers: usize,
     /// Whether the sites' access logs take entries (see `site_serve`).
     pub(crate) logging: bool,
     pub(crate) endpoints: &'a Arc<Endpoints>,
@@ -72,7 +74,7 @@ pub(crate) fn start_http3(
         ..fibra_http::Settings::default()
     };
     let certs = fibra_site::quic_certs(serving.live.clone(), slot);
-    let endpoint = Http3::start(addr, certs, Arc::new(settings), handler)?;
+    let endpoint = Http3::start(addr, serving.workers, certs, Arc::new(settings), handler)?;
     println!("fibra serve: HTTP/3 on udp://{}", endpoint.local_addr());
     Ok(endpoint)
 }

@@ -130,6 +130,7 @@ pub(crate) fn start(
                 let serving = Serving {
                     live: &ctx.live,
                     server: &ctx.server,
+                    workers: ctx.workers,
                     logging: ctx.logging,
                     endpoints: &ctx.endpoints,
                 };

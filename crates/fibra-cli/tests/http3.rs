@@ -326,3 +326,40 @@ fn serve_sends_a_file_of_several_chunks_over_http3_byte_for_byte() {
     assert!(body == content, "the file's bytes, in order");
     drop(child);
 }
+
+#[test]
+fn hello_on_four_workers_answers_every_http3_connection() {
+    let certs = Certs::new("http3-workers");
+    let (cert, key) = (certs.path("cert.pem"), certs.path("key.pem"));
+    let args = [
+        "hello",
+        "--addr",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--workers",
+        "4",
+        "--tls-cert",
+        &cert,
+        "--tls-key",
+        &key,
+        "--http3",
+    ];
+    let (child, lines) = spawn(fibra(&args));
+    let udp = lines
+        .map_while(Result::ok)
+        .find_map(|line| addr_after(&line, "HTTP/3 on udp://"))
+        .expect("the HTTP/3 line");
+    // Each from a new port, with a new connection ID, by which the kernel places it on one
+    // of the 4 workers' sockets.
+    for i in 0..16 {
+        let (head, body) = with_h3(certs.der.clone(), udp, |conn| {
+            let answer = get(conn, "/plaintext");
+            conn.close(0x100, b"done");
+            answer
+        });
+        assert_eq!(&head[..3], &[0x00, 0x00, 0xc0 | 25], "connection {i}: 200");
+        assert_eq!(body, b"Hello, World!", "connection {i}");
+    }
+    drop(child);
+}

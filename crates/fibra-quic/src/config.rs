@@ -66,6 +66,15 @@ pub struct Config {
     ///
     /// [`Endpoint::with_config`]: crate::Endpoint::with_config
     pub max_handshakes_before_retry: usize,
+    /// For a group of endpoints on one port ([`Endpoint::server_group`]): whether to ask the
+    /// kernel to deliver each datagram to the member that owns its connection (a classic
+    /// BPF program on the port's `SO_REUSEPORT` group). Default true. Off, or where the
+    /// kernel refuses it, datagrams are spread by the kernel's hash of the addresses and a
+    /// member forwards those that are not its own, which costs a hand-over between workers
+    /// for every datagram of a client whose address changed.
+    ///
+    /// [`Endpoint::server_group`]: crate::Endpoint::server_group
+    pub steering: bool,
 }
 
 impl Default for Config {
@@ -79,6 +88,7 @@ impl Default for Config {
             keep_alive_interval: None,
             stream_receive_window: 1_250_000,
             max_handshakes_before_retry: 64,
+            steering: true,
         }
     }
 }

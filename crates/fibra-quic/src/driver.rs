@@ -52,6 +52,7 @@ pub(crate) fn run(shared: Arc<Shared>, socket: UdpSocket, gro: bool) {
         wake: Vec::new(),
         due: Vec::new(),
         driving: Vec::new(),
+        forwarded: Vec::new(),
     };
     stop.why = driver.run();
 }
@@ -90,6 +91,9 @@ struct Driver<'a> {
     due: Vec<u64>,
     /// The dirty list being driven (scratch, swapped with `State::dirty`).
     driving: Vec<u64>,
+    /// Datagrams the group's other members forwarded (scratch, swapped with
+    /// `Shared::forwarded`).
+    forwarded: Vec<(SocketAddr, BytesMut)>,
 }
 
 impl Driver<'_> {
@@ -105,7 +109,7 @@ impl Driver<'_> {
                         recv_errors = 0;
                         received = true;
                         let mut st = self.shared.lock();
-                        handle_datagrams(&mut st, &self.inbox, &mut self.outbox);
+                        handle_datagrams(&mut st, self.shared, &self.inbox, &mut self.outbox);
                     }
                     // One error is news about one peer (an ICMP report); many in a row, a
                     // broken socket.
@@ -117,6 +121,9 @@ impl Driver<'_> {
                         break;
                     }
                 }
+            }
+            if self.shared.membership.is_some() && self.take_forwarded() {
+                received = true;
             }
             let (deadline, more, done) = {
                 let mut st = self.shared.lock();
@@ -156,6 +163,22 @@ impl Driver<'_> {
                 Err(e) => return format!("waiting on the socket failed: {e}"),
             }
         }
+    }
+
+    /// Feeds quinn-proto the datagrams other members of the group forwarded; returns whether
+    /// there were any.
+    fn take_forwarded(&mut self) -> bool {
+        self.shared.mailbox.take(&mut self.forwarded);
+        if self.forwarded.is_empty() {
+            return false;
+        }
+        let mut st = self.shared.lock();
+        let now = Instant::now();
+        st.forwarded_in += self.forwarded.len() as u64;
+        for (from, datagram) in self.forwarded.drain(..) {
+            handle_datagram(&mut st, now, from, datagram, &mut self.outbox);
+        }
+        true
     }
 
     /// `handle_timeout` for every connection whose deadline has passed.
@@ -202,8 +225,9 @@ impl Driver<'_> {
     }
 }
 
-/// Feeds the datagrams `inbox` holds to quinn-proto.
-fn handle_datagrams(st: &mut State, inbox: &Inbox, outbox: &mut Outbox) {
+/// Feeds the datagrams `inbox` holds to quinn-proto, but for those another member of the
+/// endpoint's group owns: those go to it.
+fn handle_datagrams(st: &mut State, shared: &Shared, inbox: &Inbox, outbox: &mut Outbox) {
     let now = Instant::now();
     for (from, entry, segment) in inbox.entries() {
         // One copy per entry: quinn-proto keeps pieces of a packet (stream data) until the
@@ -213,6 +237,14 @@ fn handle_datagrams(st: &mut State, inbox: &Inbox, outbox: &mut Outbox) {
         let size = segment.unwrap_or(entry.len()).max(1);
         while !data.is_empty() {
             let datagram = data.split_to(size.min(data.len()));
+            if let Some(m) = &shared.membership {
+                if let Some(to) = m.elsewhere(&datagram) {
+                    if m.group.forward(to, from, datagram) {
+                        st.forwarded_out += 1;
+                    }
+                    continue;
+                }
+            }
             handle_datagram(st, now, from, datagram, outbox);
         }
     }

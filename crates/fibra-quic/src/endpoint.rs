@@ -5,6 +5,7 @@ use crate::config::Config;
 use crate::connection::Connection;
 use crate::driver;
 use crate::error::Error;
+use crate::group::{self, Group, MemberCids, Membership};
 use crate::state::{self, park, ConnRef, Shared, State};
 use fibra::net::{UdpSocket, QUIC_BUFFER_SIZE};
 use quinn_proto::{ClientConfig, EndpointConfig, ServerConfig};
@@ -134,6 +135,85 @@ impl Endpoint {
         Endpoint::start(socket, endpoint, server, retry_bound)
     }
 
+    /// Server endpoints on one UDP port, one per worker of the calling fiber's runtime
+    /// (`members` of them: pass the worker count; more than 256 are refused): each with its
+    /// own socket bound to `addr` with `SO_REUSEPORT` and its driver on worker
+    /// `member`, so that the port's datagrams are received and answered on every worker.
+    /// Port 0 picks a port. A port some socket already holds is refused (`AddrInUse`), even
+    /// one of another group. Returned in member order; accept on each (fibers placed on its
+    /// [`worker`](Endpoint::worker)).
+    ///
+    /// A connection stays on the member that accepted it, whatever address its datagrams
+    /// come from later (NAT rebinding, migration): its connection IDs name the member, a
+    /// program attached to the port steers each datagram by them where the kernel allows
+    /// it ([`steered`](Endpoint::steered); [`Config::steering`]), and a member that receives
+    /// another's datagram anyway forwards it ([`forwarded`](Endpoint::forwarded)). They
+    /// share one stateless-reset key and `server`'s token key, so any of them can check
+    /// a Retry token any other issued. `config` gives the endpoint settings, as for
+    /// [`Endpoint::with_config`].
+    pub fn server_group(
+        addr: SocketAddr,
+        members: usize,
+        config: &Config,
+        server: ServerConfig,
+    ) -> io::Result<Vec<Endpoint>> {
+        let workers = fibra::current_worker_count().ok_or_else(|| {
+            io::Error::other("fibra_quic::Endpoint::server_group must be called in a fiber")
+        })?;
+        if members == 0 || members > 256 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("a QUIC endpoint group has 1 to 256 members, not {members}"),
+            ));
+        }
+        // Bound once without `SO_REUSEPORT` first: that fails if any socket holds the port
+        // (another process's group too, which the members would otherwise join and split
+        // its datagrams with), and picks the port for `addr`'s port 0.
+        let mut at = std::net::UdpSocket::bind(addr)
+            .and_then(|probe| probe.local_addr())
+            .map_err(|e| io::Error::new(e.kind(), format!("binding UDP {addr}: {e}")))?;
+        let mut sockets = Vec::with_capacity(members);
+        for _ in 0..members {
+            let socket = UdpSocket::bind_reuse_port(at)?;
+            at = socket.local_addr()?;
+            sockets.push(socket);
+        }
+        let steered = config.steering
+            && sockets[0]
+                .attach_reuse_port_program(&group::steering_program(members))
+                .is_ok();
+        // One reset key for all: `EndpointConfig` clones share it.
+        let base = config.endpoint();
+        let group = Group::new();
+        let mut prepared = Vec::with_capacity(members);
+        for (member, socket) in sockets.into_iter().enumerate() {
+            let mut endpoint = base.clone();
+            endpoint.cid_generator(move || Box::new(MemberCids::new(member, members)));
+            let membership = Membership {
+                group: group.clone(),
+                member,
+                members,
+                steered,
+            };
+            prepared.push(Prepared::new(
+                socket,
+                member % workers,
+                endpoint,
+                Some(server.clone()),
+                config.max_handshakes_before_retry,
+                Some(membership),
+            )?);
+        }
+        // Known to each other before any driver reads a datagram.
+        group.set_members(
+            prepared
+                .iter()
+                .map(|p| Arc::downgrade(&p.shared.mailbox))
+                .collect(),
+        );
+        prepared.into_iter().map(Prepared::spawn).collect()
+    }
+
     /// [`Endpoint::new`], with the Retry bound given.
     fn start(
         socket: UdpSocket,
@@ -146,28 +226,7 @@ impl Endpoint {
                 "fibra_quic::Endpoint must be made in a fiber of a fibra runtime",
             ));
         };
-        let local_addr = socket.local_addr()?;
-        // Without "don't fragment", quinn-proto keeps to 1,200-byte datagrams.
-        let allow_mtud = socket.set_dont_fragment(true).is_ok();
-        // The kernel caps both at its limits; what it grants is enough to work with.
-        let _ = socket.set_recv_buffer_size(QUIC_BUFFER_SIZE);
-        let _ = socket.set_send_buffer_size(QUIC_BUFFER_SIZE);
-        let gro = socket.set_gro(true).unwrap_or(false);
-        let proto =
-            quinn_proto::Endpoint::new(Arc::new(endpoint), server.map(Arc::new), allow_mtud, None);
-        let shared = Arc::new(Shared::new(
-            State::new(proto, retry_bound),
-            worker,
-            local_addr,
-        ));
-        let driven = shared.clone();
-        fibra::fiber::Builder::new()
-            .name(format!("quic endpoint {local_addr}"))
-            .worker(worker)
-            .spawn(move || driver::run(driven, socket, gro))?;
-        Ok(Endpoint {
-            inner: Arc::new(EndpointRef { shared }),
-        })
+        Prepared::new(socket, worker, endpoint, server, retry_bound, None)?.spawn()
     }
 
     /// Dials `addr`, checking its certificate against `server_name`, and waits until the
@@ -291,6 +350,84 @@ impl Endpoint {
     /// client answered with a Retry while the handshake bound was reached.
     pub fn retries_sent(&self) -> u64 {
         self.inner.shared.lock().retries_sent
+    }
+
+    /// In a group ([`Endpoint::server_group`]): how many datagrams this member received
+    /// for another member and handed over, and how many others handed to it. (0, 0) for an
+    /// endpoint on its own, and for a steered group while its sockets stay as they were.
+    pub fn forwarded(&self) -> (u64, u64) {
+        let st = self.inner.shared.lock();
+        (st.forwarded_out, st.forwarded_in)
+    }
+
+    /// In a group: whether the kernel steers each datagram to the member that owns it
+    /// (the steering program was attached); without it, members forward what reaches the
+    /// wrong one. `false` for an endpoint on its own.
+    pub fn steered(&self) -> bool {
+        self.inner
+            .shared
+            .membership
+            .as_ref()
+            .is_some_and(|m| m.steered)
+    }
+}
+
+/// An endpoint whose socket is set up and whose state is made, before its driver starts.
+struct Prepared {
+    shared: Arc<Shared>,
+    socket: UdpSocket,
+    gro: bool,
+}
+
+impl Prepared {
+    /// Sets `socket` up for QUIC: "don't fragment" (so that path MTU discovery may run), 2
+    /// MiB buffers asked for each way ([`QUIC_BUFFER_SIZE`], as far as the kernel allows),
+    /// and GRO where the kernel has it; and makes the state for a driver on `worker`.
+    fn new(
+        socket: UdpSocket,
+        worker: usize,
+        endpoint: EndpointConfig,
+        server: Option<ServerConfig>,
+        retry_bound: usize,
+        membership: Option<Membership>,
+    ) -> io::Result<Prepared> {
+        let local_addr = socket.local_addr()?;
+        // Without "don't fragment", quinn-proto keeps to 1,200-byte datagrams.
+        let allow_mtud = socket.set_dont_fragment(true).is_ok();
+        // The kernel caps both at its limits; what it grants is enough to work with.
+        let _ = socket.set_recv_buffer_size(QUIC_BUFFER_SIZE);
+        let _ = socket.set_send_buffer_size(QUIC_BUFFER_SIZE);
+        let gro = socket.set_gro(true).unwrap_or(false);
+        let proto =
+            quinn_proto::Endpoint::new(Arc::new(endpoint), server.map(Arc::new), allow_mtud, None);
+        let shared = Arc::new(Shared::new(
+            State::new(proto, retry_bound),
+            worker,
+            local_addr,
+            membership,
+        ));
+        Ok(Prepared {
+            shared,
+            socket,
+            gro,
+        })
+    }
+
+    /// Spawns the driver on its worker.
+    fn spawn(self) -> io::Result<Endpoint> {
+        let Prepared {
+            shared,
+            socket,
+            gro,
+        } = self;
+        let driven = shared.clone();
+        fibra::fiber::Builder::new()
+            .name(format!("quic endpoint {}", shared.local_addr))
+            .worker(shared.worker)
+            .spawn(move || driver::run(driven, socket, gro))?;
+        Ok(Endpoint {
+            inner: Arc::new(EndpointRef { shared }),
+        })
     }
 }
 

@@ -29,7 +29,9 @@
 //! `endpoint.rs` ([`Endpoint`]), `connection.rs` ([`Connection`]), `stream.rs` (the stream
 //! halves), `config.rs` ([`Config`], transport settings and TLS), `error.rs` ([`Error`]),
 //! and the driver's side: `state.rs` (the shared state and the waiter protocol), `driver.rs`
-//! (the loop), `io.rs` (receive buffers and the outbox), `timers.rs` (deadlines). With the
+//! (the loop), `io.rs` (receive buffers and the outbox), `timers.rs` (deadlines), `group.rs`
+//! (several endpoints on one port: connection IDs that name their member, steering,
+//! forwarding). With the
 //! `fuzzing` feature, `fuzz.rs`: the datagram fuzz target's entry point.
 //!
 //! ## Not (yet) here
@@ -49,6 +51,7 @@ mod error;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzz;
+mod group;
 mod io;
 mod state;
 mod stream;

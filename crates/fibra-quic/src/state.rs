@@ -33,6 +33,7 @@
 //! `ConnRef` is what all handles of one connection share; the last one dropped closes it.
 
 use crate::error::Error;
+use crate::group::{Mailbox, Membership};
 use fibra::sync::Notify;
 use quinn_proto::{ConnectionError, ConnectionHandle, Dir, StreamId};
 use rustc_hash::FxHashMap;
@@ -47,23 +48,36 @@ pub(crate) struct Shared {
     state: Mutex<State>,
     /// Wakes the driver: a handle changed a connection (data queued, a stream finished, a
     /// close); the connection is in [`State::dirty`].
-    pub(crate) driver: Notify,
+    pub(crate) driver: Arc<Notify>,
     /// `Endpoint::accept`'s waiters (a baton, see the module doc).
     pub(crate) accept: Arc<Notify>,
     /// The worker the driver runs on.
     pub(crate) worker: usize,
     /// The socket's address.
     pub(crate) local_addr: SocketAddr,
+    /// The endpoint's place in a group of endpoints on one port, if it is in one.
+    pub(crate) membership: Option<Membership>,
+    /// Datagrams the group's other members received for this one (see `group`); the driver
+    /// takes them each round.
+    pub(crate) mailbox: Arc<Mailbox>,
 }
 
 impl Shared {
-    pub(crate) fn new(state: State, worker: usize, local_addr: SocketAddr) -> Shared {
+    pub(crate) fn new(
+        state: State,
+        worker: usize,
+        local_addr: SocketAddr,
+        membership: Option<Membership>,
+    ) -> Shared {
+        let driver = Arc::new(Notify::new());
         Shared {
             state: Mutex::new(state),
-            driver: Notify::new(),
+            mailbox: Arc::new(Mailbox::new(driver.clone())),
+            driver,
             accept: Arc::new(Notify::new()),
             worker,
             local_addr,
+            membership,
         }
     }
 
@@ -102,6 +116,10 @@ pub(crate) struct State {
     pub(crate) retry_bound: usize,
     /// Retry packets sent, ever.
     pub(crate) retries_sent: u64,
+    /// Datagrams received for another member of the group and handed to it, ever.
+    pub(crate) forwarded_out: u64,
+    /// Datagrams another member handed to this one, ever.
+    pub(crate) forwarded_in: u64,
 }
 
 /// One connection, with what its handles wait for.
@@ -200,6 +218,8 @@ impl State {
             handshakes: 0,
             retry_bound,
             retries_sent: 0,
+            forwarded_out: 0,
+            forwarded_in: 0,
         }
     }
 

@@ -11,7 +11,7 @@ const LAYERS: module_graph::Layers = &[
     ("settings and errors", &["config", "error"]),
     (
         "what the driver and the handles share",
-        &["state", "timers", "io"],
+        &["state", "timers", "io", "group"],
     ),
     ("the driver", &["driver"]),
     ("the API", &["stream", "connection", "endpoint", "fuzz"]),

@@ -94,5 +94,6 @@ pub mod time;
 pub use fiber::{in_fiber, spawn, yield_now, Cancelled, JoinHandle};
 pub use future::block_on;
 pub use runtime::{
-    current_worker, run, Builder, Runtime, DEFAULT_MAX_IDLE_STACKS, DEFAULT_STACK_SIZE,
+    current_worker, current_worker_count, run, Builder, Runtime, DEFAULT_MAX_IDLE_STACKS,
+    DEFAULT_STACK_SIZE,
 };

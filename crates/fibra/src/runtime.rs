@@ -232,3 +232,9 @@ where
 pub fn current_worker() -> Option<usize> {
     sched::try_with_local(|l| l.index)
 }
+
+/// How many workers the runtime running the caller has, if it runs on one: the indices
+/// [`fiber::Builder::worker`](crate::fiber::Builder::worker) places fibers on are `0..` it.
+pub fn current_worker_count() -> Option<usize> {
+    sched::try_with_local(|l| l.rt.workers.len())
+}

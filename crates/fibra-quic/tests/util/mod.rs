@@ -2,6 +2,7 @@
 //! with configurations that trust it, and endpoints on loopback.
 #![allow(dead_code)]
 
+pub mod nat;
 pub mod wire;
 
 use fibra::net::UdpSocket;

@@ -56,5 +56,5 @@ mod unix;
 pub use pollable::Pollable;
 pub use redial::RedialBackoff;
 pub use tcp::{ListenOptions, TcpListener, TcpStream};
-pub use udp::{InDatagram, OutDatagram, UdpSocket, QUIC_BUFFER_SIZE};
+pub use udp::{BpfInstruction, InDatagram, OutDatagram, UdpSocket, QUIC_BUFFER_SIZE};
 pub use unix::{UnixListener, UnixStream};

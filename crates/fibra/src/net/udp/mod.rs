@@ -3,13 +3,16 @@
 //! UDP GSO and GRO where the kernel has them) and socket buffer sizing.
 //!
 //! Files: `datagram.rs` (the batch entries), `mmsg.rs` (the batched system calls and control
-//! messages), `gso.rs` (segmentation offload: the probe, its limits, the fallback).
+//! messages), `gso.rs` (segmentation offload: the probe, its limits, the fallback),
+//! `reuse_port.rs` (several sockets on one port, and a program that steers among them).
 
 mod datagram;
 mod gso;
 mod mmsg;
+mod reuse_port;
 
 pub use datagram::{InDatagram, OutDatagram};
+pub use reuse_port::BpfInstruction;
 
 use super::evented::Evented;
 use crate::reactor::Dir;
@@ -97,11 +100,19 @@ impl UdpSocket {
     }
 
     fn bind_one(addr: SocketAddr) -> io::Result<UdpSocket> {
+        Self::bind_socket(addr, false)
+    }
+
+    /// Binds to `addr`, with `SO_REUSEPORT` first if `reuse_port`.
+    fn bind_socket(addr: SocketAddr, reuse_port: bool) -> io::Result<UdpSocket> {
         let named =
             |e: io::Error| io::Error::new(e.kind(), format!("binding a UDP socket to {addr}: {e}"));
         let ty = Type::DGRAM.nonblocking();
         let socket =
             Socket::new(Domain::for_address(addr), ty, Some(Protocol::UDP)).map_err(named)?;
+        if reuse_port {
+            socket.set_reuse_port(true).map_err(named)?;
+        }
         socket.bind(&addr.into()).map_err(named)?;
         Ok(Self::from_nonblocking(socket.into()))
     }
