@@ -19,6 +19,7 @@
 //! It runs until every `Endpoint` handle is dropped and no connection is left, or until it fails (the socket, or the runtime shutting down). Either
 //! way it leaves a reason in the state and wakes every waiter, who then fail with it.
 
+use crate::group::generation_of;
 use crate::io::{Inbox, Outbox};
 use crate::state::{self, ConnState, Shared, State};
 use crate::timers::Timers;
@@ -28,8 +29,9 @@ use fibra::sync::Notify;
 use quinn_proto::{ConnectionError, DatagramEvent, Event, Incoming, StreamEvent};
 use std::io;
 use std::net::SocketAddr;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Receive batches per round before the rest of the round runs (and other fibers get a turn).
 const RECV_ROUNDS: usize = 4;
@@ -102,7 +104,13 @@ impl Driver<'_> {
         let mut recv_errors = 0;
         loop {
             let mut received = false;
+            // Not while an upgrade's new process reads the socket: then what is ours comes
+            // through the mailbox.
+            let receiving = self.shared.receiving.load(Relaxed);
             for _ in 0..RECV_ROUNDS {
+                if !receiving {
+                    break;
+                }
                 match self.inbox.receive(self.socket) {
                     Ok(0) => break,
                     Ok(_) => {
@@ -153,9 +161,20 @@ impl Driver<'_> {
             let waited = if self.outbox.blocked {
                 self.socket
                     .writable_or_notified_until(&self.shared.driver, deadline)
-            } else {
+            } else if receiving {
                 self.socket
                     .readable_or_notified_until(&self.shared.driver, deadline)
+            } else {
+                let wait = deadline.map_or(Duration::MAX, |at| {
+                    at.saturating_duration_since(Instant::now())
+                });
+                // Notified or timed out: both start a round. Neither, before the deadline:
+                // the fiber is being cancelled (`Notify` then returns at once).
+                let notified = self.shared.driver.wait_timeout(wait);
+                if !notified && deadline.map_or(true, |at| Instant::now() < at) {
+                    return "the fibra runtime is shutting down".into();
+                }
+                Ok(notified)
             };
             match waited {
                 Ok(_) => {}
@@ -229,6 +248,7 @@ impl Driver<'_> {
 /// endpoint's group owns: those go to it.
 fn handle_datagrams(st: &mut State, shared: &Shared, inbox: &Inbox, outbox: &mut Outbox) {
     let now = Instant::now();
+    let peer = shared.membership.as_ref().and_then(|m| m.group.peer());
     for (from, entry, segment) in inbox.entries() {
         // One copy per entry: quinn-proto keeps pieces of a packet (stream data) until the
         // application reads them, so it cannot borrow the receive buffer. A GRO entry's
@@ -237,6 +257,14 @@ fn handle_datagrams(st: &mut State, shared: &Shared, inbox: &Inbox, outbox: &mut
         let size = segment.unwrap_or(entry.len()).max(1);
         while !data.is_empty() {
             let datagram = data.split_to(size.min(data.len()));
+            if let Some(peer) = &peer {
+                if generation_of(&datagram) == Some(peer.generation)
+                    && (peer.forward)(from, &datagram)
+                {
+                    st.to_peer += 1;
+                    continue;
+                }
+            }
             if let Some(m) = &shared.membership {
                 if let Some(to) = m.elsewhere(&datagram) {
                     if m.group.forward(to, from, datagram) {

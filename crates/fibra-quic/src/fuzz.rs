@@ -65,7 +65,7 @@ impl Server {
             false,
             Some([0; 32]),
         );
-        let shared = Shared::new(State::new(proto, bound), 0, LOCAL, None);
+        let shared = Shared::new(State::new(proto, bound), 0, LOCAL, None, None);
         let mut st = shared.lock();
         let mut outbox = Outbox::default();
         let mut now = Instant::now();

@@ -7,10 +7,11 @@
 //! makes connection IDs that name it, and one rule ([`owner`]) reads the member from a
 //! datagram's destination connection ID:
 //!
-//! - **Connection IDs.** 8 bytes (quinn-proto's default length), random but for the first,
-//!   which is random among the values `≡ member (mod members)`. An observer learns which
-//!   member a connection is on (at most 8 bits, as QUIC-LB's plaintext scheme), nothing that
-//!   links a connection's IDs more than that.
+//! - **Connection IDs.** 8 bytes (quinn-proto's default length): the first random among the
+//!   values `≡ member (mod members)`, the next two the group's generation (random per group,
+//!   or given), five random. An observer learns which member and which generation of the
+//!   server a connection is on (as QUIC-LB's plaintext scheme with its config rotation
+//!   bits), nothing that tells one client's connection from another's on that member.
 //! - **Steering.** A classic BPF program attached to the port's `SO_REUSEPORT` group
 //!   ([`steering_program`]) applies the same rule in the kernel, so each datagram reaches the
 //!   right socket in the first place. The first packets of a connection carry the ID the
@@ -20,12 +21,19 @@
 //!   member. Its driver hands it to the owner's queue ([`Group::forward`]) and wakes the
 //!   owner's driver, which feeds it to quinn-proto as if it had received it. Replies leave
 //!   from the owner's socket, on the same address and port.
+//! - **A peer group** (a binary upgrade: the old process's group and the new one's, on the
+//!   same sockets). Each knows the other's generation ([`Peer`]); a datagram with the peer's
+//!   generation in its ID is handed to the peer's `forward` (in the server, a Unix socket
+//!   between the processes), and what the peer hands back comes in through
+//!   `Endpoint::deliver`. The old group stops reading the sockets
+//!   (`Endpoint::set_receiving`) once the new one serves, and lives on what it is handed.
 
 use bytes::BytesMut;
 use fibra::net::BpfInstruction;
 use fibra::sync::Notify;
 use quinn_proto::{ConnectionId, ConnectionIdGenerator, RandomConnectionIdGenerator};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
@@ -36,6 +44,22 @@ pub(crate) const CID_LEN: usize = 8;
 /// The most datagrams one member's queue of forwarded ones holds; more are dropped (QUIC
 /// repairs the loss). Forwarding is the exception, so this is a bound against floods.
 const MAX_FORWARDED: usize = 4096;
+
+/// The generation in `packet`'s destination connection ID, if it has one of a group's
+/// length ([`CID_LEN`]): bytes 1–2 of the ID, big-endian. (A client's first packets carry an
+/// ID it chose, whose bytes may read as any generation.)
+pub(crate) fn generation_of(packet: &[u8]) -> Option<u16> {
+    let first = *packet.first()?;
+    let at = if first & 0x80 != 0 {
+        if usize::from(*packet.get(5)?) != CID_LEN {
+            return None;
+        }
+        7
+    } else {
+        2
+    };
+    Some(u16::from_be_bytes([*packet.get(at)?, *packet.get(at + 1)?]))
+}
 
 /// The member of a group of `members` that owns `packet`: its destination connection ID's
 /// first byte modulo `members`. `None` for a datagram with no ID to read (too short, or a
@@ -90,17 +114,19 @@ pub(crate) fn steering_program(members: usize) -> Vec<BpfInstruction> {
 #[derive(Debug)]
 pub(crate) struct MemberCids {
     member: usize,
+    generation: u16,
     /// 1 to 256: a byte has to tell them apart.
     members: usize,
     random: RandomConnectionIdGenerator,
 }
 
 impl MemberCids {
-    /// IDs for `member` of `members` (at most 256).
-    pub(crate) fn new(member: usize, members: usize) -> MemberCids {
+    /// IDs for `member` of `members` (at most 256) in `generation`.
+    pub(crate) fn new(member: usize, members: usize, generation: u16) -> MemberCids {
         let members = members.clamp(1, 256);
         MemberCids {
             member: member % members,
+            generation,
             members,
             random: RandomConnectionIdGenerator::new(CID_LEN),
         }
@@ -117,6 +143,7 @@ impl ConnectionIdGenerator for MemberCids {
         let slots = 256 / self.members;
         let pick = usize::from(bytes[0]) % slots;
         bytes[0] = (pick * self.members + self.member) as u8;
+        bytes[1..3].copy_from_slice(&self.generation.to_be_bytes());
         ConnectionId::new(&bytes)
     }
 
@@ -129,9 +156,34 @@ impl ConnectionIdGenerator for MemberCids {
     }
 }
 
-/// What a group's members share: each one's mailbox, to forward to.
+/// Hands a peer group one datagram: its sender and bytes; see [`Peer::forward`].
+pub type ForwardFn = dyn Fn(SocketAddr, &[u8]) -> bool + Send + Sync;
+
+/// A group's peer in a binary upgrade: the other process's group on the same sockets.
+pub struct Peer {
+    /// The generation in the peer's connection IDs.
+    pub generation: u16,
+    /// Hands the peer a datagram (its sender, its bytes); false if it could not (the peer
+    /// is gone), and the group handles the datagram itself. Called from a driver fiber with
+    /// its state locked: it must not block.
+    pub forward: Box<ForwardFn>,
+}
+
+impl std::fmt::Debug for Peer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Peer")
+            .field("generation", &self.generation)
+            .finish()
+    }
+}
+
+/// What a group's members share: each one's mailbox, to forward to; the generation; the peer.
 pub(crate) struct Group {
     members: OnceLock<Vec<Weak<Mailbox>>>,
+    pub(crate) generation: u16,
+    /// Whether `peer` holds one: read for every batch of datagrams, the lock only when set.
+    has_peer: AtomicBool,
+    peer: Mutex<Option<Arc<Peer>>>,
 }
 
 /// Where other members leave datagrams for an endpoint's driver, and how they wake it.
@@ -149,6 +201,20 @@ impl Mailbox {
             queue: Mutex::new(Vec::new()),
             driver,
         }
+    }
+
+    /// Queues `datagram`, from `from`, and wakes the driver; false if the queue was full
+    /// and it was dropped.
+    pub(crate) fn deliver(&self, from: SocketAddr, datagram: BytesMut) -> bool {
+        {
+            let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+            if queue.len() >= MAX_FORWARDED {
+                return false;
+            }
+            queue.push((from, datagram));
+        }
+        self.driver.notify_one();
+        true
     }
 
     /// Takes what was delivered into `into` (emptied first).
@@ -185,11 +251,32 @@ impl Membership {
 }
 
 impl Group {
-    /// A group whose members are not yet known ([`Group::set_members`]).
-    pub(crate) fn new() -> Arc<Group> {
+    /// A group of `generation` whose members are not yet known ([`Group::set_members`]).
+    pub(crate) fn new(generation: u16) -> Arc<Group> {
         Arc::new(Group {
             members: OnceLock::new(),
+            generation,
+            has_peer: AtomicBool::new(false),
+            peer: Mutex::new(None),
         })
+    }
+
+    /// Sets (or with `None` clears) the peer.
+    pub(crate) fn set_peer(&self, peer: Option<Peer>) {
+        let mut slot = self.peer.lock().unwrap_or_else(PoisonError::into_inner);
+        self.has_peer.store(peer.is_some(), Relaxed);
+        *slot = peer.map(Arc::new);
+    }
+
+    /// The peer, if there is one.
+    pub(crate) fn peer(&self) -> Option<Arc<Peer>> {
+        if !self.has_peer.load(Relaxed) {
+            return None;
+        }
+        self.peer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Records the members' mailboxes, in member order, before their drivers start.
@@ -200,23 +287,15 @@ impl Group {
     /// Queues `datagram`, from `from`, for member `to` and wakes its driver. Returns false
     /// if it was dropped: the member is gone, or its queue full.
     pub(crate) fn forward(&self, to: usize, from: SocketAddr, datagram: BytesMut) -> bool {
-        let Some(target) = self
+        match self
             .members
             .get()
             .and_then(|m| m.get(to))
             .and_then(Weak::upgrade)
-        else {
-            return false;
-        };
         {
-            let mut queue = target.queue.lock().unwrap_or_else(PoisonError::into_inner);
-            if queue.len() >= MAX_FORWARDED {
-                return false;
-            }
-            queue.push((from, datagram));
+            Some(target) => target.deliver(from, datagram),
+            None => false,
         }
-        target.driver.notify_one();
-        true
     }
 }
 
@@ -242,10 +321,12 @@ mod tests {
     fn each_member_makes_ids_the_rule_reads_as_its_own() {
         for members in [1, 2, 3, 4, 7, 16, 255, 256] {
             for member in 0..members.min(20) {
-                let mut g = MemberCids::new(member, members);
+                let mut g = MemberCids::new(member, members, 0xbeef);
                 for _ in 0..200 {
                     let cid = g.generate_cid();
                     assert_eq!(cid.len(), CID_LEN);
+                    assert_eq!(generation_of(&short(&cid)), Some(0xbeef));
+                    assert_eq!(generation_of(&long(&cid)), Some(0xbeef));
                     assert_eq!(owner(&short(&cid), members), Some(member), "{members}");
                     assert_eq!(owner(&long(&cid), members), Some(member), "{members}");
                 }
@@ -255,7 +336,7 @@ mod tests {
 
     #[test]
     fn the_first_byte_stays_random_among_the_members_values() {
-        let mut g = MemberCids::new(1, 4);
+        let mut g = MemberCids::new(1, 4, 7);
         let seen: std::collections::HashSet<u8> = (0..2000).map(|_| g.generate_cid()[0]).collect();
         // 64 values are ≡ 1 (mod 4); 2,000 draws find nearly all of them.
         assert!(seen.len() > 48, "only {} first bytes", seen.len());
@@ -270,6 +351,9 @@ mod tests {
         assert_eq!(owner(&[0xc0, 0, 0, 0, 1], 4), None);
         // A client's first Initial: its own ID, placed by the same rule.
         assert_eq!(owner(&long(&[6, 1, 2, 3, 4, 5, 6, 7]), 4), Some(2));
+        // A generation is read only from an ID of a group's length.
+        assert_eq!(generation_of(&long(&[6, 1, 2, 3, 4, 5, 6, 7, 8])), None);
+        assert_eq!(generation_of(&[0x40, 1, 2]), None);
     }
 
     /// The program, run by a small interpreter of the instructions it uses, agrees with

@@ -61,6 +61,7 @@ pub use config::{Config, DEFAULT_MAX_UDP_PAYLOAD_SIZE};
 pub use connection::Connection;
 pub use endpoint::Endpoint;
 pub use error::Error;
+pub use group::{ForwardFn, Peer};
 pub use stream::{RecvStream, SendStream};
 
 /// quinn-proto, whose configuration and error types this crate's API uses.

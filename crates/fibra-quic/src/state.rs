@@ -40,6 +40,8 @@ use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -60,6 +62,10 @@ pub(crate) struct Shared {
     /// Datagrams the group's other members received for this one (see `group`); the driver
     /// takes them each round.
     pub(crate) mailbox: Arc<Mailbox>,
+    /// Whether the driver reads the socket (see `Endpoint::set_receiving`).
+    pub(crate) receiving: AtomicBool,
+    /// A copy of a group member's socket, for an upgrade to hand over.
+    pub(crate) socket_copy: Option<OwnedFd>,
 }
 
 impl Shared {
@@ -68,6 +74,7 @@ impl Shared {
         worker: usize,
         local_addr: SocketAddr,
         membership: Option<Membership>,
+        socket_copy: Option<OwnedFd>,
     ) -> Shared {
         let driver = Arc::new(Notify::new());
         Shared {
@@ -78,6 +85,8 @@ impl Shared {
             worker,
             local_addr,
             membership,
+            receiving: AtomicBool::new(true),
+            socket_copy,
         }
     }
 
@@ -120,6 +129,8 @@ pub(crate) struct State {
     pub(crate) forwarded_out: u64,
     /// Datagrams another member handed to this one, ever.
     pub(crate) forwarded_in: u64,
+    /// Datagrams handed to the group's peer, ever.
+    pub(crate) to_peer: u64,
 }
 
 /// One connection, with what its handles wait for.
@@ -220,6 +231,7 @@ impl State {
             retries_sent: 0,
             forwarded_out: 0,
             forwarded_in: 0,
+            to_peer: 0,
         }
     }
 

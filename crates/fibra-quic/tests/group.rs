@@ -5,35 +5,37 @@
 
 mod util;
 
-use fibra_quic::{Config, Connection, Endpoint};
+use fibra::net::UdpSocket;
+use fibra_quic::proto::{ClientConfig, ServerConfig};
+use fibra_quic::{Config, Connection, Endpoint, Peer};
 use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering::Relaxed;
 use util::nat::Nat;
 use util::{certificate, client, pattern, run, serve_echo, ALPN};
 
+/// Each member's count of connections accepted.
+type Counts = Vec<std::sync::Arc<std::sync::atomic::AtomicUsize>>;
+
 /// A group of `members` on loopback with `config`, each member echoing; returns the members,
 /// their accepted-connection counters, and a client configuration that trusts them.
-fn group(
-    members: usize,
-    config: &Config,
-) -> (
-    Vec<Endpoint>,
-    Vec<std::sync::Arc<std::sync::atomic::AtomicUsize>>,
-    fibra_quic::proto::ClientConfig,
-) {
+fn group(members: usize, config: &Config) -> (Vec<Endpoint>, Counts, ClientConfig) {
+    let (server, client) = configs(config);
+    let group =
+        Endpoint::server_group("127.0.0.1:0".parse().unwrap(), members, config, server).unwrap();
+    let counts = group.iter().map(serve_echo).collect();
+    (group, counts, client)
+}
+
+/// A server configuration with a new certificate, and a client one that trusts it.
+fn configs(config: &Config) -> (ServerConfig, ClientConfig) {
     let cert = certificate();
     let tls = Config::server_tls(cert.chain, cert.key, &[ALPN]).unwrap();
-    let group = Endpoint::server_group(
-        "127.0.0.1:0".parse().unwrap(),
-        members,
-        config,
-        config.server(tls).unwrap(),
-    )
-    .unwrap();
-    let counts = group.iter().map(serve_echo).collect();
     let client_tls = Config::client_tls(cert.roots, &[ALPN]).unwrap();
-    (group, counts, config.client(client_tls).unwrap())
+    (
+        config.server(tls).unwrap(),
+        config.client(client_tls).unwrap(),
+    )
 }
 
 /// Has one stream of `len` bytes echoed on `conn`; returns whether it came back whole.
@@ -47,7 +49,7 @@ fn echo(conn: &Connection, len: usize, seed: u8) -> bool {
     back == data
 }
 
-fn accepted(counts: &[std::sync::Arc<std::sync::atomic::AtomicUsize>]) -> Vec<usize> {
+fn accepted(counts: &Counts) -> Vec<usize> {
     counts.iter().map(|c| c.load(Relaxed)).collect()
 }
 
@@ -214,5 +216,81 @@ fn a_port_already_held_is_refused_even_by_another_group() {
         let e = Endpoint::server_group(addr, 2, &Config::default(), server).unwrap_err();
         assert_eq!(e.kind(), std::io::ErrorKind::AddrInUse, "{e}");
         assert!(e.to_string().contains(&addr.to_string()), "{e}");
+    });
+}
+
+/// `to`'s side of a peer link: datagrams with `generation` go to `to`.
+fn peer_of(to: &Endpoint, generation: u16) -> Peer {
+    let to = to.clone();
+    Peer {
+        generation,
+        forward: Box::new(move |from, datagram| {
+            to.deliver(from, datagram);
+            true
+        }),
+    }
+}
+
+#[test]
+fn an_upgrades_new_group_reads_the_sockets_and_hands_the_old_one_its_connections() {
+    run("a handover between groups", || {
+        let config = Config::default();
+        let (server, client_config) = configs(&config);
+        let old =
+            Endpoint::server_group("127.0.0.1:0".parse().unwrap(), 2, &config, server.clone())
+                .unwrap();
+        let old_counts: Counts = old.iter().map(serve_echo).collect();
+        let addr = old[0].local_addr().unwrap();
+        let old_client = client();
+        let old_conn = old_client
+            .connect(addr, "localhost", client_config.clone())
+            .unwrap();
+        assert!(echo(&old_conn, 20_000, 1), "before the upgrade");
+
+        // The new process's group, on copies of the same sockets, in member order.
+        let sockets = old
+            .iter()
+            .map(|e| {
+                let fd = e.socket().expect("a member's socket").try_clone_to_owned();
+                UdpSocket::from_std(std::net::UdpSocket::from(fd.unwrap())).unwrap()
+            })
+            .collect();
+        let old_generation = old[0].generation().unwrap();
+        let new_generation = old_generation.wrapping_add(1);
+        let new = Endpoint::server_group_on(sockets, new_generation, &config, server).unwrap();
+        let new_counts: Counts = new.iter().map(serve_echo).collect();
+        assert_eq!(new[0].local_addr().unwrap(), addr);
+        old[0].set_peer(Some(peer_of(&new[0], new_generation)));
+        new[0].set_peer(Some(peer_of(&old[0], old_generation)));
+        for e in &old {
+            e.set_receiving(false);
+        }
+
+        // The old connection goes on, its datagrams read by the new group and handed over.
+        for round in 0..4 {
+            assert!(
+                echo(&old_conn, 20_000, 2 + round),
+                "old connection, round {round}"
+            );
+        }
+        let handed: u64 = new.iter().map(Endpoint::handed_to_peer).sum();
+        assert!(handed > 0, "the new group handed the old one nothing");
+        // A new connection is the new group's.
+        let new_client = client();
+        let new_conn = new_client
+            .connect(addr, "localhost", client_config)
+            .unwrap();
+        assert!(
+            echo(&new_conn, 20_000, 9),
+            "a connection made after the upgrade"
+        );
+        assert_eq!(accepted(&old_counts).iter().sum::<usize>(), 1);
+        assert_eq!(accepted(&new_counts).iter().sum::<usize>(), 1);
+        assert_eq!(old.iter().map(Endpoint::handed_to_peer).sum::<u64>(), 0);
+        println!("handed to the old group: {handed} datagrams");
+        old_conn.close(0, b"done");
+        new_conn.close(0, b"done");
+        old[0].set_peer(None);
+        new[0].set_peer(None);
     });
 }
