@@ -17,10 +17,12 @@
 
 use std::io;
 use std::net::SocketAddr;
+use std::os::fd::OwnedFd;
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use crate::http3_handover::{self, Incoming, Link};
 use fibra_http::{serve_http3_connection_draining, Http3Drain, Request, Response, Settings};
 use fibra_quic::rustls::server::ResolvesServerCert;
 use fibra_quic::{Config, Endpoint};
@@ -36,6 +38,10 @@ const DRAIN_POLL: Duration = Duration::from_millis(10);
 pub struct Http3 {
     /// One per worker, on one port.
     endpoints: Vec<Endpoint>,
+    /// The link to the other process of a binary upgrade (`http3_handover`): the old one,
+    /// while this process is the new one and it lives; the new one, once this one began
+    /// handing over.
+    link: Option<Link>,
     drain: Http3Drain,
     thread: Option<JoinHandle<()>>,
     /// Receives once the endpoint's thread is done.
@@ -46,9 +52,11 @@ pub struct Http3 {
 impl Http3 {
     /// Starts HTTP/3 on UDP `addr` (the HTTPS listener's address) on `workers` workers (the
     /// server's count; at most 256) with the certificates `resolver` picks, serving `handler`
-    /// with `settings`.
+    /// with `settings`. With `handed`, what an upgrading process handed over, on its sockets
+    /// instead (and linked to it).
     pub fn start<H>(
         addr: SocketAddr,
+        handed: Option<Incoming>,
         workers: usize,
         resolver: Arc<dyn ResolvesServerCert>,
         settings: Arc<Settings>,
@@ -74,19 +82,19 @@ impl Http3 {
                     }
                 };
                 rt.block_on(move || {
-                    let group =
-                        Endpoint::server_group(addr, workers, &Config::default(), server_config)
-                            .map_err(|e| {
-                                io::Error::new(e.kind(), format!("HTTP/3 on UDP {addr}: {e}"))
-                            });
-                    let group = match group {
-                        Ok(group) => group,
+                    let started = start_group(addr, handed, workers, server_config).map_err(|e| {
+                        io::Error::new(e.kind(), format!("HTTP/3 on UDP {addr}: {e}"))
+                    });
+                    let group = match started {
+                        Ok((group, link)) => {
+                            let _ = tx.send(Ok((group.clone(), link)));
+                            group
+                        }
                         Err(e) => {
                             let _ = tx.send(Err(e));
                             return;
                         }
                     };
-                    let _ = tx.send(Ok(group.clone()));
                     let acceptors: Vec<_> = group
                         .iter()
                         .map(|endpoint| {
@@ -109,12 +117,13 @@ impl Http3 {
                 });
                 let _ = done_tx.send(());
             })?;
-        let endpoints = rx.recv().map_err(|_| {
+        let (endpoints, link) = rx.recv().map_err(|_| {
             io::Error::other(format!("HTTP/3 on UDP {addr}: its thread ended at start"))
         })??;
         let addr = endpoints[0].local_addr()?;
         Ok(Http3 {
             endpoints,
+            link,
             drain,
             thread: Some(thread),
             finished,
@@ -125,6 +134,31 @@ impl Http3 {
     /// The UDP address it listens on.
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// A binary upgrade begins: links the endpoints to the new process and returns the
+    /// descriptors to hand it, each with its name (prefixed with `prefix`). See
+    /// `http3_handover`.
+    pub fn begin_handover(&mut self, prefix: &str) -> io::Result<Vec<(OwnedFd, String)>> {
+        // A link to a process before this one is over by now; its reader's end clears the
+        // peer, which must not happen after the new one is set.
+        self.link = None;
+        let out = http3_handover::begin(&self.endpoints, prefix)?;
+        self.link = Some(out.link);
+        Ok(out.fds)
+    }
+
+    /// The new process serves: from now on it reads the sockets, and hands this one its
+    /// connections' datagrams.
+    pub fn commit_handover(&self) {
+        for e in &self.endpoints {
+            e.set_receiving(false);
+        }
+    }
+
+    /// The upgrade failed: unlinks the endpoints (they kept reading the sockets throughout).
+    pub fn cancel_handover(&mut self) {
+        self.link = None;
     }
 
     /// [`Http3::stop`] in a thread of its own, so that it drains beside other servers.
@@ -151,6 +185,27 @@ impl Http3 {
             let _ = t.join();
         }
     }
+}
+
+/// The endpoint group: on the sockets `handed` over, linked to the process that handed them,
+/// or on new ones bound to `addr`.
+fn start_group(
+    addr: SocketAddr,
+    handed: Option<Incoming>,
+    workers: usize,
+    server: fibra_quic::proto::ServerConfig,
+) -> io::Result<(Vec<Endpoint>, Option<Link>)> {
+    let config = Config::default();
+    let Some(mut handed) = handed else {
+        return Ok((
+            Endpoint::server_group(addr, workers, &config, server)?,
+            None,
+        ));
+    };
+    let sockets = std::mem::take(&mut handed.sockets);
+    let group = Endpoint::server_group_on(sockets, handed.generation, &config, server)?;
+    let link = handed.link(&group[0])?;
+    Ok((group, Some(link)))
 }
 
 /// Accepts `endpoint`'s connections until it closes, each served in a fiber on its worker.

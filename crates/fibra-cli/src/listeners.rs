@@ -21,6 +21,21 @@ pub const REDIRECT: &str = "redirect";
 /// The `LISTEN_FDNAMES` name an upgrade gives the main server's listeners.
 pub const MAIN: &str = "main";
 
+/// The `LISTEN_FDNAMES` name of a UDP socket HTTP/3 hands over in an upgrade (after a
+/// prefix; see `http3_handover`).
+pub const QUIC_SOCKET: &str = "quic";
+/// The name of the link end the new process reads (then `.NEW.OLD`).
+pub const QUIC_LINK_IN: &str = "quic-in";
+/// The name of the link end the new process writes.
+pub const QUIC_LINK_OUT: &str = "quic-out";
+
+/// Whether `name` is one of HTTP/3's (so not a TCP listener's).
+pub fn is_quic_name(name: &str) -> bool {
+    name.ends_with(QUIC_SOCKET)
+        || name.ends_with(QUIC_LINK_OUT)
+        || name.contains(&format!("{QUIC_LINK_IN}."))
+}
+
 /// The descriptors taken from the environment at start (see [`take_inherited`]), each with
 /// its name in `LISTEN_FDNAMES` (empty if none).
 static INHERITED: Mutex<Vec<(OwnedFd, String)>> = Mutex::new(Vec::new());
@@ -39,25 +54,24 @@ pub fn take_inherited() -> io::Result<()> {
     Ok(())
 }
 
-/// The inherited listening sockets named `name` (taken: asked again, none).
-fn take_named(name: &str, wanted: bool) -> io::Result<Vec<TcpListener>> {
+/// The inherited descriptors whose names `wanted` picks, with their names, in the order
+/// they were handed over (taken: asked again, none).
+pub fn take_fds_where(wanted: impl Fn(&str) -> bool) -> Vec<(OwnedFd, String)> {
     let mut inherited = INHERITED.lock().unwrap_or_else(|e| e.into_inner());
     let (taken, kept) = std::mem::take(&mut *inherited)
         .into_iter()
-        .partition::<Vec<_>, _>(|(_, n)| (n == name) == wanted);
+        .partition::<Vec<_>, _>(|(_, n)| wanted(n));
     *inherited = kept;
-    taken.into_iter().map(|(fd, _)| tcp_listener(fd)).collect()
+    taken
 }
 
 /// The inherited listening sockets named `name` (a site file's address, see
 /// `site_listen::fd_name`), as descriptors; taken: asked again, none.
 pub fn take_named_fds(name: &str) -> Vec<OwnedFd> {
-    let mut inherited = INHERITED.lock().unwrap_or_else(|e| e.into_inner());
-    let (taken, kept) = std::mem::take(&mut *inherited)
+    take_fds_where(|n| n == name)
         .into_iter()
-        .partition::<Vec<_>, _>(|(_, n)| n == name);
-    *inherited = kept;
-    taken.into_iter().map(|(fd, _)| fd).collect()
+        .map(|(fd, _)| fd)
+        .collect()
 }
 
 /// [`take_named_fds`], as TCP listeners (an error if one is not).
@@ -68,7 +82,7 @@ pub fn take_named_listeners(name: &str) -> io::Result<Vec<TcpListener>> {
 /// The `--redirect-http` listener: the inherited one named [`REDIRECT`], else a new one on
 /// `addr:port`.
 pub fn redirect_listener(addr: &str, port: u16) -> io::Result<TcpListener> {
-    if let Some(l) = take_named(REDIRECT, true)?.into_iter().next() {
+    if let Some(l) = take_named_listeners(REDIRECT)?.into_iter().next() {
         return Ok(l);
     }
     let at = (addr, port).to_socket_addrs()?.next().ok_or_else(|| {
@@ -87,7 +101,12 @@ pub fn listeners(
     workers: usize,
     reuse_port: bool,
 ) -> io::Result<(Vec<TcpListener>, bool)> {
-    let inherited = take_named(REDIRECT, false)?;
+    // Every name but the redirect listener's and HTTP/3's: the main
+    // server's, or none (socket activation).
+    let inherited = take_fds_where(|n| n != REDIRECT && !is_quic_name(n))
+        .into_iter()
+        .map(|(fd, _)| tcp_listener(fd))
+        .collect::<io::Result<Vec<_>>>()?;
     if !inherited.is_empty() {
         return Ok((inherited, true));
     }

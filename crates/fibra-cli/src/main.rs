@@ -19,6 +19,7 @@ mod endpoints;
 mod error_log;
 mod hello;
 mod http3;
+mod http3_handover;
 mod listeners;
 mod proxy_flags;
 mod serve;

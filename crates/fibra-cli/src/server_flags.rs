@@ -313,11 +313,13 @@ impl ServerFlags {
         let endpoints = crate::endpoints::Endpoints::new(self.health.clone(), self.metrics.clone());
         endpoints.set_alt_svc(alt_svc);
         let handler = Arc::new(endpoints.clone().wrap(handler));
-        let http3 = match (h3_addr, &resolver) {
+        let mut http3 = match (h3_addr, &resolver) {
             (Some(addr), Some(resolver)) => {
                 let settings = Arc::new(server.current_settings().clone());
+                let handed = crate::http3_handover::Incoming::take("")?;
                 let h3 = crate::http3::Http3::start(
                     addr,
+                    handed,
                     self.workers,
                     resolver.clone(),
                     settings,
@@ -397,7 +399,30 @@ impl ServerFlags {
                         handed.push(r.as_fd());
                         names.push(crate::listeners::REDIRECT);
                     }
-                    match crate::upgrade::start_new_binary(&handed, &names) {
+                    // HTTP/3's sockets and the link between the processes (`http3_handover`).
+                    let h3_fds = match http3.as_mut().map(|h3| h3.begin_handover("")) {
+                        Some(Ok(fds)) => fds,
+                        Some(Err(e)) => {
+                            eprintln!(
+                                "{name}: SIGUSR2, upgrade failed, still serving: HTTP/3: {e}"
+                            );
+                            continue;
+                        }
+                        None => Vec::new(),
+                    };
+                    for (fd, n) in &h3_fds {
+                        handed.push(fd.as_fd());
+                        names.push(n);
+                    }
+                    let started = crate::upgrade::start_new_binary(&handed, &names);
+                    drop(h3_fds);
+                    if let Some(h3) = http3.as_mut() {
+                        match &started {
+                            Ok(_) => h3.commit_handover(),
+                            Err(_) => h3.cancel_handover(),
+                        }
+                    }
+                    match started {
                         Ok(pid) => {
                             // Draining before the health check says so: a client that sees
                             // 503 knows this process closes after each answer.

@@ -15,6 +15,7 @@ use fibra_site::{Live, SiteLogs, SiteService};
 
 use crate::endpoints::Endpoints;
 use crate::http3::Http3;
+use crate::http3_handover::Incoming;
 use crate::site_listen::Bound;
 
 /// What the HTTP/3 endpoints of a site file share with its TCP servers.
@@ -53,6 +54,7 @@ pub(crate) fn wants_http3(config: &Config, l: &Listen) -> bool {
 pub(crate) fn start_http3(
     serving: &Serving<'_>,
     slot: usize,
+    listen: &Listen,
     addr: SocketAddr,
 ) -> io::Result<Http3> {
     let s = &serving.server;
@@ -74,9 +76,23 @@ pub(crate) fn start_http3(
         ..fibra_http::Settings::default()
     };
     let certs = fibra_site::quic_certs(serving.live.clone(), slot);
-    let endpoint = Http3::start(addr, serving.workers, certs, Arc::new(settings), handler)?;
+    let handed = Incoming::take(&quic_prefix(listen))?;
+    let endpoint = Http3::start(
+        addr,
+        handed,
+        serving.workers,
+        certs,
+        Arc::new(settings),
+        handler,
+    )?;
     println!("fibra serve: HTTP/3 on udp://{}", endpoint.local_addr());
     Ok(endpoint)
+}
+
+/// The prefix of the names HTTP/3's descriptors for `listen` are handed over under in an
+/// upgrade (see `http3_handover`): the address's own name and a dash.
+pub(crate) fn quic_prefix(listen: &Listen) -> String {
+    format!("{}-", crate::site_listen::fd_name(listen))
 }
 
 /// Stops HTTP/3 endpoints, each draining in a thread of its own for up to `grace`.

@@ -15,7 +15,7 @@ use fibra_site::Live;
 
 use crate::endpoints::Endpoints;
 use crate::signals;
-use crate::site_http3::stop_http3;
+use crate::site_http3::{quic_prefix, stop_http3};
 use crate::site_listen::fd_name;
 use crate::site_listen::Bound;
 use crate::site_reload::reload;
@@ -176,8 +176,41 @@ pub fn run(path: PathBuf) -> io::Result<()> {
                         names.push(fd_name(&b.listen));
                     }
                 }
+                // HTTP/3's sockets and links, each address's under its prefix.
+                let mut h3_fds = Vec::new();
+                let mut begun = Ok(());
+                for (listen, h3) in running.h3.iter_mut() {
+                    match h3.begin_handover(&quic_prefix(listen)) {
+                        Ok(fds) => h3_fds.extend(fds),
+                        Err(e) => {
+                            begun = Err(format!("HTTP/3 on {listen}: {e}"));
+                            break;
+                        }
+                    }
+                }
+                if let Err(e) = begun {
+                    for (_, h3) in running.h3.iter_mut() {
+                        h3.cancel_handover();
+                    }
+                    eprintln!("fibra serve: SIGUSR2, upgrade failed, still serving: {e}");
+                    continue;
+                }
+                for (fd, n) in &h3_fds {
+                    use std::os::fd::AsFd;
+                    handed.push(fd.as_fd());
+                    names.push(n.clone());
+                }
                 let names: Vec<&str> = names.iter().map(String::as_str).collect();
-                match crate::upgrade::start_new_binary(&handed, &names) {
+                let started = crate::upgrade::start_new_binary(&handed, &names);
+                drop(handed);
+                drop(h3_fds);
+                for (_, h3) in running.h3.iter_mut() {
+                    match &started {
+                        Ok(_) => h3.commit_handover(),
+                        Err(_) => h3.cancel_handover(),
+                    }
+                }
+                match started {
                     Ok(pid) => {
                         for (h, _) in &running.servers {
                             h.begin_drain();

@@ -134,7 +134,7 @@ pub(crate) fn start(
                     logging: ctx.logging,
                     endpoints: &ctx.endpoints,
                 };
-                start_http3(&serving, slot, addr)
+                start_http3(&serving, slot, &b.listen, addr)
             }
             None => {
                 alt_svc.push(None);

@@ -9,58 +9,12 @@ use std::net::SocketAddr;
 use std::process::{ChildStdout, Stdio};
 use std::time::Duration;
 
-use rustls::RootCertStore;
-
+mod h3_client;
 mod tls_util;
 
+use h3_client::{addr_after, get, with_h3};
+
 use tls_util::{connect_trusting, hello, serve, Certs, Hello};
-
-/// The address after `prefix` in `line`, up to the next `/` or the end.
-fn addr_after(line: &str, prefix: &str) -> Option<SocketAddr> {
-    let rest = &line[line.find(prefix)? + prefix.len()..];
-    rest.trim().trim_end_matches('/').parse().ok()
-}
-
-/// A GET of `path` on a new request stream of `conn`; returns the answer's field section
-/// and body.
-fn get(conn: &fibra_quic::Connection, path: &str) -> (Vec<u8>, Vec<u8>) {
-    // :method GET (17), :scheme https (23), :authority (name 0) localhost, :path (name 1).
-    let mut section = vec![0x00, 0x00, 0xc0 | 17, 0xc0 | 23, 0x50, 9];
-    section.extend_from_slice(b"localhost");
-    section.extend_from_slice(&[0x51, path.len() as u8]);
-    section.extend_from_slice(path.as_bytes());
-    let mut frames = vec![0x01, section.len() as u8];
-    frames.extend_from_slice(&section);
-    let (mut send, mut recv) = conn.open_bi().unwrap();
-    send.write_all(&frames).unwrap();
-    send.finish().unwrap();
-    let mut all = Vec::new();
-    recv.read_to_end(&mut all).unwrap();
-    // Frames: type and length as QUIC varints.
-    let mut pos = 0;
-    let varint = |pos: &mut usize| {
-        let len = 1usize << (all[*pos] >> 6);
-        let mut v = u64::from(all[*pos] & 0x3f);
-        for i in 1..len {
-            v = (v << 8) | u64::from(all[*pos + i]);
-        }
-        *pos += len;
-        v as usize
-    };
-    let (mut head, mut body) = (Vec::new(), Vec::new());
-    while pos < all.len() {
-        let ty = varint(&mut pos);
-        let len = varint(&mut pos);
-        let payload = &all[pos..pos + len];
-        match ty {
-            0x01 => head = payload.to_vec(),
-            0x00 => body.extend_from_slice(payload),
-            other => panic!("unexpected frame type {other:#x}"),
-        }
-        pos += len;
-    }
-    (head, body)
-}
 
 /// Starts `cmd` with its stdout piped: the process (killed on drop) and its stdout's lines.
 fn spawn(mut cmd: std::process::Command) -> (Hello, std::io::Lines<BufReader<ChildStdout>>) {
@@ -94,37 +48,6 @@ fn start_http3(name: &str) -> (Hello, Certs, SocketAddr, SocketAddr) {
         https = https.or_else(|| addr_after(&line, "listening on https://"));
     }
     (child, certs, udp.unwrap(), https.unwrap())
-}
-
-/// Runs `f` with a QUIC connection to `udp` (trusting `der`) whose control stream is open,
-/// on a fibra runtime of its own; fails the test if it takes over 60 s.
-fn with_h3<T: Send + 'static>(
-    der: rustls::pki_types::CertificateDer<'static>,
-    udp: SocketAddr,
-    f: impl FnOnce(&fibra_quic::Connection) -> T + Send + 'static,
-) -> T {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = fibra::Runtime::builder().workers(1).build().unwrap();
-        let got = rt.block_on(move || {
-            let mut roots = RootCertStore::empty();
-            roots.add(der).unwrap();
-            let tls = fibra_quic::Config::client_tls(roots, &[b"h3"]).unwrap();
-            let config = fibra_quic::Config::default().client(tls).unwrap();
-            let socket = fibra::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-            let client = fibra_quic::Endpoint::client(socket).unwrap();
-            let conn = client.connect(udp, "localhost", config).unwrap();
-            // The client's control stream, opening with its (empty) SETTINGS.
-            let mut control = conn.open_uni().unwrap();
-            control.write_all(&[0x00, 0x04, 0x00]).unwrap();
-            let got = f(&conn);
-            drop(control);
-            got
-        });
-        let _ = tx.send(got);
-    });
-    rx.recv_timeout(Duration::from_secs(60))
-        .expect("the HTTP/3 client done within 60 s")
 }
 
 #[test]

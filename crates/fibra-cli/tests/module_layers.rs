@@ -14,6 +14,7 @@ const LAYERS: module_graph::Layers = &[
             "endpoints",
             "error_log",
             "http3",
+            "http3_handover",
             "listeners",
             "signals",
             "site_http3",

@@ -1,0 +1,140 @@
+//! Binary upgrade on SIGUSR2 with `--http3`: the old process hands the new one its UDP
+//! sockets and a link between them (`http3_handover`). A download in flight on an HTTP/3
+//! connection to the old process when the upgrade happens (stalled by the client's flow
+//! control, so the old process needs the client's acknowledgements and window updates,
+//! which the new process now reads and passes on) arrives whole; the connection gets
+//! GOAWAY; a connection made meanwhile is served (by the new process); the old process
+//! exits with success once the download is done; and connections after that are served.
+
+mod h3_client;
+mod ops_util;
+mod tls_util;
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use h3_client::{addr_after, get, headers_frame, read_frame, wait_goaway, with_h3, STATUS_200};
+use ops_util::{alive, fibra, read_pid, start, wait_for};
+use tls_util::Certs;
+
+/// [`wait_for`] in a fiber: sleeps the fiber, not its worker (where the QUIC client's driver
+/// runs too).
+fn wait_in_fiber<T>(mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        fibra::time::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+/// Kills, when the test ends however it ends, the process the pid file names if it is not
+/// `old` (a new process left behind would keep the test's output open).
+struct KillNew<'a> {
+    pid_file: &'a std::path::Path,
+    old: u32,
+}
+
+impl Drop for KillNew<'_> {
+    fn drop(&mut self) {
+        if let Some(pid) = read_pid(self.pid_file).filter(|&p| p != self.old) {
+            // SAFETY: signals the process the upgrade started.
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+        }
+    }
+}
+
+/// The file downloaded across the upgrade: more than the client's stream window (1.25 MB),
+/// each byte different from its neighbours.
+fn content() -> Vec<u8> {
+    (0..4_000_000u32).map(|i| (i * 7 + i / 251) as u8).collect()
+}
+
+#[test]
+fn sigusr2_with_http3_keeps_the_old_connections_and_serves_new_ones() {
+    let certs = Certs::new("upgrade-http3");
+    let (cert, key) = (certs.path("cert.pem"), certs.path("key.pem"));
+    let root = certs.dir.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("big.bin"), content()).unwrap();
+    std::fs::write(root.join("small.txt"), b"small").unwrap();
+    let pid_file = certs.dir.join("fibra.pid");
+    let pid_arg = pid_file.to_str().unwrap().to_string();
+    let mut first = start(fibra(&[
+        "serve",
+        root.to_str().unwrap(),
+        "--addr",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--workers",
+        "2",
+        "--tls-cert",
+        &cert,
+        "--tls-key",
+        &key,
+        "--http3",
+        "--pid-file",
+        &pid_arg,
+    ]));
+    let udp = loop {
+        if let Some(a) = addr_after(&first.line(), "HTTP/3 on udp://") {
+            break a;
+        }
+    };
+    let old = wait_for(|| read_pid(&pid_file)).expect("pid file");
+    assert_eq!(old, first.child.id());
+    let _cleanup = KillNew {
+        pid_file: &pid_file,
+        old,
+    };
+
+    let der = certs.der.clone();
+    let pids = pid_file.clone();
+    let (got, goaway, during, new) = with_h3(certs.der.clone(), udp, move |conn| {
+        assert_eq!(get(conn, "/small.txt").1, b"small", "before");
+        // The download: once its first bytes are here the old process has taken it; then
+        // it stalls on the client's flow control until this side reads on.
+        let (mut send, mut recv) = conn.open_bi().unwrap();
+        send.write_all(&headers_frame(17, "/big.bin", None))
+            .unwrap();
+        send.finish().unwrap();
+        let (ty, head) = read_frame(&mut recv).expect("the answer's HEADERS");
+        assert_eq!((ty, &head[..3]), (0x01, &STATUS_200[..]));
+        // SAFETY: sends a signal to the process this test started.
+        assert_eq!(unsafe { libc::kill(old as libc::pid_t, libc::SIGUSR2) }, 0);
+        let new = wait_in_fiber(|| read_pid(&pids).filter(|&p| p != old)).expect("a new pid");
+        // GOAWAY: the new process is ready, and the old one no longer reads the sockets.
+        let goaway = wait_goaway(conn);
+        assert!(
+            alive(old),
+            "the old process waits for the download in flight"
+        );
+        let during = with_h3(der, udp, |c| get(c, "/small.txt"));
+        let mut body = Vec::new();
+        while let Some((ty, payload)) = read_frame(&mut recv) {
+            assert_eq!(ty, 0x00, "DATA");
+            body.extend_from_slice(&payload);
+        }
+        (body, goaway, during, new)
+    });
+    let want = content();
+    assert_eq!(got.len(), want.len(), "the whole file");
+    assert!(got == want, "the file's bytes, in order");
+    assert_eq!(goaway, 8, "GOAWAY names the stream after the download's");
+    assert_eq!(&during.0[..3], &STATUS_200, "a connection during the drain");
+    assert_eq!(during.1, b"small");
+
+    let status = first.child.wait().unwrap();
+    assert!(status.success(), "old process: {status}");
+    for i in 0..4 {
+        let (head, body) = with_h3(certs.der.clone(), udp, |c| get(c, "/small.txt"));
+        assert_eq!(&head[..3], &STATUS_200, "after, connection {i}");
+        assert_eq!(body, b"small");
+    }
+    // SAFETY: stops the process the upgrade started.
+    unsafe { libc::kill(new as libc::pid_t, libc::SIGTERM) };
+    assert!(wait_for(|| (!alive(new)).then_some(())).is_some());
+}
