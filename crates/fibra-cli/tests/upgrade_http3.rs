@@ -13,7 +13,9 @@ mod tls_util;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use h3_client::{addr_after, get, headers_frame, read_frame, wait_goaway, with_h3, STATUS_200};
+use h3_client::{
+    addr_after, get, headers_frame, read_frame, wait_goaway, with_h3, Drained, STATUS_200,
+};
 use ops_util::{alive, fibra, read_pid, start, wait_for};
 use tls_util::Certs;
 
@@ -123,7 +125,11 @@ fn sigusr2_with_http3_keeps_the_old_connections_and_serves_new_ones() {
     let want = content();
     assert_eq!(got.len(), want.len(), "the whole file");
     assert!(got == want, "the file's bytes, in order");
-    assert_eq!(goaway, 8, "GOAWAY names the stream after the download's");
+    assert_eq!(
+        goaway,
+        Drained::GoAway(8),
+        "GOAWAY names the stream after the download's"
+    );
     assert_eq!(&during.0[..3], &STATUS_200, "a connection during the drain");
     assert_eq!(during.1, b"small");
 
@@ -133,6 +139,65 @@ fn sigusr2_with_http3_keeps_the_old_connections_and_serves_new_ones() {
         let (head, body) = with_h3(certs.der.clone(), udp, |c| get(c, "/small.txt"));
         assert_eq!(&head[..3], &STATUS_200, "after, connection {i}");
         assert_eq!(body, b"small");
+    }
+    // SAFETY: stops the process the upgrade started.
+    unsafe { libc::kill(new as libc::pid_t, libc::SIGTERM) };
+    assert!(wait_for(|| (!alive(new)).then_some(())).is_some());
+}
+
+#[test]
+fn sigusr2_with_a_site_files_http3_hands_its_sockets_over_too() {
+    let certs = Certs::new("upgrade-http3-site");
+    let dir = certs.dir.clone();
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let file = dir.join("site.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[server]\nworkers = 2\npid_file = \"fibra.pid\"\n\n\
+             [[site]]\nhosts = [\"localhost\"]\nlisten = [\"{addr}\"]\ndefault = true\n\
+             http3 = true\ntls = {{ cert = \"cert.pem\", key = \"key.pem\" }}\n\
+             [[site.route]]\npath = \"/\"\nrespond = {{ body = \"over h3\\n\" }}\n"
+        ),
+    )
+    .unwrap();
+    let pid_file = dir.join("fibra.pid");
+    let mut first = start(fibra(&["serve", "--config", file.to_str().unwrap()]));
+    let udp = loop {
+        if let Some(a) = addr_after(&first.line(), "HTTP/3 on udp://") {
+            break a;
+        }
+    };
+    assert_eq!(udp, addr, "the UDP twin of the site's address");
+    let old = wait_for(|| read_pid(&pid_file)).expect("pid file");
+    let _cleanup = KillNew {
+        pid_file: &pid_file,
+        old,
+    };
+    let pids = pid_file.clone();
+    let goaway = with_h3(certs.der.clone(), udp, move |conn| {
+        assert_eq!(get(conn, "/").1, b"over h3\n", "before");
+        // SAFETY: sends a signal to the process this test started.
+        assert_eq!(unsafe { libc::kill(old as libc::pid_t, libc::SIGUSR2) }, 0);
+        wait_in_fiber(|| read_pid(&pids).filter(|&p| p != old)).expect("a new pid");
+        wait_goaway(conn)
+    });
+    // Nothing in flight: GOAWAY (naming the stream after the one answered) and the close
+    // follow each other at once, and the close may come first.
+    assert!(
+        [Drained::GoAway(4), Drained::Closed(Some(0x100))].contains(&goaway),
+        "{goaway:?}"
+    );
+    let status = first.child.wait().unwrap();
+    assert!(status.success(), "old process: {status}");
+    let new = read_pid(&pid_file).expect("the new pid file");
+    for i in 0..4 {
+        let (head, body) = with_h3(certs.der.clone(), udp, |c| get(c, "/"));
+        assert_eq!(&head[..3], &STATUS_200, "after, connection {i}");
+        assert_eq!(body, b"over h3\n");
     }
     // SAFETY: stops the process the upgrade started.
     unsafe { libc::kill(new as libc::pid_t, libc::SIGTERM) };

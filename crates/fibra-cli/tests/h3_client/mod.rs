@@ -112,15 +112,30 @@ pub fn get(conn: &fibra_quic::Connection, path: &str) -> (Vec<u8>, Vec<u8>) {
 /// `:status 200` as our encoder writes it first: the section prefix and static index 25.
 pub const STATUS_200: [u8; 3] = [0x00, 0x00, 0xc0 | 25];
 
-/// Waits for the server's GOAWAY on its control stream; returns the stream id it names.
-pub fn wait_goaway(conn: &fibra_quic::Connection) -> u64 {
+/// How a server's drain showed itself to a client: GOAWAY (with the stream id it names), or,
+/// with nothing in flight, the connection closed (with this code) before GOAWAY was read.
+#[derive(Debug, PartialEq)]
+pub enum Drained {
+    GoAway(u64),
+    Closed(Option<u64>),
+}
+
+/// Waits for the server's GOAWAY on its control stream, or for the connection's close.
+pub fn wait_goaway(conn: &fibra_quic::Connection) -> Drained {
+    let closed = |e: std::io::Error| {
+        Drained::Closed(fibra_quic::Error::of(&e).and_then(fibra_quic::Error::code))
+    };
     loop {
-        let mut uni = conn
-            .accept_uni()
-            .expect("the server's unidirectional streams");
+        let mut uni = match conn.accept_uni() {
+            Ok(uni) => uni,
+            Err(e) => return closed(e),
+        };
         let mut buf = Vec::new();
         let mut chunk = [0u8; 256];
-        let n = uni.read(&mut chunk).unwrap();
+        let n = match uni.read(&mut chunk) {
+            Ok(n) => n,
+            Err(e) => return closed(e),
+        };
         buf.extend_from_slice(&chunk[..n]);
         if buf.first() != Some(&0x00) {
             continue; // a QPACK stream
@@ -136,11 +151,16 @@ pub fn wait_goaway(conn: &fibra_quic::Connection) -> u64 {
                 Some((ty, payload.to_vec()))
             })();
             match frame {
-                Some((0x07, payload)) => return varint(&payload, &mut 0).expect("GOAWAY's id"),
+                Some((0x07, payload)) => {
+                    return Drained::GoAway(varint(&payload, &mut 0).expect("GOAWAY's id"))
+                }
                 Some(_) => continue,
                 None => {
                     pos = start;
-                    let n = uni.read(&mut chunk).unwrap();
+                    let n = match uni.read(&mut chunk) {
+                        Ok(n) => n,
+                        Err(e) => return closed(e),
+                    };
                     assert!(n > 0, "the control stream ended");
                     buf.extend_from_slice(&chunk[..n]);
                 }
