@@ -52,12 +52,14 @@ pub struct Http3 {
 impl Http3 {
     /// Starts HTTP/3 on UDP `addr` (the HTTPS listener's address) on `workers` workers (the
     /// server's count; at most 256) with the certificates `resolver` picks, serving `handler`
-    /// with `settings`. With `handed`, what an upgrading process handed over, on its sockets
-    /// instead (and linked to it).
+    /// with `settings`, accepting 0-RTT if `zero_rtt` (`fibra_quic::Config::zero_rtt`). With
+    /// `handed`, what an upgrading process handed over, on its sockets instead (and linked to
+    /// it).
     pub fn start<H>(
         addr: SocketAddr,
         handed: Option<Incoming>,
         workers: usize,
+        zero_rtt: bool,
         resolver: Arc<dyn ResolvesServerCert>,
         settings: Arc<Settings>,
         handler: Arc<H>,
@@ -66,7 +68,11 @@ impl Http3 {
         H: Fn(Request) -> Response + Send + Sync + 'static,
     {
         let tls = Config::server_tls_resolving(resolver, &[b"h3"])?;
-        let server_config = Config::default().server(tls)?;
+        let config = Config {
+            zero_rtt,
+            ..Config::default()
+        };
+        let server_config = config.server(tls)?;
         let (tx, rx) = mpsc::channel();
         let (done_tx, finished) = mpsc::channel();
         let drain = Http3Drain::new();
@@ -82,9 +88,10 @@ impl Http3 {
                     }
                 };
                 rt.block_on(move || {
-                    let started = start_group(addr, handed, workers, server_config).map_err(|e| {
-                        io::Error::new(e.kind(), format!("HTTP/3 on UDP {addr}: {e}"))
-                    });
+                    let started = start_group(addr, handed, workers, &config, server_config)
+                        .map_err(|e| {
+                            io::Error::new(e.kind(), format!("HTTP/3 on UDP {addr}: {e}"))
+                        });
                     let group = match started {
                         Ok((group, link)) => {
                             let _ = tx.send(Ok((group.clone(), link)));
@@ -193,17 +200,14 @@ fn start_group(
     addr: SocketAddr,
     handed: Option<Incoming>,
     workers: usize,
+    config: &Config,
     server: fibra_quic::proto::ServerConfig,
 ) -> io::Result<(Vec<Endpoint>, Option<Link>)> {
-    let config = Config::default();
     let Some(mut handed) = handed else {
-        return Ok((
-            Endpoint::server_group(addr, workers, &config, server)?,
-            None,
-        ));
+        return Ok((Endpoint::server_group(addr, workers, config, server)?, None));
     };
     let sockets = std::mem::take(&mut handed.sockets);
-    let group = Endpoint::server_group_on(sockets, handed.generation, &config, server)?;
+    let group = Endpoint::server_group_on(sockets, handed.generation, config, server)?;
     let link = handed.link(&group[0])?;
     Ok((group, Some(link)))
 }

@@ -58,6 +58,13 @@ pub struct ServerFlags {
     /// ma=86400` on every response). Needs --tls-cert.
     #[arg(long, requires = "tls_cert")]
     http3: bool,
+    /// With --http3, accept 0-RTT: a client resuming a session may send requests in its
+    /// first packet, a round trip sooner. Early data can be replayed by an attacker, so a
+    /// request in it whose method is not idempotent (POST, PATCH, …) is answered `425 Too
+    /// Early` (the client sends it again after the handshake); GET, HEAD, PUT, DELETE,
+    /// OPTIONS are served.
+    #[arg(long = "http3-0rtt", requires = "http3")]
+    http3_0rtt: bool,
     /// Expect a PROXY protocol header (v1 or v2, as HAProxy's send-proxy and send-proxy-v2
     /// send it) at the start of every connection, and take the client's address from it
     /// (access log, requests' peer address). A connection without a valid header within the
@@ -321,6 +328,7 @@ impl ServerFlags {
                     addr,
                     handed,
                     self.workers,
+                    self.http3_0rtt,
                     resolver.clone(),
                     settings,
                     handler.clone(),

@@ -81,6 +81,7 @@ pub(crate) fn start_http3(
         addr,
         handed,
         serving.workers,
+        serving.server.http3_0rtt,
         certs,
         Arc::new(settings),
         handler,

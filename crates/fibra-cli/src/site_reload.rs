@@ -36,6 +36,9 @@ fn restart_keys(old: &ServerConfig, new: &ServerConfig) -> Vec<&'static str> {
     if old.reuse_port != new.reuse_port {
         keys.push("reuse_port");
     }
+    if old.http3_0rtt != new.http3_0rtt {
+        keys.push("http3_0rtt");
+    }
     if old.health != new.health || old.metrics != new.metrics {
         keys.push("health/metrics");
     }

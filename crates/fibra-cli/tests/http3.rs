@@ -286,3 +286,92 @@ fn hello_on_four_workers_answers_every_http3_connection() {
     }
     drop(child);
 }
+
+#[test]
+fn with_http3_0rtt_a_post_in_early_data_gets_425_and_a_get_is_served() {
+    let certs = Certs::new("http3-0rtt");
+    let (cert, key) = (certs.path("cert.pem"), certs.path("key.pem"));
+    let tls = [
+        "--tls-cert",
+        &cert,
+        "--tls-key",
+        &key,
+        "--http3",
+        "--http3-0rtt",
+    ];
+    let (child, lines) = spawn(hello(&tls));
+    let udp = lines
+        .map_while(Result::ok)
+        .find_map(|line| addr_after(&line, "HTTP/3 on udp://"))
+        .expect("the HTTP/3 line");
+    let der = certs.der.clone();
+    let (post, get_early, post_later) = h3_client::in_runtime(move || {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(der).unwrap();
+        let quic = fibra_quic::Config {
+            zero_rtt: true,
+            ..fibra_quic::Config::default()
+        };
+        let config = quic
+            .client(fibra_quic::Config::client_tls(roots, &[b"h3"]).unwrap())
+            .unwrap();
+        let socket = fibra::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let client = fibra_quic::Endpoint::client(socket).unwrap();
+        // A first connection for the session ticket.
+        let first = client.connect(udp, "localhost", config.clone()).unwrap();
+        let _control = h3_client::open_control(&first);
+        assert_eq!(get(&first, "/plaintext").1, b"Hello, World!");
+        first.close(0x100, b"");
+        // The second sends two requests in its first flight (this fiber does not park
+        // before both are written, and the client's driver runs on its worker).
+        let conn = client.connect_early(udp, "localhost", config).unwrap();
+        let _control = h3_client::open_control(&conn);
+        let (mut post_send, mut post_recv) = conn.open_bi().unwrap();
+        post_send
+            .write_all(&h3_client::headers_frame(20, "/echo", Some(4)))
+            .unwrap();
+        post_send
+            .write_all(&h3_client::data_frame(b"once"))
+            .unwrap();
+        post_send.finish().unwrap();
+        let (mut get_send, mut get_recv) = conn.open_bi().unwrap();
+        get_send
+            .write_all(&h3_client::headers_frame(17, "/plaintext", None))
+            .unwrap();
+        get_send.finish().unwrap();
+        let post = h3_client::read_answer(&mut post_recv);
+        let get_early = h3_client::read_answer(&mut get_recv);
+        assert!(
+            conn.accepted_0rtt().unwrap(),
+            "the server took the early data"
+        );
+        let (mut send, mut recv) = conn.open_bi().unwrap();
+        send.write_all(&h3_client::headers_frame(20, "/echo", Some(4)))
+            .unwrap();
+        send.write_all(&h3_client::data_frame(b"once")).unwrap();
+        send.finish().unwrap();
+        let post_later = h3_client::read_answer(&mut recv);
+        conn.close(0x100, b"");
+        (post, get_early, post_later)
+    });
+    // `:status 425`: static index 70, past the 6-bit prefix (63 + 7).
+    assert_eq!(
+        &post.0[..4],
+        &[0x00, 0x00, 0xff, 7],
+        "425 for a POST in early data"
+    );
+    assert!(String::from_utf8_lossy(&post.1).contains("too early"));
+    assert_eq!(
+        &get_early.0[..3],
+        &h3_client::STATUS_200,
+        "a GET in early data"
+    );
+    assert_eq!(get_early.1, b"Hello, World!");
+    assert_eq!(
+        &post_later.0[..3],
+        &h3_client::STATUS_200,
+        "the POST after the handshake"
+    );
+    assert_eq!(post_later.1, b"once");
+    drop(child);
+}

@@ -75,6 +75,16 @@ pub struct Config {
     ///
     /// [`Endpoint::server_group`]: crate::Endpoint::server_group
     pub steering: bool,
+    /// 0-RTT (RFC 9001 §4.6): a client resuming a session may send its first requests with
+    /// its first packet, a round trip earlier. Default false. On a server, the TLS
+    /// configuration then accepts early data (`max_early_data_size`), a connection is
+    /// offered to `accept` as soon as its early data may arrive, and a stream it opens so
+    /// says [`RecvStream::is_0rtt`]: early data may be replayed by an attacker, so act on it
+    /// only where that does no harm. On a client, `Endpoint::connect_early` may send 0-RTT
+    /// data where it holds a session ticket.
+    ///
+    /// [`RecvStream::is_0rtt`]: crate::RecvStream::is_0rtt
+    pub zero_rtt: bool,
 }
 
 impl Default for Config {
@@ -89,6 +99,7 @@ impl Default for Config {
             stream_receive_window: 1_250_000,
             max_handshakes_before_retry: 64,
             steering: true,
+            zero_rtt: false,
         }
     }
 }
@@ -138,21 +149,24 @@ impl Config {
         e
     }
 
-    /// A server configuration from a rustls one (see [`Config::server_tls`]), with 0-RTT off
-    /// (`max_early_data_size` 0) and this config's transport settings. Fails if `tls` lacks
-    /// TLS 1.3 or the cipher suite QUIC's Initial packets use (`TLS13_AES_128_GCM_SHA256`).
+    /// A server configuration from a rustls one (see [`Config::server_tls`]), with 0-RTT
+    /// as [`Config::zero_rtt`] says (`max_early_data_size` 0, or `u32::MAX` as QUIC
+    /// requires) and this config's transport settings. Fails if `tls` lacks TLS 1.3 or the
+    /// cipher suite QUIC's Initial packets use (`TLS13_AES_128_GCM_SHA256`).
     pub fn server(&self, mut tls: rustls::ServerConfig) -> io::Result<ServerConfig> {
-        tls.max_early_data_size = 0;
+        tls.max_early_data_size = if self.zero_rtt { u32::MAX } else { 0 };
         let crypto = QuicServerConfig::try_from(tls).map_err(invalid)?;
         let mut config = ServerConfig::with_crypto(Arc::new(crypto));
         config.transport_config(Arc::new(self.transport()?));
         Ok(config)
     }
 
-    /// A client configuration from a rustls one (see [`Config::client_tls`]), with 0-RTT off
-    /// (`enable_early_data` false) and this config's transport settings.
+    /// A client configuration from a rustls one (see [`Config::client_tls`]), with 0-RTT
+    /// as [`Config::zero_rtt`] says (`enable_early_data`) and this config's transport
+    /// settings. Sessions resume (and 0-RTT needs a session) across the connections made
+    /// with one configuration and its clones: they share rustls's session cache.
     pub fn client(&self, mut tls: rustls::ClientConfig) -> io::Result<ClientConfig> {
-        tls.enable_early_data = false;
+        tls.enable_early_data = self.zero_rtt;
         let crypto = QuicClientConfig::try_from(tls).map_err(invalid)?;
         let mut config = ClientConfig::new(Arc::new(crypto));
         config.transport_config(Arc::new(self.transport()?));

@@ -120,7 +120,7 @@ impl Connection {
 
     fn recv(&self, s: Registered) -> RecvStream {
         let notify = s.reader.expect("a receiving stream has a reader");
-        RecvStream::new(self.inner.clone(), s.id, notify)
+        RecvStream::new(self.inner.clone(), s.id, notify, s.early)
     }
 
     fn accept(&self, dir: Dir) -> io::Result<Registered> {
@@ -166,6 +166,28 @@ impl Connection {
                 None => Ok(None),
             }
         })
+    }
+
+    /// A client's: whether the server took its 0-RTT data (see `Endpoint::connect_early`);
+    /// waits for the handshake first. A server's: whether the client sent 0-RTT data that
+    /// this side took, once the handshake is done.
+    pub fn accepted_0rtt(&self) -> io::Result<bool> {
+        self.wait_connected()?;
+        self.inner.with(|c| {
+            Ok(if c.conn.side().is_client() {
+                c.conn.accepted_0rtt()
+            } else {
+                c.conn.has_0rtt()
+            })
+        })
+    }
+
+    /// Whether the handshake is still going on (a server's connection offered early, with
+    /// 0-RTT, or a client's from `Endpoint::connect_early`).
+    pub fn is_handshaking(&self) -> bool {
+        self.inner
+            .with(|c| Ok(!c.connected && c.error.is_none()))
+            .unwrap_or(false)
     }
 
     /// The peer's address (it may change if the peer migrates).
@@ -238,6 +260,8 @@ impl Connection {
 #[derive(Clone)]
 struct Registered {
     id: StreamId,
+    /// Opened by the peer with 0-RTT data.
+    early: bool,
     writer: Option<Arc<Notify>>,
     reader: Option<Arc<Notify>>,
 }
@@ -252,6 +276,7 @@ fn register(c: &mut ConnState, id: StreamId, dir: Dir) -> Registered {
     };
     Registered {
         id,
+        early: c.early.remove(&id),
         writer: (dir == Dir::Bi || local).then(|| half(&mut c.writers)),
         reader: (dir == Dir::Bi || !local).then(|| half(&mut c.readers)),
     }

@@ -397,18 +397,22 @@ pub(crate) fn drive_conn(
     }
     forward_endpoint_events(endpoint, c);
     while let Some(event) = c.conn.poll() {
-        let connected = matches!(event, Event::Connected);
         app_event(c, event, wake);
-        if connected && c.conn.side().is_server() {
-            // Handshake done: ready for `accept`, unless the endpoint stopped accepting.
-            if *closed {
-                c.conn.close(now, 0u32.into(), bytes::Bytes::new());
-                c.error.get_or_insert(ConnectionError::LocallyClosed);
-            } else if c.error.is_none() {
-                incoming.push_back(id);
-                c.queued = true;
-                wake.push(Arc::clone(&shared.accept));
-            }
+    }
+    // Ready for `accept` once the handshake is done (even if the connection was lost right
+    // after, in the same round: the application sees it closed), or, where the server took
+    // the client's 0-RTT (`Config::zero_rtt`), as soon as its early data may arrive; unless
+    // the endpoint stopped accepting.
+    let early = c.conn.has_0rtt() && c.conn.is_handshaking() && c.error.is_none();
+    if (c.connected || early) && !c.announced && c.conn.side().is_server() {
+        c.announced = true;
+        if *closed {
+            c.conn.close(now, 0u32.into(), bytes::Bytes::new());
+            c.error.get_or_insert(ConnectionError::LocallyClosed);
+        } else {
+            incoming.push_back(id);
+            c.queued = true;
+            wake.push(Arc::clone(&shared.accept));
         }
     }
     let mut cut_short = false;
@@ -464,7 +468,12 @@ fn app_event(c: &mut ConnState, event: Event, wake: &mut Vec<Arc<Notify>>) {
             c.wake_everyone(wake);
         }
         Event::Stream(StreamEvent::Opened { dir }) => {
+            // Opened before the handshake is done: by 0-RTT data, which may be a replay.
+            let early = c.conn.is_handshaking();
             while let Some(stream) = c.conn.streams().accept(dir) {
+                if early {
+                    c.early.insert(stream);
+                }
                 c.incoming(dir).push_back(stream);
             }
             wake.push(Arc::clone(c.waiters.accept(dir)));

@@ -264,8 +264,40 @@ impl Endpoint {
         server_name: &str,
         config: ClientConfig,
     ) -> io::Result<Connection> {
+        let (conn, _) = self.dial(addr, server_name, config)?;
+        conn.wait_connected()?;
+        Ok(conn)
+    }
+
+    /// Dials `addr` as [`connect`](Endpoint::connect) does, but returns at once where the
+    /// client may send 0-RTT data (`config` made with [`Config::zero_rtt`], holding a
+    /// session ticket from an earlier connection to this server): streams opened then carry
+    /// their data in the first packets, a round trip before the handshake is done. Whether
+    /// the server took it shows once the handshake is done
+    /// ([`Connection::accepted_0rtt`]); if it did not, the streams opened early fail, and
+    /// must be opened again. Without a ticket, waits for the handshake as `connect` does.
+    pub fn connect_early(
+        &self,
+        addr: SocketAddr,
+        server_name: &str,
+        config: ClientConfig,
+    ) -> io::Result<Connection> {
+        let (conn, early) = self.dial(addr, server_name, config)?;
+        if !early {
+            conn.wait_connected()?;
+        }
+        Ok(conn)
+    }
+
+    /// Starts a connection to `addr`; returns it and whether it may send 0-RTT data.
+    fn dial(
+        &self,
+        addr: SocketAddr,
+        server_name: &str,
+        config: ClientConfig,
+    ) -> io::Result<(Connection, bool)> {
         let shared = &self.inner.shared;
-        let id = {
+        let (id, early) = {
             let mut st = shared.lock();
             if let Some(e) = st.failed() {
                 return Err(e);
@@ -282,15 +314,18 @@ impl Endpoint {
                         format!("QUIC connect to {addr} ({server_name:?}): {e}"),
                     )
                 })?;
-            st.insert(handle, conn, Some(server_name.to_string()), true)
+            let early = conn.has_0rtt();
+            (
+                st.insert(handle, conn, Some(server_name.to_string()), true),
+                early,
+            )
         };
         shared.driver.notify_one();
-        let conn = self.handle(id);
-        conn.wait_connected()?;
-        Ok(conn)
+        Ok((self.handle(id), early))
     }
 
-    /// Waits for a client's connection and returns it once its handshake is done; `None`
+    /// Waits for a client's connection and returns it once its handshake is done (with
+    /// [`Config::zero_rtt`], once the client's early data may arrive); `None`
     /// once the endpoint is closed (or its driver has stopped). Several fibers may wait at
     /// once; each connection goes to one of them.
     pub fn accept(&self) -> Option<Connection> {

@@ -155,6 +155,8 @@ pub(crate) struct ConnState {
     pub(crate) held: bool,
     /// In [`State::incoming`].
     pub(crate) queued: bool,
+    /// Offered to `accept` (a server connection is offered once).
+    pub(crate) announced: bool,
     /// In [`State::dirty`].
     pub(crate) dirty: bool,
     /// The deadline last handed to the driver's timers (`poll_timeout`).
@@ -162,6 +164,9 @@ pub(crate) struct ConnState {
     /// Streams the peer opened, not yet accepted by the application.
     pub(crate) incoming_bi: VecDeque<StreamId>,
     pub(crate) incoming_uni: VecDeque<StreamId>,
+    /// Streams the peer opened with 0-RTT data (before the handshake was done) not yet
+    /// accepted by the application.
+    pub(crate) early: rustc_hash::FxHashSet<StreamId>,
     /// The `Notify` of each stream's reader and writer with a live handle.
     pub(crate) readers: FxHashMap<StreamId, Arc<Notify>>,
     pub(crate) writers: FxHashMap<StreamId, Arc<Notify>>,
@@ -263,10 +268,12 @@ impl State {
                 drained: false,
                 held,
                 queued: false,
+                announced: false,
                 dirty: false,
                 timeout: None,
                 incoming_bi: VecDeque::new(),
                 incoming_uni: VecDeque::new(),
+                early: rustc_hash::FxHashSet::default(),
                 readers: FxHashMap::default(),
                 writers: FxHashMap::default(),
             },

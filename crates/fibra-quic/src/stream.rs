@@ -42,6 +42,7 @@ pub struct RecvStream {
     id: StreamId,
     notify: Arc<Notify>,
     end: End,
+    early: bool,
 }
 
 /// How a receiving stream ended, as far as this handle has seen.
@@ -223,13 +224,27 @@ enum Got {
 }
 
 impl RecvStream {
-    pub(crate) fn new(conn: Arc<ConnRef>, id: StreamId, notify: Arc<Notify>) -> RecvStream {
+    pub(crate) fn new(
+        conn: Arc<ConnRef>,
+        id: StreamId,
+        notify: Arc<Notify>,
+        early: bool,
+    ) -> RecvStream {
         RecvStream {
             conn,
             id,
             notify,
             end: End::Open,
+            early,
         }
+    }
+
+    /// Whether the peer opened this stream with 0-RTT data, before the handshake was done
+    /// (a server with [`Config::zero_rtt`](crate::Config::zero_rtt) only). Such data may be
+    /// a replay of an earlier connection's: act on it only if doing it twice does no harm
+    /// (HTTP/3 answers a non-idempotent request so opened with 425 Too Early).
+    pub fn is_0rtt(&self) -> bool {
+        self.early
     }
 
     /// The stream's id.

@@ -169,6 +169,25 @@ pub fn wait_goaway(conn: &fibra_quic::Connection) -> Drained {
     }
 }
 
+/// Opens the client's control stream with its (empty) SETTINGS; keep it open.
+pub fn open_control(conn: &fibra_quic::Connection) -> fibra_quic::SendStream {
+    let mut control = conn.open_uni().unwrap();
+    control.write_all(&[0x00, 0x04, 0x00]).unwrap();
+    control
+}
+
+/// Runs `f` as the root fiber of a one-worker fibra runtime on a thread of its own; fails
+/// the test if it takes over 60 s.
+pub fn in_runtime<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = fibra::Runtime::builder().workers(1).build().unwrap();
+        let _ = tx.send(rt.block_on(f));
+    });
+    rx.recv_timeout(Duration::from_secs(60))
+        .expect("the HTTP/3 client done within 60 s")
+}
+
 /// Runs `f` with a QUIC connection to `udp` (trusting `der`) whose control stream is open,
 /// on a fibra runtime of its own; fails the test if it takes over 60 s.
 pub fn with_h3<T: Send + 'static>(
@@ -176,26 +195,17 @@ pub fn with_h3<T: Send + 'static>(
     udp: SocketAddr,
     f: impl FnOnce(&fibra_quic::Connection) -> T + Send + 'static,
 ) -> T {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = fibra::Runtime::builder().workers(1).build().unwrap();
-        let got = rt.block_on(move || {
-            let mut roots = RootCertStore::empty();
-            roots.add(der).unwrap();
-            let tls = fibra_quic::Config::client_tls(roots, &[b"h3"]).unwrap();
-            let config = fibra_quic::Config::default().client(tls).unwrap();
-            let socket = fibra::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-            let client = fibra_quic::Endpoint::client(socket).unwrap();
-            let conn = client.connect(udp, "localhost", config).unwrap();
-            // The client's control stream, opening with its (empty) SETTINGS.
-            let mut control = conn.open_uni().unwrap();
-            control.write_all(&[0x00, 0x04, 0x00]).unwrap();
-            let got = f(&conn);
-            drop(control);
-            got
-        });
-        let _ = tx.send(got);
-    });
-    rx.recv_timeout(Duration::from_secs(60))
-        .expect("the HTTP/3 client done within 60 s")
+    in_runtime(move || {
+        let mut roots = RootCertStore::empty();
+        roots.add(der).unwrap();
+        let tls = fibra_quic::Config::client_tls(roots, &[b"h3"]).unwrap();
+        let config = fibra_quic::Config::default().client(tls).unwrap();
+        let socket = fibra::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let client = fibra_quic::Endpoint::client(socket).unwrap();
+        let conn = client.connect(udp, "localhost", config).unwrap();
+        let control = open_control(&conn);
+        let got = f(&conn);
+        drop(control);
+        got
+    })
 }

@@ -63,6 +63,8 @@ where
     H: Service + ?Sized,
 {
     let max_section = settings.max_head_bytes;
+    // Opened by 0-RTT data, which an attacker may replay (RFC 8470, RFC 9114 §10.9).
+    let early = recv.is_0rtt();
     let mut incoming = Incoming::new(recv, Carrier::Request);
     // Unknown and reserved frames before it are skipped by `Incoming`.
     let section = match incoming.next(max_frame(max_section)) {
@@ -105,6 +107,10 @@ where
     let is_head = parts.method == Method::HEAD;
     let logged = settings.logs_access().then(|| LoggedRequest::of(&parts));
     let declared_too_large = content_length.is_some_and(|n| n > settings.max_body_bytes);
+    // A request that doing twice could harm, in early data: 425, which tells the client to
+    // send it again once the handshake is done (RFC 8470 §5.2). Safe and idempotent
+    // methods are served.
+    let too_early = early && !parts.method.is_idempotent();
     let src = Rc::new(RefCell::new(StreamBody {
         incoming,
         in_data: false,
@@ -119,6 +125,8 @@ where
     }));
     let mut response = if declared_too_large {
         refuse(settings, peer, TOO_LARGE, TOO_LARGE_TEXT)
+    } else if too_early {
+        error_response(StatusCode::TOO_EARLY, TOO_EARLY_TEXT)
     } else {
         let body = Body::from_conn(src.clone(), 0);
         let request = Request::from(http::Request::from_parts(*parts, body));
@@ -133,7 +141,7 @@ where
     if let Some(e) = src.borrow_mut().broken.take() {
         return Err(e);
     }
-    let rejected = declared_too_large || src.borrow().too_large;
+    let rejected = declared_too_large || too_early || src.borrow().too_large;
     if src.borrow().too_large {
         response = refuse(settings, peer, TOO_LARGE, TOO_LARGE_TEXT);
     }
@@ -158,6 +166,9 @@ where
     }
     Ok(())
 }
+
+/// The body of a 425 answer.
+const TOO_EARLY_TEXT: &str = "too early: send the request again once the handshake is done\n";
 
 /// The server's own answer, `text`, to a request it refused (`e`, reported to the error
 /// hook).

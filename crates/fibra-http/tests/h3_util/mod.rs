@@ -75,16 +75,24 @@ pub fn server(settings: Settings) -> (SocketAddr, fibra_quic::proto::ClientConfi
 pub fn server_draining(
     settings: Settings,
 ) -> (SocketAddr, fibra_quic::proto::ClientConfig, Http3Drain) {
+    server_with(settings, Config::default())
+}
+
+/// As [`server_draining`], with `config`'s QUIC settings on both sides.
+pub fn server_with(
+    settings: Settings,
+    config: Config,
+) -> (SocketAddr, fibra_quic::proto::ClientConfig, Http3Drain) {
     let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
     let cert: CertificateDer<'static> = ck.cert.der().clone();
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(ck.signing_key.serialize_der()));
     let mut roots = RootCertStore::empty();
     roots.add(cert.clone()).unwrap();
-    let config = Config::default();
     let tls = Config::server_tls(vec![cert], key, &[b"h3"]).unwrap();
-    let endpoint = Endpoint::server(
+    let endpoint = Endpoint::with_config(
         UdpSocket::bind("127.0.0.1:0").unwrap(),
-        config.server(tls).unwrap(),
+        &config,
+        Some(config.server(tls).unwrap()),
     )
     .unwrap();
     let addr = endpoint.local_addr().unwrap();
@@ -167,6 +175,8 @@ impl Answer {
         match self.section[2] {
             0xd9 => 200, // index 25
             0xdb => 404, // index 27
+            // Index 70: the 6-bit prefix full (63), then 7.
+            0xff if self.section[3] == 7 => 425,
             0xc0..=0xff => panic!("another indexed status: {:#x}", self.section[2]),
             // A literal naming entry 24 (`:status`): 0101 1111 then 24 - 15 = 9.
             0x5f if self.section[3] == 9 => {

@@ -47,6 +47,9 @@ pub struct ServerConfig {
     pub proxy_protocol_from: Vec<IpNet>,
     /// One listening socket per worker (`SO_REUSEPORT`). Needs a restart.
     pub reuse_port: bool,
+    /// Accept 0-RTT on the HTTP/3 endpoints (`425 Too Early` for a non-idempotent request
+    /// in early data). Needs a restart.
+    pub http3_0rtt: bool,
     /// The file cache shared by every `files` route.
     pub cache: CacheConfig,
     /// On-the-fly compression of files.
@@ -68,6 +71,7 @@ impl Default for ServerConfig {
             proxy_protocol: false,
             proxy_protocol_from: Vec::new(),
             reuse_port: false,
+            http3_0rtt: false,
             cache: CacheConfig::default(),
             compression: CompressionConfig::default(),
         }

@@ -76,6 +76,9 @@ fn server(c: &ServerConfig) -> Table {
         );
     }
     t.insert("reuse_port".into(), Value::Boolean(c.reuse_port));
+    if c.http3_0rtt {
+        t.insert("http3_0rtt".into(), Value::Boolean(true));
+    }
     let mut cache = Table::new();
     cache.insert("entries".into(), Value::Integer(c.cache.entries as i64));
     cache.insert("ttl".into(), dur(c.cache.ttl));

@@ -26,6 +26,7 @@ const SERVER: &[&str] = &[
     "proxy_protocol",
     "proxy_protocol_from",
     "reuse_port",
+    "http3_0rtt",
     "cache",
     "compression",
 ];
@@ -97,6 +98,7 @@ fn server(r: &mut Reader<'_>, t: &Table<'_, '_>, base: &Path) -> ServerConfig {
             "proxy_protocol" => set(&mut s.proxy_protocol, r.boolean(v, &key)),
             "proxy_protocol_from" => s.proxy_protocol_from = nets(r, v, &key),
             "reuse_port" => set(&mut s.reuse_port, r.boolean(v, &key)),
+            "http3_0rtt" => set(&mut s.http3_0rtt, r.boolean(v, &key)),
             "cache" => {
                 if let Some(t) = r.table(v, &key, CACHE) {
                     for (name, key, v) in t.iter() {
