@@ -26,7 +26,8 @@
 //!   `Endpoint` handle stops accepting, and the driver ends once no connection is left.
 //!
 //! ## Files
-//! `endpoint.rs` ([`Endpoint`]), `connection.rs` ([`Connection`]), `stream.rs` (the stream
+//! `endpoint.rs` ([`Endpoint`]), `endpoint_group.rs` (a group of endpoints on one port,
+//! one per worker), `connection.rs` ([`Connection`]), `stream.rs` (the stream
 //! halves), `config.rs` ([`Config`], transport settings and TLS), `error.rs` ([`Error`]),
 //! and the driver's side: `state.rs` (the shared state and the waiter protocol), `driver.rs`
 //! (the loop), `io.rs` (receive buffers and the outbox), `timers.rs` (deadlines), `group.rs`
@@ -47,6 +48,7 @@ mod config;
 mod connection;
 mod driver;
 mod endpoint;
+mod endpoint_group;
 mod error;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]

@@ -14,7 +14,10 @@ const LAYERS: module_graph::Layers = &[
         &["state", "timers", "io", "group"],
     ),
     ("the driver", &["driver"]),
-    ("the API", &["stream", "connection", "endpoint", "fuzz"]),
+    (
+        "the API",
+        &["stream", "connection", "endpoint", "endpoint_group", "fuzz"],
+    ),
 ];
 
 #[test]
