@@ -178,7 +178,7 @@ impl FileCache {
                 .table
                 .find_mut(hash, |s| s.is(hash, space, key.as_bytes()))
             {
-                if slot.expires.map_or(true, |e| now < e) {
+                if slot.expires.is_none_or(|e| now < e) {
                     slot.referenced = true;
                     let v = slot.value.clone();
                     drop(shard);

@@ -19,7 +19,7 @@ impl Backoff {
             return true;
         }
         self.0 = self.0.wrapping_add(1);
-        self.0 % 16 == 0
+        self.0.is_multiple_of(16)
     }
 
     /// The cache hit: back to taking every chance.

@@ -34,7 +34,7 @@ pub fn with_date<R>(f: impl FnOnce(&[u8; DATE_LEN]) -> R) -> R {
 pub(crate) fn with_date_until<R>(f: impl FnOnce(Instant, &[u8; DATE_LEN]) -> R) -> R {
     let now = fibra::time::now();
     CACHE.with_borrow_mut(|c| {
-        if c.until.map_or(true, |u| now >= u) {
+        if c.until.is_none_or(|u| now >= u) {
             let wall = SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .unwrap_or_default();

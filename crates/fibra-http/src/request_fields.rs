@@ -239,7 +239,7 @@ trait NoneOrEq {
 
 impl NoneOrEq for Option<u64> {
     fn is_none_or_eq(&self, v: u64) -> bool {
-        self.map_or(true, |have| have == v)
+        self.is_none_or(|have| have == v)
     }
 }
 

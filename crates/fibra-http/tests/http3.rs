@@ -245,7 +245,7 @@ fn prefixed(out: &mut Vec<u8>, first: u8, prefix: u32, v: usize) {
 fn long_field(out: &mut Vec<u8>, name: &str, len: usize) {
     string(out, 0x20, 3, name.as_bytes());
     prefixed(out, 0x00, 7, len);
-    out.extend(std::iter::repeat(b'v').take(len));
+    out.extend(std::iter::repeat_n(b'v', len));
 }
 
 #[test]

@@ -171,7 +171,7 @@ impl Driver<'_> {
                 // Notified or timed out: both start a round. Neither, before the deadline:
                 // the fiber is being cancelled (`Notify` then returns at once).
                 let notified = self.shared.driver.wait_timeout(wait);
-                if !notified && deadline.map_or(true, |at| Instant::now() < at) {
+                if !notified && deadline.is_none_or(|at| Instant::now() < at) {
                     return "the fibra runtime is shutting down".into();
                 }
                 Ok(notified)

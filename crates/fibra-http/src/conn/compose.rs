@@ -154,7 +154,7 @@ impl LastHead {
         {
             self.misses.hit();
             if let Some(at) = self.composed.date_at {
-                if self.date_until.map_or(true, |u| fibra::time::now() >= u) {
+                if self.date_until.is_none_or(|u| fibra::time::now() >= u) {
                     self.restamp(at);
                 }
             }

@@ -226,7 +226,7 @@ pub(crate) fn parse(head: Head, payload: &[u8]) -> Result<Frame<'_>, FrameError>
         kind::SETTINGS => {
             no_stream()?;
             let ack = head.flags & flag::ACK != 0;
-            if ack && !payload.is_empty() || payload.len() % 6 != 0 {
+            if ack && !payload.is_empty() || !payload.len().is_multiple_of(6) {
                 return Err(Connection(code::FRAME_SIZE_ERROR));
             }
             for (id, value) in settings(payload) {

@@ -282,7 +282,7 @@ impl Recv {
             }
             return Ok(());
         }
-        if id % 2 == 0 {
+        if id.is_multiple_of(2) {
             return Err(code::PROTOCOL_ERROR);
         }
         self.last_stream = id;

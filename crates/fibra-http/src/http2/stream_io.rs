@@ -231,7 +231,7 @@ impl StreamIo {
         let st = self.conn.lock();
         st.streams
             .get(&self.id)
-            .map_or(true, |s| s.recv_closed && s.body.is_empty())
+            .is_none_or(|s| s.recv_closed && s.body.is_empty())
     }
 
     /// The request's trailer fields, once its body has ended.

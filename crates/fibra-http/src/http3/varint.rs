@@ -85,7 +85,7 @@ pub(crate) fn put_in(slot: &mut [u8], value: u64) {
 /// settings, error codes) so that peers exercise ignoring the unknown: `0x1f * N + 0x21`
 /// (RFC 9114 §6.2.3, §7.2.8, §7.2.4.1, §8.1).
 pub(crate) fn is_reserved(id: u64) -> bool {
-    id >= 0x21 && (id - 0x21) % 0x1f == 0
+    id >= 0x21 && (id - 0x21).is_multiple_of(0x1f)
 }
 
 /// The `n`th reserved identifier (see [`is_reserved`]), for a sender that greases: `n` is

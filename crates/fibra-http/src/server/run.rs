@@ -198,7 +198,7 @@ pub(super) fn run_server<A, H>(
         close_idle();
     }
     let deadline = start.checked_add(grace.max(idle_grace));
-    while state.active.load(Ordering::SeqCst) > 0 && deadline.map_or(true, |d| Instant::now() < d) {
+    while state.active.load(Ordering::SeqCst) > 0 && deadline.is_none_or(|d| Instant::now() < d) {
         fibra::time::sleep(Duration::from_millis(5));
         if idle_over() {
             close_idle();

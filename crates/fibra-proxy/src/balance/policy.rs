@@ -131,7 +131,7 @@ pub(crate) fn pick(
                     continue;
                 }
                 let load = in_flight(i);
-                if best.map_or(true, |(_, least)| load < least) {
+                if best.is_none_or(|(_, least)| load < least) {
                     best = Some((i, load));
                 }
             }

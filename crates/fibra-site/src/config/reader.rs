@@ -424,9 +424,9 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 /// Writes a duration as the site file reads it (`"1s"`, `"500ms"`, `"1.5s"`).
 pub fn format_duration(d: Duration) -> String {
     let ms = d.as_millis();
-    if d.subsec_nanos() % 1_000_000 != 0 {
+    if !d.subsec_nanos().is_multiple_of(1_000_000) {
         format!("{}s", d.as_secs_f64())
-    } else if ms % 1000 == 0 {
+    } else if ms.is_multiple_of(1000) {
         format!("{}s", ms / 1000)
     } else {
         format!("{ms}ms")

@@ -82,7 +82,7 @@ fn list(State(store): State<Store>, Query(f): Query<Filter>) -> Json<Vec<Todo>> 
     let todos = store.with(|t| {
         t.items
             .values()
-            .filter(|todo| f.done.map_or(true, |d| todo.done == d))
+            .filter(|todo| f.done.is_none_or(|d| todo.done == d))
             .cloned()
             .collect()
     });

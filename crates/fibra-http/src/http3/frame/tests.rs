@@ -220,7 +220,7 @@ fn kinds_and_codes_agree() {
 fn headers_frames_have_the_shortest_length() {
     for len in [0, 1, 63, 64, 100, 16_383, 16_384, 70_000] {
         let mut out = vec![0xaa];
-        put_headers(&mut out, |o| o.extend(std::iter::repeat(0x5a).take(len)));
+        put_headers(&mut out, |o| o.extend(std::iter::repeat_n(0x5a, len)));
         assert_eq!(out[0], 0xaa);
         let head = parse_head(&out[1..], MAX).unwrap().unwrap();
         assert_eq!(head.kind, FrameKind::Headers);

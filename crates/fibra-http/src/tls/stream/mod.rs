@@ -102,7 +102,7 @@ impl<T> std::fmt::Debug for Tls<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let (handshaking, ready) = match self.state.try_borrow() {
             Ok(s) => (
-                Some(s.conn.as_ref().map_or(true, |c| c.is_handshaking())),
+                Some(s.conn.as_ref().is_none_or(|c| c.is_handshaking())),
                 Some(s.ready),
             ),
             Err(_) => (None, None),
