@@ -154,13 +154,21 @@ fn stream_loop(shared: &Shared, load: &H3Load, client: &Http3Client) -> bool {
         let sent = Instant::now();
         let outcome = exchange(load, client, &mut body);
         let now = Instant::now();
+        if let Err((_, id, e)) = &outcome {
+            if client.unprocessed(*id, e) {
+                // Not processed (the server is going away, RFC 9114 §5.2): sent again on
+                // a new connection, as a browser does, not counted as lost.
+                stats::with(|w| w.give_back(1));
+                return true;
+            }
+        }
         stats::with(|w| {
             match &outcome {
                 Ok(status) => {
                     w.stats.bytes_written += load.request.as_bytes().len() as u64;
                     w.stats.response(*status, now - sent);
                 }
-                Err((problem, e)) => w.stats.problem(*problem, 1, || e.to_string()),
+                Err((problem, _, e)) => w.stats.problem(*problem, 1, || e.to_string()),
             }
             w.advance(1);
         });
@@ -170,25 +178,26 @@ fn stream_loop(shared: &Shared, load: &H3Load, client: &Http3Client) -> bool {
     }
 }
 
+/// What went wrong with one request: the problem, the request's stream while none of its
+/// answer had arrived (`None` once it had, or if it got no stream), and the error.
+type Failed = (Problem, Option<u64>, io::Error);
+
 /// One request and its response: the status, after the body has ended.
-fn exchange(
-    load: &H3Load,
-    client: &Http3Client,
-    body: &mut [u8],
-) -> Result<u16, (Problem, io::Error)> {
+fn exchange(load: &H3Load, client: &Http3Client, body: &mut [u8]) -> Result<u16, Failed> {
     let mut response = client
         .send(&load.request, &[])
-        .map_err(|e| (Problem::Write, e))?;
-    let read = |e: io::Error| {
+        .map_err(|e| (Problem::Write, None, e))?;
+    let id = response.id();
+    let read = |e: io::Error, id: Option<u64>| {
         let problem = match e.kind() {
             io::ErrorKind::InvalidData => Problem::Malformed,
             _ => Problem::Read,
         };
-        (problem, e)
+        (problem, id, e)
     };
-    let head = response.read_head().map_err(read)?;
+    let head = response.read_head().map_err(|e| read(e, Some(id)))?;
     loop {
-        let n = response.read_body(body).map_err(read)?;
+        let n = response.read_body(body).map_err(|e| read(e, None))?;
         if n == 0 {
             return Ok(head.status.as_u16());
         }

@@ -5,17 +5,20 @@
 //!
 //! Like the server it advertises no dynamic table, so the server's responses must use only
 //! the static table and literals, which is what [`crate::serve_http3_connection`] sends.
-//! Server push is never enabled (no MAX_PUSH_ID is sent). The server's unidirectional
-//! streams (its control stream, and QPACK streams a server may open) are read and
-//! discarded by a fiber of the client's.
+//! Server push is never enabled (no MAX_PUSH_ID is sent). A fiber of the client's reads the
+//! server's unidirectional streams: its control stream for GOAWAY (after which
+//! [`Http3Client::send`] refuses new requests, as RFC 9114 §5.2 asks: open a new connection),
+//! the rest (QPACK streams a server may open) to be discarded.
 
 use std::io::{self, Read, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use fibra_quic::{Connection, RecvStream, SendStream};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
 
 use super::conn::spawn_on;
-use super::frame::{self, Carrier};
+use super::frame::{self, Carrier, FrameKind};
 use super::incoming::{Fail, Incoming, Next};
 use super::qpack::{Decoder, Encoder, Name, Pseudo, Value};
 use super::settings::{put_settings, Settings as H3Settings};
@@ -27,9 +30,14 @@ const MAX_RESPONSE_SECTION: u64 = 64 * 1024;
 /// H3_NO_ERROR: the code a client closes a finished connection with.
 const NO_ERROR: u64 = 0x100;
 
+/// No GOAWAY yet (stream ids are below 2⁶²).
+const NO_GOAWAY: u64 = u64::MAX;
+
 /// One HTTP/3 connection's client side. Dropping it closes the connection (H3_NO_ERROR).
 pub struct Http3Client {
     conn: Connection,
+    /// The id in the server's GOAWAY ([`NO_GOAWAY`] before one).
+    goaway: Arc<AtomicU64>,
     /// The client's control stream: open as long as the connection (closing it is an error
     /// for the server, §6.2.1).
     _control: SendStream,
@@ -57,14 +65,51 @@ impl Http3Client {
         };
         put_settings(&mut opening, &ours, None);
         control.write_all(&opening)?;
-        let drained = conn.clone();
+        let (read, goaway) = (conn.clone(), Arc::new(AtomicU64::new(NO_GOAWAY)));
+        let told = goaway.clone();
         spawn_on(fibra::current_worker(), move || {
-            drain_unidirectional(&drained)
+            read_unidirectional(&read, &told)
         });
         Ok(Http3Client {
             conn,
+            goaway,
             _control: control,
         })
+    }
+
+    /// The stream id in the server's GOAWAY, once one came: requests on streams from it on
+    /// were not processed (the server refuses them with H3_REQUEST_REJECTED) and may be sent
+    /// again on a new connection.
+    pub fn goaway(&self) -> Option<u64> {
+        Some(self.goaway.load(Ordering::Acquire)).filter(|&id| id != NO_GOAWAY)
+    }
+
+    /// Whether a request that failed with `e` before any of its response arrived (`id`:
+    /// its stream, `None` if [`send`] refused it) was not processed by the server, and may be
+    /// sent again on a new connection (RFC 9114 §4.1.1, §5.2):
+    /// - refused with H3_REQUEST_REJECTED, or on a stream at or past the server's GOAWAY;
+    /// - refused by [`send`] after a GOAWAY;
+    /// - cut by the server closing the connection gracefully (H3_NO_ERROR): a server closes
+    ///   so after answering the requests it took (fibra's waits until the client has
+    ///   acknowledged their answers), so one with no answer was not taken. Its RESET_STREAM
+    ///   and GOAWAY may come in the packet that carries the close, which ends the streams
+    ///   before they are read.
+    ///
+    /// [`send`]: Http3Client::send
+    pub fn unprocessed(&self, id: Option<u64>, e: &io::Error) -> bool {
+        let code = fibra_quic::Error::of(e).and_then(fibra_quic::Error::code);
+        let closed_gracefully = matches!(
+            fibra_quic::Error::of(e),
+            Some(fibra_quic::Error::ConnectionLost { .. })
+        ) && code == Some(NO_ERROR);
+        match (id, self.goaway()) {
+            (None, goaway) => goaway.is_some() && e.kind() == io::ErrorKind::ConnectionAborted,
+            (Some(id), goaway) => {
+                code == Some(REQUEST_REJECTED)
+                    || goaway.is_some_and(|g| id >= g)
+                    || closed_gracefully
+            }
+        }
     }
 
     /// The QUIC connection.
@@ -74,7 +119,14 @@ impl Http3Client {
 
     /// Sends `request` on a new stream, with `body` as one DATA frame when it is not empty,
     /// and ends the stream. Parks while the server allows no more streams (its stream limit).
+    /// After the server's GOAWAY it sends nothing and fails with `ConnectionAborted`.
     pub fn send(&self, request: &EncodedRequest, body: &[u8]) -> io::Result<ResponseStream> {
+        if let Some(id) = self.goaway() {
+            return Err(io::Error::new(
+                io::ErrorKind::ConnectionAborted,
+                format!("the server sent GOAWAY ({id}): requests go on a new connection"),
+            ));
+        }
         let (mut send, recv) = self.conn.open_bi()?;
         if body.is_empty() {
             send.write_all(&request.frame)?;
@@ -102,13 +154,32 @@ impl Drop for Http3Client {
     }
 }
 
-/// Reads each unidirectional stream the server opens to its end, discarding it, until the
-/// connection closes.
-fn drain_unidirectional(conn: &Connection) {
-    while let Ok(mut recv) = conn.accept_uni() {
+/// H3_REQUEST_REJECTED: a request the server did not process.
+const REQUEST_REJECTED: u64 = 0x10b;
+
+/// Reads each unidirectional stream the server opens until the connection closes: its
+/// control stream's GOAWAY is noted in `goaway`, everything else discarded.
+fn read_unidirectional(conn: &Connection, goaway: &Arc<AtomicU64>) {
+    while let Ok(recv) = conn.accept_uni() {
+        let goaway = goaway.clone();
         spawn_on(fibra::current_worker(), move || {
+            let mut incoming = Incoming::new(recv, Carrier::Control);
+            if let Ok(Some(StreamType::Control)) = incoming.stream_type() {
+                while let Ok(next) = incoming.next(MAX_RESPONSE_SECTION) {
+                    match next {
+                        Next::Frame(FrameKind::GoAway, payload) => {
+                            if let Some((id, _)) = super::varint::decode(&payload) {
+                                goaway.store(id, Ordering::Release);
+                            }
+                        }
+                        Next::End => break,
+                        _ => {}
+                    }
+                }
+                return;
+            }
             let mut sink = [0u8; 1024];
-            while let Ok(n) = recv.read(&mut sink) {
+            while let Ok(n) = incoming.recv_mut().read(&mut sink) {
                 if n == 0 {
                     break;
                 }
@@ -196,6 +267,11 @@ impl std::fmt::Debug for ResponseStream {
 }
 
 impl ResponseStream {
+    /// The request stream's id (see [`Http3Client::unprocessed`]).
+    pub fn id(&self) -> u64 {
+        u64::from(self._send.id())
+    }
+
     /// Reads the response's head, skipping 1xx responses. Fails on a stream that ends or
     /// is reset first, and on a malformed section (`InvalidData`).
     pub fn read_head(&mut self) -> io::Result<ResponseHead> {
