@@ -32,7 +32,7 @@ WINDOW = 10  # seconds per load window, and between two samples
 TARGET = 0.7  # of the mix's capacity
 
 # The serve-side mix: share of requests per kind (they add up to 1).
-MIX = {"h1_keepalive": 0.40, "h1_pipelined": 0.25, "h2": 0.10, "tls_new_conn": 0.10,
+MIX = {"h1_keepalive": 0.35, "h1_pipelined": 0.25, "h2": 0.10, "h3": 0.05, "tls_new_conn": 0.10,
        "proxy_a": 0.075, "proxy_b": 0.075}
 
 
@@ -71,7 +71,7 @@ def start_servers(c, a):
     c.pid_file = os.path.join(run, "serve.pid")
     c.serve = Proc("serve", [
         a.fibra, "serve", c.site, "--port", str(c.port_serve), "--workers", "1",
-        "--tls-cert", c.cert, "--tls-key", c.key,
+        "--tls-cert", c.cert, "--tls-key", c.key, "--http3",
         "--proxy", f"/a/=http://127.0.0.1:{c.port_a}/",
         "--proxy", f"/b/=http://127.0.0.1:{c.port_b}/",
         "--health", "/healthz", "--metrics", "/metrics", "--pid-file", c.pid_file,
@@ -93,6 +93,8 @@ def kinds_for(c, a, rates, window):
         load.bench_kind("h1_pipelined", f, f"{s}/small.txt", rates["h1_pipelined"], window,
                         4, ["-k", "--pipeline", "16"], {"serve"}),
         load.h2load_kind("h2", f"{s}/small.txt", rates["h2"], window, 4, 10, {"serve"}),
+        load.bench_kind("h3", f, f"{s}/small.txt", rates["h3"], window, 4,
+                        ["--h3", "-m", "4"], {"serve"}, "HTTP/3 on the UDP twin of the port"),
         load.bench_kind("tls_new_conn", f, f"{s}/small.txt", rates["tls_new_conn"], window,
                         8, [], {"serve"}, "a TLS handshake per request"),
         load.bench_kind("proxy_a", f, f"{s}/a/plaintext", rates["proxy_a"], window, 8,
