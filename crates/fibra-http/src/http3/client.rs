@@ -88,7 +88,8 @@ impl Http3Client {
     /// its stream, `None` if [`send`] refused it) was not processed by the server, and may be
     /// sent again on a new connection (RFC 9114 §4.1.1, §5.2):
     /// - refused with H3_REQUEST_REJECTED, or on a stream at or past the server's GOAWAY;
-    /// - refused by [`send`] after a GOAWAY;
+    /// - refused by [`send`] after a GOAWAY, or failed in it on a connection closed as
+    ///   below;
     /// - cut by the server closing the connection gracefully (H3_NO_ERROR): a server closes
     ///   so after answering the requests it took (fibra's waits until the client has
     ///   acknowledged their answers), so one with no answer was not taken. Its RESET_STREAM
@@ -103,7 +104,10 @@ impl Http3Client {
             Some(fibra_quic::Error::ConnectionLost { .. })
         ) && code == Some(NO_ERROR);
         match (id, self.goaway()) {
-            (None, goaway) => goaway.is_some() && e.kind() == io::ErrorKind::ConnectionAborted,
+            (None, goaway) => {
+                (goaway.is_some() && e.kind() == io::ErrorKind::ConnectionAborted)
+                    || closed_gracefully
+            }
             (Some(id), goaway) => {
                 code == Some(REQUEST_REJECTED)
                     || goaway.is_some_and(|g| id >= g)
