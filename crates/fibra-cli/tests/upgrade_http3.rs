@@ -13,6 +13,7 @@ mod ops_util;
 mod tls_util;
 
 use std::io::Write;
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use h3_client::{
@@ -50,25 +51,15 @@ impl Drop for KillNew<'_> {
     }
 }
 
-/// The file downloaded across the upgrade: more than the client's stream window (1.25 MB),
-/// each byte different from its neighbours.
-fn content() -> Vec<u8> {
-    (0..4_000_000u32).map(|i| (i * 7 + i / 251) as u8).collect()
-}
-
-#[test]
-fn sigusr2_with_http3_keeps_the_old_connections_and_serves_new_ones() {
-    let certs = Certs::new("upgrade-http3");
+/// Starts `fibra COMMAND` (`hello`, or `serve ROOT`) on loopback with two workers, the
+/// certificates in `certs`, `--http3` and a pid file in `certs.dir`; returns the process, its
+/// UDP address and its pid (as the pid file says).
+fn start_upgradable(certs: &Certs, command: &[&str]) -> (ops_util::Running, SocketAddr, u32) {
     let (cert, key) = (certs.path("cert.pem"), certs.path("key.pem"));
-    let root = certs.dir.join("root");
-    std::fs::create_dir_all(&root).unwrap();
-    std::fs::write(root.join("big.bin"), content()).unwrap();
-    std::fs::write(root.join("small.txt"), b"small").unwrap();
     let pid_file = certs.dir.join("fibra.pid");
     let pid_arg = pid_file.to_str().unwrap().to_string();
-    let mut first = start(fibra(&[
-        "serve",
-        root.to_str().unwrap(),
+    let mut args = command.to_vec();
+    args.extend_from_slice(&[
         "--addr",
         "127.0.0.1",
         "--port",
@@ -82,14 +73,33 @@ fn sigusr2_with_http3_keeps_the_old_connections_and_serves_new_ones() {
         "--http3",
         "--pid-file",
         &pid_arg,
-    ]));
+    ]);
+    let mut first = start(fibra(&args));
     let udp = loop {
         if let Some(a) = addr_after(&first.line(), "HTTP/3 on udp://") {
             break a;
         }
     };
-    let old = wait_for(|| read_pid(&pid_file)).expect("pid file");
-    assert_eq!(old, first.child.id());
+    let pid = wait_for(|| read_pid(&pid_file)).expect("pid file");
+    assert_eq!(pid, first.child.id());
+    (first, udp, pid)
+}
+
+/// The file downloaded across the upgrade: more than the client's stream window (1.25 MB),
+/// each byte different from its neighbours.
+fn content() -> Vec<u8> {
+    (0..4_000_000u32).map(|i| (i * 7 + i / 251) as u8).collect()
+}
+
+#[test]
+fn sigusr2_with_http3_keeps_the_old_connections_and_serves_new_ones() {
+    let certs = Certs::new("upgrade-http3");
+    let root = certs.dir.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("big.bin"), content()).unwrap();
+    std::fs::write(root.join("small.txt"), b"small").unwrap();
+    let pid_file = certs.dir.join("fibra.pid");
+    let (mut first, udp, old) = start_upgradable(&certs, &["serve", root.to_str().unwrap()]);
     let _cleanup = KillNew {
         pid_file: &pid_file,
         old,
@@ -209,31 +219,8 @@ fn sigusr2_with_a_site_files_http3_hands_its_sockets_over_too() {
 #[test]
 fn a_bench_run_across_sigusr2_loses_no_http3_request() {
     let certs = Certs::new("upgrade-http3-bench");
-    let (cert, key) = (certs.path("cert.pem"), certs.path("key.pem"));
     let pid_file = certs.dir.join("fibra.pid");
-    let pid_arg = pid_file.to_str().unwrap().to_string();
-    let mut first = start(fibra(&[
-        "hello",
-        "--addr",
-        "127.0.0.1",
-        "--port",
-        "0",
-        "--workers",
-        "2",
-        "--tls-cert",
-        &cert,
-        "--tls-key",
-        &key,
-        "--http3",
-        "--pid-file",
-        &pid_arg,
-    ]));
-    let udp = loop {
-        if let Some(a) = addr_after(&first.line(), "HTTP/3 on udp://") {
-            break a;
-        }
-    };
-    let old = wait_for(|| read_pid(&pid_file)).expect("pid file");
+    let (mut first, udp, old) = start_upgradable(&certs, &["hello"]);
     let _cleanup = KillNew {
         pid_file: &pid_file,
         old,
