@@ -207,11 +207,8 @@ fn check_members(members: usize) -> io::Result<()> {
 /// which the upgrading process makes sure of).
 fn random_generation() -> u16 {
     use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
-    h.finish() as u16
+    // `RandomState`'s keys are random: hashing nothing with them gives a random value.
+    std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish() as u16
 }
