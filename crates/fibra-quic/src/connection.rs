@@ -254,6 +254,16 @@ impl Connection {
             .get(&self.inner.id)
             .map_or(0, |c| c.conn.current_mtu())
     }
+
+    /// quinn-proto's counters for the connection: packets, bytes and frames of each kind
+    /// sent and received, congestion events, the path's RTT and window.
+    pub fn stats(&self) -> quinn_proto::ConnectionStats {
+        let st = self.inner.shared.lock();
+        st.conns
+            .get(&self.inner.id)
+            .map(|c| c.conn.stats())
+            .unwrap_or_default()
+    }
 }
 
 /// A stream just accepted or opened, with the `Notify` of each half it has.
