@@ -128,6 +128,7 @@ mod http3;
 mod huffman;
 pub mod inline_bytes;
 pub mod ip_net;
+mod last_head;
 mod lazy;
 mod lifecycle;
 pub mod listen;

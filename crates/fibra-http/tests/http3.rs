@@ -54,6 +54,35 @@ fn get_and_post_are_answered_by_the_same_handler() {
     });
 }
 
+/// The connection keeps its last request section and, once it comes again, the request made
+/// of it: repeated heads are answered as the first, each with its own body, and a different
+/// head in between is not mistaken for the kept one.
+#[test]
+fn repeated_requests_on_one_connection_are_each_answered_for_themselves() {
+    run("repeated", || {
+        let (conn, _control) = open(Settings::default());
+        for round in 0..4 {
+            let answer = exchange(&conn, &request(false, "/hello", &[], &[])).unwrap();
+            assert_eq!(
+                (answer.status(), &answer.body[..]),
+                (200, &b"hello"[..]),
+                "{round}"
+            );
+        }
+        for round in 0..4 {
+            let body = format!("body {round}");
+            let post = request(true, "/echo", &[("x-test", "1")], &[body.as_bytes()]);
+            let answer = exchange(&conn, &post).unwrap();
+            assert_eq!(answer.body, body.as_bytes(), "{round}");
+        }
+        for path in ["/nowhere", "/nowhere", "/nowhere", "/hello", "/nowhere"] {
+            let answer = exchange(&conn, &request(false, path, &[], &[])).unwrap();
+            let want = if path == "/hello" { 200 } else { 404 };
+            assert_eq!(answer.status(), want, "{path}");
+        }
+    });
+}
+
 #[test]
 fn limits_are_answered_as_over_http_1_1() {
     run("limits", || {

@@ -36,6 +36,7 @@ const LAYERS: module_graph::Layers = &[
         &[
             "access_log",
             "chunked",
+            "last_head",
             "lifecycle",
             "outbox",
             "parse",

@@ -1,11 +1,12 @@
 //! A request's header block as the handler sees it: HPACK-decoded, checked and made into
-//! [`http::request::Parts`] by [`crate::request_fields`]; and the connection's caches of
-//! its last request block and target.
+//! [`http::request::Parts`] by [`crate::request_fields`], through the connection's caches of
+//! its last request block ([`LastHead`]) and target.
 
 use http::header::HeaderMap;
-use http::{Method, Uri, Version};
+use http::Version;
 
 use super::hpack::{Decoder, HpackError};
+pub(super) use crate::last_head::LastHead;
 pub(super) use crate::request_fields::{Decoded, LastTarget};
 use crate::request_fields::{RequestFields, TrailerFields};
 
@@ -25,10 +26,7 @@ pub(super) fn decode_request(
 
 /// Decodes a request's header block as [`decode_request`] does, or takes the request from
 /// `last` when the block is byte for byte the one before it and the dynamic table has not
-/// changed since (then the block decodes to the same fields: it cannot have changed the
-/// table, or the table would differ). As HTTP/1.1's head cache, a block is kept the first
-/// time, its request the second, and served from there on: a client repeating a request
-/// (polling, a benchmark) skips the decoding and the checks.
+/// changed since (see [`LastHead`]).
 pub(super) fn decode_request_cached(
     decoder: &mut Decoder,
     block: &[u8],
@@ -37,65 +35,10 @@ pub(super) fn decode_request_cached(
     last: &mut LastHead,
 ) -> Result<Decoded, HpackError> {
     let before = decoder.table_changes();
-    let same = last.changes == before && last.block == block;
-    if same {
-        if let Some((head, content_length)) = &last.request {
-            return Ok(Decoded::Request(Box::new(head.copy()), *content_length));
-        }
-    }
-    let decoded = decode_request(decoder, block, max_list, last_target)?;
-    if decoder.table_changes() == before {
-        match &decoded {
-            Decoded::Request(parts, content_length) if same => {
-                last.request = Some((KeptHead::of(parts), *content_length));
-            }
-            _ => {
-                last.block.clear();
-                last.block.extend_from_slice(block);
-                last.changes = before;
-                last.request = None;
-            }
-        }
-    } else {
-        last.block.clear();
-        last.request = None;
-    }
-    Ok(decoded)
-}
-
-/// The connection's last request block, and its request once it came twice.
-#[derive(Default)]
-pub(super) struct LastHead {
-    block: Vec<u8>,
-    changes: u64,
-    request: Option<(KeptHead, Option<u64>)>,
-}
-
-/// What a kept request is made again from.
-struct KeptHead {
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-}
-
-impl KeptHead {
-    fn of(parts: &http::request::Parts) -> KeptHead {
-        KeptHead {
-            method: parts.method.clone(),
-            uri: parts.uri.clone(),
-            headers: parts.headers.clone(),
-        }
-    }
-
-    /// The request's parts, anew.
-    fn copy(&self) -> http::request::Parts {
-        let mut req = http::Request::new(());
-        *req.method_mut() = self.method.clone();
-        *req.uri_mut() = self.uri.clone();
-        *req.version_mut() = Version::HTTP_2;
-        *req.headers_mut() = self.headers.clone();
-        req.into_parts().0
-    }
+    last.decode(block, before, || {
+        let decoded = decode_request(decoder, block, max_list, last_target)?;
+        Ok((decoded, decoder.table_changes()))
+    })
 }
 
 /// Decodes a trailer block; `None` if it is malformed (a pseudo-header field, a bad name
@@ -146,13 +89,13 @@ mod tests {
                 "{round}"
             );
         }
-        assert!(last.request.is_some(), "kept");
+        assert!(last.holds_request(), "kept");
         // Another block in between: the kept one is dropped, the next /a decoded again.
         assert_eq!(
             target_of(&decode(&block(b"/b", false), &mut decoder, &mut last)),
             "/b \"localhost\""
         );
-        assert!(last.request.is_none());
+        assert!(!last.holds_request());
         // A block that inserts into the table is never kept (it changes the table each
         // time), and a table change makes the same bytes decode anew.
         let c = block(b"/c", true);
@@ -161,7 +104,7 @@ mod tests {
                 target_of(&decode(&c, &mut decoder, &mut last)),
                 "/c \"localhost\""
             );
-            assert!(last.request.is_none() && last.block.is_empty());
+            assert!(!last.holds_request() && !last.holds_block());
         }
         for _ in 0..3 {
             assert_eq!(
@@ -169,6 +112,6 @@ mod tests {
                 "/a \"localhost\""
             );
         }
-        assert!(last.request.is_some());
+        assert!(last.holds_request());
     }
 }

@@ -9,7 +9,7 @@
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use fibra_quic::{Connection, RecvStream};
 
@@ -17,6 +17,7 @@ use super::drain::Drain;
 use super::frame::{Carrier, FrameKind};
 use super::incoming::{Fail, Incoming, Next};
 use super::qpack::{DecoderStreamReader, EncoderStreamReader};
+use super::request_head::LastHeads;
 use super::settings::{put_settings, Settings as H3Settings};
 use super::stream_type::{self, StreamType};
 use super::{stream, H3Error};
@@ -85,6 +86,7 @@ pub fn serve_connection_draining<H>(
         let requests = requests.clone();
         spawn_on(worker, move || requests.watch(control));
     }
+    let last_heads = Arc::new(Mutex::new(LastHeads::default()));
     while let Ok((mut send, mut recv)) = conn.accept_bi() {
         if !requests.take(u64::from(send.id())) {
             // After our GOAWAY's id: not processed, the client may retry it (§5.2).
@@ -94,9 +96,9 @@ pub fn serve_connection_draining<H>(
             continue;
         }
         let (conn, settings, handler) = (conn.clone(), settings.clone(), handler.clone());
-        let requests = requests.clone();
+        let (requests, last_heads) = (requests.clone(), last_heads.clone());
         spawn_on(worker, move || {
-            let result = stream::run(send, recv, &settings, &*handler, peer);
+            let result = stream::run(send, recv, &settings, &*handler, peer, &last_heads);
             requests.answered();
             if let Err(e) = result {
                 close(&conn, e);

@@ -3,11 +3,14 @@
 //! [`crate::request_fields`], the same rules and the same request as HTTP/2's (RFC 9114
 //! §4.2–4.3 repeat RFC 9113 §8.2–8.3), with version `HTTP/3.0`.
 
+use std::sync::Mutex;
+
 use http::header::HeaderMap;
 use http::Version;
 
 use super::qpack::{Decoder, QpackError};
 use super::H3Error;
+use crate::last_head::LastHead;
 pub(crate) use crate::request_fields::{Decoded, LastTarget};
 use crate::request_fields::{RequestFields, TrailerFields};
 
@@ -30,6 +33,36 @@ pub(crate) fn decode_request(
         Err(QpackError::SectionTooLarge) => Ok(Decoded::TooLarge),
         Err(e) => Err(e.h3_error().unwrap_or(H3Error::QpackDecompressionFailed)),
     }
+}
+
+/// A connection's caches of its last request section and target, which its request
+/// streams' fibers share (they run on one worker, so the lock is not contended; a fiber
+/// that finds it held decodes without the caches rather than wait).
+#[derive(Default)]
+pub(crate) struct LastHeads {
+    section: LastHead,
+    target: LastTarget,
+}
+
+/// Decodes a request's field section as [`decode_request`] does, or takes the request from
+/// the connection's `last` section when this one is byte for byte the same (see
+/// [`LastHead`]; with no dynamic table, a section's bytes decide its request).
+pub(crate) fn decode_request_cached(
+    decoder: &mut Decoder,
+    section: &[u8],
+    max_section: usize,
+    last: &Mutex<LastHeads>,
+) -> Result<Decoded, H3Error> {
+    let Ok(mut last) = last.try_lock() else {
+        return decode_request(decoder, section, max_section, &mut LastTarget::default());
+    };
+    let LastHeads {
+        section: head,
+        target,
+    } = &mut *last;
+    head.decode(section, 0, || {
+        decode_request(decoder, section, max_section, target).map(|d| (d, 0))
+    })
 }
 
 /// Decodes a trailer section: `Ok(None)` if it is malformed (a pseudo-header field, a

@@ -6,6 +6,7 @@ use std::cell::RefCell;
 use std::net::SocketAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
+use std::sync::Mutex;
 
 use fibra_quic::{RecvStream, SendStream};
 use http::{Method, StatusCode};
@@ -14,7 +15,7 @@ use super::frame::Carrier;
 use super::incoming::{Fail, Incoming, Next};
 use super::qpack::Decoder;
 use super::request_body::StreamBody;
-use super::request_head::{decode_request, Decoded, LastTarget};
+use super::request_head::{decode_request_cached, Decoded, LastHeads};
 use super::send::{send, Failed};
 use super::H3Error;
 use crate::access_log::LoggedRequest;
@@ -49,8 +50,8 @@ pub(super) fn max_frame(max_section: usize) -> u64 {
     2 * max_section.max(16 * 1024) as u64
 }
 
-/// Runs one request stream: reads the request's head, runs the handler, sends its
-/// response. `Err` is a connection error (the client broke HTTP/3), for the caller to close
+/// Runs one request stream: reads the request's head (through the connection's
+/// `last_heads`), runs the handler, sends its response. `Err` is a connection error (the client broke HTTP/3), for the caller to close
 /// the connection with; what only concerns the stream is handled here.
 pub(crate) fn run<H>(
     mut send_half: SendStream,
@@ -58,6 +59,7 @@ pub(crate) fn run<H>(
     settings: &Settings,
     handler: &H,
     peer: Option<SocketAddr>,
+    last_heads: &Mutex<LastHeads>,
 ) -> Result<(), H3Error>
 where
     H: Service + ?Sized,
@@ -82,28 +84,24 @@ where
         Err(Fail::Protocol(e)) => return Err(e),
     };
     let mut decoder = Decoder::new(u64::MAX);
-    let (parts, content_length) = match decode_request(
-        &mut decoder,
-        &section,
-        max_section,
-        &mut LastTarget::default(),
-    )? {
-        Decoded::Request(parts, content_length) => (parts, content_length),
-        Decoded::Malformed => {
-            // A stream error (§4.1.2): this request only.
-            let _ = send_half.reset(H3Error::MessageError.code());
-            let _ = incoming.recv_mut().stop(H3Error::MessageError.code());
-            return Ok(());
-        }
-        Decoded::TooLarge => {
-            let response = refuse(settings, peer, HEAD_TOO_LARGE, "request head too large\n");
-            let _ = incoming.recv_mut().stop(H3Error::NoError.code());
-            if let Err(Failed(e, _)) = send(send_half, response, false, settings) {
-                log::debug!("HTTP/3 stream from {peer:?}: {e}");
+    let (parts, content_length) =
+        match decode_request_cached(&mut decoder, &section, max_section, last_heads)? {
+            Decoded::Request(parts, content_length) => (parts, content_length),
+            Decoded::Malformed => {
+                // A stream error (§4.1.2): this request only.
+                let _ = send_half.reset(H3Error::MessageError.code());
+                let _ = incoming.recv_mut().stop(H3Error::MessageError.code());
+                return Ok(());
             }
-            return Ok(());
-        }
-    };
+            Decoded::TooLarge => {
+                let response = refuse(settings, peer, HEAD_TOO_LARGE, "request head too large\n");
+                let _ = incoming.recv_mut().stop(H3Error::NoError.code());
+                if let Err(Failed(e, _)) = send(send_half, response, false, settings) {
+                    log::debug!("HTTP/3 stream from {peer:?}: {e}");
+                }
+                return Ok(());
+            }
+        };
     let is_head = parts.method == Method::HEAD;
     let logged = settings.logs_access().then(|| LoggedRequest::of(&parts));
     let declared_too_large = content_length.is_some_and(|n| n > settings.max_body_bytes);
