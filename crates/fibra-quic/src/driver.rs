@@ -147,6 +147,10 @@ impl Driver<'_> {
                 return "the endpoint was dropped".into();
             }
             self.outbox.flush(self.socket);
+            let refused = std::mem::take(&mut self.outbox.dropped);
+            if refused != 0 {
+                self.shared.refused.fetch_add(refused, Relaxed);
+            }
             if received || woke || (more && !self.outbox.blocked) {
                 // Let the fibers just woken (and any other) run before the next round; the
                 // socket may hold more, which the wait below then finds at once.
@@ -214,7 +218,11 @@ impl Driver<'_> {
     /// Drives every connection touched since the last round; returns whether some still have
     /// packets to make (the outbox filled up first).
     fn drive(&mut self, st: &mut State, now: Instant) -> bool {
-        let max_train = Outbox::max_train(self.socket);
+        let max_payload = st.endpoint.config().get_max_udp_payload_size();
+        let max_train = Outbox::max_train(
+            self.socket,
+            usize::try_from(max_payload).unwrap_or(usize::MAX),
+        );
         std::mem::swap(&mut self.driving, &mut st.dirty);
         for id in self.driving.drain(..) {
             let Some(c) = st.conns.get_mut(&id) else {

@@ -309,6 +309,17 @@ impl Endpoint {
         self.inner.shared.lock().retries_sent
     }
 
+    /// How many packets (or GSO trains of them) the socket refused outright, which were
+    /// dropped as a network would drop them: a path MTU probe too big for the route, an
+    /// unreachable address, a train larger than the kernel takes. QUIC repairs the loss; a
+    /// count that keeps growing says something is wrong.
+    pub fn packets_refused(&self) -> u64 {
+        self.inner
+            .shared
+            .refused
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// The state this endpoint's handles share with its driver.
     pub(crate) fn shared(&self) -> &Arc<Shared> {
         &self.inner.shared

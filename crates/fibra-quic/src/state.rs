@@ -41,7 +41,7 @@ use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -66,6 +66,9 @@ pub(crate) struct Shared {
     pub(crate) receiving: AtomicBool,
     /// A copy of a group member's socket, for an upgrade to hand over.
     pub(crate) socket_copy: Option<OwnedFd>,
+    /// Packets (or GSO trains) the socket refused outright, dropped (see
+    /// `Endpoint::packets_refused`).
+    pub(crate) refused: AtomicU64,
 }
 
 impl Shared {
@@ -87,6 +90,7 @@ impl Shared {
             membership,
             receiving: AtomicBool::new(true),
             socket_copy,
+            refused: AtomicU64::new(0),
         }
     }
 

@@ -1,7 +1,8 @@
 //! The wire: no datagram either side sends exceeds the configured 1,452 bytes. A relay fiber
 //! between client and server receives every datagram on its own socket (GRO off, so each
 //! arrives on its own, GSO trains included) and records the largest, while a megabyte goes
-//! each way and path MTU discovery has room to probe.
+//! each way and path MTU discovery has room to probe; and neither socket refused a packet
+//! or a GSO train.
 
 mod util;
 
@@ -65,8 +66,9 @@ fn relay(socket: UdpSocket, server: SocketAddr, seen: Arc<Seen>, stop: Arc<Atomi
 
 #[test]
 fn no_datagram_on_the_wire_exceeds_1452_bytes() {
-    let (datagrams, largest, mtu) = run("datagram sizes", || {
+    let (datagrams, largest, mtu, refused) = run("datagram sizes", || {
         let (server, client_config) = server_with(&Config::default());
+        let server_end = server.clone();
         let server_addr = server.local_addr().unwrap();
         let relay_socket = UdpSocket::bind("127.0.0.1:0").unwrap();
         let relay_addr = relay_socket.local_addr().unwrap();
@@ -106,6 +108,8 @@ fn no_datagram_on_the_wire_exceeds_1452_bytes() {
             seen.datagrams.load(Relaxed),
             seen.largest.load(Relaxed),
             mtu,
+            // Every train the sockets were given (up to 45 datagrams) was taken.
+            (server_end.packets_refused(), client.packets_refused()),
         )
     });
     println!("{datagrams} datagrams relayed, the largest {largest} bytes; path MTU found: {mtu}");
@@ -117,4 +121,9 @@ fn no_datagram_on_the_wire_exceeds_1452_bytes() {
     // Initial packets are padded to 1,200 bytes.
     assert!(largest >= 1200, "{largest}");
     assert!(mtu <= 1452, "{mtu}");
+    assert_eq!(
+        refused,
+        (0, 0),
+        "packets the sockets refused (server, client)"
+    );
 }
