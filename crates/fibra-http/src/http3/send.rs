@@ -191,6 +191,13 @@ impl BodySink for Http3Body {
             self.out()?.write_chunks(&mut chunks)?;
             self.sent += n as u64;
             at += n as u64;
+            if at < end {
+                // Let the connection's driver make packets of this chunk before the next is
+                // read: copied into packets now, it is still in the cache. (Flow control
+                // would let a whole file be read ahead, and each chunk be cold by the time
+                // it is sent.)
+                fibra::yield_now();
+            }
         }
         Ok(true)
     }
