@@ -146,7 +146,7 @@ impl Http3 {
     /// A binary upgrade begins: links the endpoints to the new process and returns the
     /// descriptors to hand it, each with its name (prefixed with `prefix`). See
     /// `http3_handover`.
-    pub fn begin_handover(&mut self, prefix: &str) -> io::Result<Vec<(OwnedFd, String)>> {
+    fn begin_handover(&mut self, prefix: &str) -> io::Result<Vec<(OwnedFd, String)>> {
         // A link to a process before this one is over by now; its reader's end clears the
         // peer, which must not happen after the new one is set.
         self.link = None;
@@ -157,14 +157,14 @@ impl Http3 {
 
     /// The new process serves: from now on it reads the sockets, and hands this one its
     /// connections' datagrams.
-    pub fn commit_handover(&self) {
+    fn commit_handover(&self) {
         for e in &self.endpoints {
             e.set_receiving(false);
         }
     }
 
     /// The upgrade failed: unlinks the endpoints (they kept reading the sockets throughout).
-    pub fn cancel_handover(&mut self) {
+    fn cancel_handover(&mut self) {
         self.link = None;
     }
 
@@ -238,4 +238,55 @@ fn accept_all<H>(
 pub fn alt_svc(port: u16) -> HeaderValue {
     HeaderValue::try_from(format!("h3=\":{port}\"; ma=86400"))
         .expect("digits and ASCII punctuation make a valid field value")
+}
+
+/// The HTTP/3 part of a binary upgrade, over every HTTP/3 server of the process: begun on
+/// each (its descriptors named with its prefix, see `http3_handover`), then ended on all of
+/// them once it is known whether the new binary started.
+pub struct Handover<'a> {
+    servers: Vec<&'a mut Http3>,
+    /// The descriptors to hand the new process, each with its `LISTEN_FDNAMES` name.
+    pub fds: Vec<(OwnedFd, String)>,
+}
+
+impl<'a> Handover<'a> {
+    /// Begins the hand-over on each server, with the prefix for its descriptors' names. If
+    /// one fails, those begun are cancelled and the error names the failed one's address.
+    pub fn begin(
+        servers: impl IntoIterator<Item = (&'a mut Http3, String)>,
+    ) -> Result<Handover<'a>, String> {
+        let mut begun = Handover {
+            servers: Vec::new(),
+            fds: Vec::new(),
+        };
+        for (server, prefix) in servers {
+            match server.begin_handover(&prefix) {
+                Ok(fds) => {
+                    begun.fds.extend(fds);
+                    begun.servers.push(server);
+                }
+                Err(e) => {
+                    let addr = server.local_addr();
+                    begun.end(false);
+                    return Err(format!("HTTP/3 on udp://{addr}: {e}"));
+                }
+            }
+        }
+        Ok(begun)
+    }
+
+    /// Ends the hand-over: closes this process's copies of the descriptors, then, if the new
+    /// binary `started`, lets it read the sockets alone (`Http3::commit_handover`), else
+    /// unlinks every server from it (`Http3::cancel_handover`).
+    pub fn end(self, started: bool) {
+        let Handover { servers, fds } = self;
+        drop(fds);
+        for server in servers {
+            if started {
+                server.commit_handover();
+            } else {
+                server.cancel_handover();
+            }
+        }
+    }
 }

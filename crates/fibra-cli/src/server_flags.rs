@@ -1,5 +1,6 @@
 //! Flags shared by the server subcommands (`serve`, `hello`) and the serve-until-signal loop.
 
+use crate::http3::Handover;
 use crate::signals;
 use fibra_http::tls::CertResolver;
 use fibra_http::{Request, Response, Server};
@@ -408,28 +409,19 @@ impl ServerFlags {
                         names.push(crate::listeners::REDIRECT);
                     }
                     // HTTP/3's sockets and the link between the processes (`http3_handover`).
-                    let h3_fds = match http3.as_mut().map(|h3| h3.begin_handover("")) {
-                        Some(Ok(fds)) => fds,
-                        Some(Err(e)) => {
-                            eprintln!(
-                                "{name}: SIGUSR2, upgrade failed, still serving: HTTP/3: {e}"
-                            );
+                    let h3 = match Handover::begin(http3.iter_mut().map(|h| (h, String::new()))) {
+                        Ok(h3) => h3,
+                        Err(e) => {
+                            eprintln!("{name}: SIGUSR2, upgrade failed, still serving: {e}");
                             continue;
                         }
-                        None => Vec::new(),
                     };
-                    for (fd, n) in &h3_fds {
+                    for (fd, n) in &h3.fds {
                         handed.push(fd.as_fd());
                         names.push(n);
                     }
                     let started = crate::upgrade::start_new_binary(&handed, &names);
-                    drop(h3_fds);
-                    if let Some(h3) = http3.as_mut() {
-                        match &started {
-                            Ok(_) => h3.commit_handover(),
-                            Err(_) => h3.cancel_handover(),
-                        }
-                    }
+                    h3.end(started.is_ok());
                     match started {
                         Ok(pid) => {
                             // Draining before the health check says so: a client that sees

@@ -14,6 +14,7 @@ use fibra_site::config::{self, Listen};
 use fibra_site::Live;
 
 use crate::endpoints::Endpoints;
+use crate::http3::Handover;
 use crate::signals;
 use crate::site_http3::{quic_prefix, stop_http3};
 use crate::site_listen::fd_name;
@@ -177,25 +178,20 @@ pub fn run(path: PathBuf) -> io::Result<()> {
                     }
                 }
                 // HTTP/3's sockets and links, each address's under its prefix.
-                let mut h3_fds = Vec::new();
-                let mut begun = Ok(());
-                for (listen, h3) in running.h3.iter_mut() {
-                    match h3.begin_handover(&quic_prefix(listen)) {
-                        Ok(fds) => h3_fds.extend(fds),
-                        Err(e) => {
-                            begun = Err(format!("HTTP/3 on {listen}: {e}"));
-                            break;
-                        }
+                let h3 = Handover::begin(
+                    running
+                        .h3
+                        .iter_mut()
+                        .map(|(listen, h3)| (h3, quic_prefix(listen))),
+                );
+                let h3 = match h3 {
+                    Ok(h3) => h3,
+                    Err(e) => {
+                        eprintln!("fibra serve: SIGUSR2, upgrade failed, still serving: {e}");
+                        continue;
                     }
-                }
-                if let Err(e) = begun {
-                    for (_, h3) in running.h3.iter_mut() {
-                        h3.cancel_handover();
-                    }
-                    eprintln!("fibra serve: SIGUSR2, upgrade failed, still serving: {e}");
-                    continue;
-                }
-                for (fd, n) in &h3_fds {
+                };
+                for (fd, n) in &h3.fds {
                     use std::os::fd::AsFd;
                     handed.push(fd.as_fd());
                     names.push(n.clone());
@@ -203,13 +199,7 @@ pub fn run(path: PathBuf) -> io::Result<()> {
                 let names: Vec<&str> = names.iter().map(String::as_str).collect();
                 let started = crate::upgrade::start_new_binary(&handed, &names);
                 drop(handed);
-                drop(h3_fds);
-                for (_, h3) in running.h3.iter_mut() {
-                    match &started {
-                        Ok(_) => h3.commit_handover(),
-                        Err(_) => h3.cancel_handover(),
-                    }
-                }
+                h3.end(started.is_ok());
                 match started {
                     Ok(pid) => {
                         for (h, _) in &running.servers {
