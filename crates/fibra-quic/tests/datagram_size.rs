@@ -8,12 +8,11 @@ mod util;
 
 use fibra::net::UdpSocket;
 use fibra_quic::{Config, DEFAULT_MAX_UDP_PAYLOAD_SIZE};
-use std::io::{ErrorKind, Read, Write};
+use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
-use std::time::Duration;
-use util::{pattern, run, server_with};
+use util::{pattern, receive_until, run, server_with};
 
 #[test]
 fn the_default_config_caps_datagrams_at_1452_bytes() {
@@ -38,30 +37,21 @@ struct Seen {
 
 /// Relays datagrams between the first client that writes and `server` until `stop`.
 fn relay(socket: UdpSocket, server: SocketAddr, seen: Arc<Seen>, stop: Arc<AtomicBool>) {
-    socket
-        .set_read_timeout(Some(Duration::from_millis(20)))
-        .unwrap();
     let mut client = None;
-    let mut buf = vec![0u8; 65536];
-    while !stop.load(Relaxed) {
-        let (n, from) = match socket.recv_from(&mut buf) {
-            Ok(got) => got,
-            Err(e) if e.kind() == ErrorKind::TimedOut => continue,
-            Err(e) => panic!("relay: {e}"),
-        };
+    receive_until(&socket, &stop, "relay", |d, from| {
         seen.datagrams.fetch_add(1, Relaxed);
-        seen.largest.fetch_max(n, Relaxed);
+        seen.largest.fetch_max(d.len(), Relaxed);
         let to = if from == server {
             match client {
                 Some(c) => c,
-                None => continue,
+                None => return,
             }
         } else {
             client = Some(from);
             server
         };
-        socket.send_to(&buf[..n], to).unwrap();
-    }
+        socket.send_to(d, to).unwrap();
+    });
 }
 
 #[test]

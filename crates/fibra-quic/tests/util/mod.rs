@@ -9,9 +9,9 @@ use fibra::net::UdpSocket;
 use fibra_quic::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use fibra_quic::rustls::RootCertStore;
 use fibra_quic::{Config, Connection, Endpoint};
-use std::io::{Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -180,4 +180,26 @@ pub fn echo_once(addr: SocketAddr, config: fibra_quic::proto::ClientConfig) -> b
     recv.read_to_end(&mut back).unwrap();
     conn.close(0, b"done");
     back == data
+}
+
+/// Receives on `socket` until `stop`, handing each datagram and its sender to `each`; looks
+/// at `stop` between datagrams (a 20 ms read timeout). The loop of every relay in the tests;
+/// `what` names the relay in a panic.
+pub fn receive_until(
+    socket: &UdpSocket,
+    stop: &AtomicBool,
+    what: &str,
+    mut each: impl FnMut(&[u8], SocketAddr),
+) {
+    socket
+        .set_read_timeout(Some(Duration::from_millis(20)))
+        .unwrap();
+    let mut buf = vec![0u8; 65536];
+    while !stop.load(Relaxed) {
+        match socket.recv_from(&mut buf) {
+            Ok((n, from)) => each(&buf[..n], from),
+            Err(e) if matches!(e.kind(), ErrorKind::TimedOut | ErrorKind::WouldBlock) => {}
+            Err(e) => panic!("{what}: {e}"),
+        }
+    }
 }

@@ -2,12 +2,11 @@
 //! test says so (NAT rebinding, RFC 9000 §9.3): the server sees the same connection's
 //! datagrams come from a new port.
 
+use super::receive_until;
 use fibra::net::UdpSocket;
-use std::io::ErrorKind;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 /// What the relay's fibers share.
 struct Shared {
@@ -87,38 +86,20 @@ impl Drop for Nat {
 
 /// Client → server, through the outside socket in use.
 fn outbound(st: &Shared, server: SocketAddr) {
-    st.inside
-        .set_read_timeout(Some(Duration::from_millis(20)))
-        .unwrap();
-    let mut buf = vec![0u8; 65536];
-    while !st.stop.load(Relaxed) {
-        let (n, from) = match st.inside.recv_from(&mut buf) {
-            Ok(got) => got,
-            Err(e) if matches!(e.kind(), ErrorKind::TimedOut | ErrorKind::WouldBlock) => continue,
-            Err(e) => panic!("nat, inside: {e}"),
-        };
+    receive_until(&st.inside, &st.stop, "nat, inside", |d, from| {
         *st.client.lock().unwrap() = Some(from);
         let outside = st.outside.lock().unwrap().clone();
         // Loopback refuses only when the receiver's buffer is full: a network's loss.
-        let _ = outside.send_to(&buf[..n], server);
-    }
+        let _ = outside.send_to(d, server);
+    });
 }
 
 /// Server → client, from one outside socket.
 fn inbound(st: &Shared, outside: &UdpSocket) {
-    outside
-        .set_read_timeout(Some(Duration::from_millis(20)))
-        .unwrap();
-    let mut buf = vec![0u8; 65536];
-    while !st.stop.load(Relaxed) {
-        let n = match outside.recv_from(&mut buf) {
-            Ok((n, _)) => n,
-            Err(e) if matches!(e.kind(), ErrorKind::TimedOut | ErrorKind::WouldBlock) => continue,
-            Err(e) => panic!("nat, outside: {e}"),
-        };
+    receive_until(outside, &st.stop, "nat, outside", |d, _| {
         let client = *st.client.lock().unwrap();
         if let Some(client) = client {
-            let _ = st.inside.send_to(&buf[..n], client);
+            let _ = st.inside.send_to(d, client);
         }
-    }
+    });
 }

@@ -2,10 +2,9 @@
 //! server that sees every datagram (and can stop forwarding the client's), client Initial
 //! packets captured on a socket that never answers, and the long-header fields of a packet.
 
-use super::PATIENCE;
+use super::{receive_until, PATIENCE};
 use fibra::net::UdpSocket;
 use fibra_quic::{proto::ClientConfig, Endpoint};
-use std::io::ErrorKind;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
@@ -97,39 +96,30 @@ impl Drop for Relay {
     }
 }
 
-/// The relay's loop; it looks at `stop` between datagrams (a short read timeout).
+/// The relay's loop; it looks at `stop` between datagrams.
 fn relay(socket: UdpSocket, server: SocketAddr, st: &RelayState) {
-    socket
-        .set_read_timeout(Some(Duration::from_millis(20)))
-        .unwrap();
     let mut client = None;
-    let mut buf = vec![0u8; 65536];
-    while !st.stop.load(Relaxed) {
-        let (n, from) = match socket.recv_from(&mut buf) {
-            Ok(got) => got,
-            Err(e) if matches!(e.kind(), ErrorKind::TimedOut | ErrorKind::WouldBlock) => continue,
-            Err(e) => panic!("relay: {e}"),
-        };
+    receive_until(&socket, &st.stop, "relay", |d, from| {
         let to = if from == server {
             st.from_server.fetch_add(1, Relaxed);
-            if is_retry(&buf[..n]) {
+            if is_retry(d) {
                 st.retries.fetch_add(1, Relaxed);
             }
             match client {
                 Some(c) => c,
-                None => continue,
+                None => return,
             }
         } else {
             st.from_client.fetch_add(1, Relaxed);
             client = Some(from);
             if st.cut.load(Relaxed) {
-                continue;
+                return;
             }
             server
         };
         // Loopback refuses only when the receiver's buffer is full: a network's loss.
-        let _ = socket.send_to(&buf[..n], to);
-    }
+        let _ = socket.send_to(d, to);
+    });
 }
 
 /// `count` client Initial packets, each the first datagram of its own connection attempt
