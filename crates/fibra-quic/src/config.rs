@@ -87,9 +87,9 @@ pub struct Config {
     pub zero_rtt: bool,
     /// How many ack-eliciting packets the peer should receive before it must send an ACK,
     /// asked of it with the ACK frequency extension (draft-ietf-quic-ack-frequency; sent
-    /// only to a peer that supports it, as quinn does). Default 10, the rate of Chrome's and
-    /// Linux TCP's ACK decimation: a client fetching many small responses sends fewer
-    /// ACK-only datagrams, which the server need not receive and decrypt. 2 is QUIC's
+    /// only to a peer that supports it, as quinn does). Default 10, the ACK decimation
+    /// Chrome's QUIC stack uses in a transfer: a client fetching many small responses sends
+    /// fewer ACK-only datagrams, which the server need not receive and decrypt. 2 is QUIC's
     /// own rule (RFC 9000 §13.2.2), and no request is sent; 1 asks for an ACK per packet.
     /// A peer still acknowledges within its maximum ACK delay, and at once when packets
     /// arrive out of order. At least 1.
