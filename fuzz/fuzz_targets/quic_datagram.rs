@@ -5,9 +5,10 @@
 //! send taken from its outbox. The TLS configuration is fibra-quic's (`Config::server_tls`,
 //! ALPN `h3`) over a fixed test-only certificate, built once.
 //!
-//! Checks besides "no panic, hang or leak": no source address is sent more than 3× what it
-//! sent (RFC 9000 §8.1); the count of handshakes in progress matches the connections; with
-//! a Retry bound of 0 (flags bit 0) no connection is ever accepted.
+//! Checks besides "no panic, hang or leak": the server sends at most 3× what it received
+//! (RFC 9000 §8.1, counted over all source addresses together, as the limit counts every
+//! datagram attributed to a connection); the count of handshakes in progress matches the
+//! connections; with a Retry bound of 0 (flags bit 0) no connection is ever accepted.
 //!
 //! Input layout: a flags byte, then records `[head, len_hi, len_lo, bytes...]` (`head` bits
 //! 0–1: the source port; bit 7: move the clock on by 1 s and fire due timers first).
