@@ -8,7 +8,7 @@ mod serve_util;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use serve_util::{fibra, get, start, Site, PATIENCE};
+use serve_util::{fibra, get, start, try_start, Site, PATIENCE};
 
 fn run(args: &[&str]) -> Output {
     fibra(args).output().expect("run fibra")
@@ -261,27 +261,35 @@ fn redirect_http_sends_plain_clients_to_https_and_sites_log_json_lines() {
     let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
     site.write("cert.pem", ck.cert.pem().as_bytes());
     site.write("key.pem", ck.signing_key.serialize_pem().as_bytes());
-    let plain = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
-    // The HTTPS port is named (the redirect's URL is made from the site file's address).
-    let secure = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
     let file = site.path().join("site.toml");
-    std::fs::write(
-        &file,
-        format!(
-            "[[site]]\nhosts = [\"localhost\"]\nlisten = [\"{secure}\"]\ndefault = true\n\
-             tls = {{ cert = \"cert.pem\", key = \"key.pem\" }}\nredirect_http = [\"{plain}\"]\n\
-             access_log = {{ path = \"access.jsonl\", format = \"json\" }}\n\
-             [[site.route]]\npath = \"/\"\nrespond = {{ body = \"secure\\n\" }}\n"
-        ),
-    )
-    .unwrap();
-    let mut server = start(&["serve", "--config", file.to_str().unwrap()]);
+    // Both ports are named in the file (the redirect's URL is made from the site file's
+    // address), picked free here and bound by fibra a moment later: another test may take
+    // one in between, so a start that finds one in use picks new ones.
+    let mut attempts = 0;
+    let (plain, mut server) = loop {
+        let free = || {
+            std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+        };
+        let (plain, secure) = (free(), free());
+        std::fs::write(
+            &file,
+            format!(
+                "[[site]]\nhosts = [\"localhost\"]\nlisten = [\"{secure}\"]\ndefault = true\n\
+                 tls = {{ cert = \"cert.pem\", key = \"key.pem\" }}\nredirect_http = [\"{plain}\"]\n\
+                 access_log = {{ path = \"access.jsonl\", format = \"json\" }}\n\
+                 [[site.route]]\npath = \"/\"\nrespond = {{ body = \"secure\\n\" }}\n"
+            ),
+        )
+        .unwrap();
+        match try_start(&["serve", "--config", file.to_str().unwrap()]) {
+            Ok(server) => break (plain, server),
+            Err(e) if e.contains("in use") && attempts < 5 => attempts += 1,
+            Err(e) => panic!("fibra did not start: {e}"),
+        }
+    };
     let https = server.addr.clone();
     let https_port = https.rsplit_once(':').unwrap().1.to_owned();
     assert!(

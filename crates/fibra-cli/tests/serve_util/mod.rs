@@ -67,30 +67,42 @@ pub fn fibra(args: &[&str]) -> Command {
 
 /// Starts `fibra ARGS` and waits for its startup line.
 pub fn start(args: &[&str]) -> Running {
+    try_start(args).unwrap_or_else(|e| panic!("fibra did not start: {e}"))
+}
+
+/// As [`start`]; a process that ends without its startup line is an `Err` with what it
+/// wrote to stderr (a test that picked its ports itself may retry when one was taken
+/// meanwhile).
+pub fn try_start(args: &[&str]) -> Result<Running, String> {
     let mut child = fibra(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("start fibra");
     let stdout = child.stdout.take().unwrap();
-    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
     BufReader::new(stdout).read_line(&mut line).unwrap();
-    let addr = line
-        .split_whitespace()
-        .find_map(|w| {
-            w.strip_prefix("http://")
-                .or_else(|| w.strip_prefix("https://"))
-        })
-        .unwrap_or_else(|| panic!("no URL in the startup line {line:?}"))
-        .trim_end_matches('/')
-        .to_string();
-    Running {
+    let addr = line.split_whitespace().find_map(|w| {
+        w.strip_prefix("http://")
+            .or_else(|| w.strip_prefix("https://"))
+    });
+    let Some(addr) = addr else {
+        let _ = child.kill();
+        let _ = child.wait();
+        let mut err = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr, &mut err);
+        return Err(format!(
+            "no URL in the startup line {line:?}; stderr: {err}"
+        ));
+    };
+    let addr = addr.trim_end_matches('/').to_string();
+    Ok(Running {
         child,
         line,
         addr,
         stderr: Some(stderr),
-    }
+    })
 }
 
 impl Running {
