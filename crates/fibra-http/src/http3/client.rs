@@ -23,12 +23,10 @@ use super::incoming::{Fail, Incoming, Next};
 use super::qpack::{Decoder, Encoder, Name, Pseudo, Value};
 use super::settings::{put_settings, Settings as H3Settings};
 use super::stream_type::{self, StreamType};
+use super::H3Error;
 
 /// The largest response field section read (the client's SETTINGS_MAX_FIELD_SECTION_SIZE).
 const MAX_RESPONSE_SECTION: u64 = 64 * 1024;
-
-/// H3_NO_ERROR: the code a client closes a finished connection with.
-const NO_ERROR: u64 = 0x100;
 
 /// No GOAWAY yet (stream ids are below 2⁶²).
 const NO_GOAWAY: u64 = u64::MAX;
@@ -102,18 +100,15 @@ impl Http3Client {
         let closed_gracefully = matches!(
             fibra_quic::Error::of(e),
             Some(fibra_quic::Error::ConnectionLost { .. })
-        ) && code == Some(NO_ERROR);
-        match (id, self.goaway()) {
-            (None, goaway) => {
-                (goaway.is_some() && e.kind() == io::ErrorKind::ConnectionAborted)
-                    || closed_gracefully
+        ) && code == Some(H3Error::NoError.code());
+        let goaway = self.goaway();
+        closed_gracefully
+            || match id {
+                None => goaway.is_some() && e.kind() == io::ErrorKind::ConnectionAborted,
+                Some(id) => {
+                    code == Some(H3Error::RequestRejected.code()) || goaway.is_some_and(|g| id >= g)
+                }
             }
-            (Some(id), goaway) => {
-                code == Some(REQUEST_REJECTED)
-                    || goaway.is_some_and(|g| id >= g)
-                    || closed_gracefully
-            }
-        }
     }
 
     /// The QUIC connection.
@@ -154,12 +149,9 @@ impl Http3Client {
 impl Drop for Http3Client {
     fn drop(&mut self) {
         // Also ends the fiber reading the server's streams, which holds a clone.
-        self.conn.close(NO_ERROR, b"");
+        self.conn.close(H3Error::NoError.code(), b"");
     }
 }
-
-/// H3_REQUEST_REJECTED: a request the server did not process.
-const REQUEST_REJECTED: u64 = 0x10b;
 
 /// Reads each unidirectional stream the server opens until the connection closes: its
 /// control stream's GOAWAY is noted in `goaway`, everything else discarded.

@@ -51,8 +51,9 @@ pub(super) fn max_frame(max_section: usize) -> u64 {
 }
 
 /// Runs one request stream: reads the request's head (through the connection's
-/// `last_heads`), runs the handler, sends its response. `Err` is a connection error (the client broke HTTP/3), for the caller to close
-/// the connection with; what only concerns the stream is handled here.
+/// `last_heads`), runs the handler, sends its response. `Err` is a connection error (the
+/// client broke HTTP/3), for the caller to close the connection with; what only concerns
+/// the stream is handled here.
 pub(crate) fn run<H>(
     mut send_half: SendStream,
     recv: RecvStream,
