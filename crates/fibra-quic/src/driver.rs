@@ -146,8 +146,7 @@ impl Driver<'_> {
             if done {
                 return "the endpoint was dropped".into();
             }
-            self.outbox.flush(self.socket);
-            let refused = std::mem::take(&mut self.outbox.dropped);
+            let refused = self.outbox.flush(self.socket);
             if refused != 0 {
                 self.shared.refused.fetch_add(refused, Relaxed);
             }

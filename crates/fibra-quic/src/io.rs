@@ -82,9 +82,6 @@ pub(crate) struct Outbox {
     spare: Vec<Vec<u8>>,
     /// The socket's send buffer was full at the last flush: wait for it to be writable.
     pub(crate) blocked: bool,
-    /// Packets dropped because the socket refused them since the driver last took the
-    /// count (QUIC repairs the loss as it would a network's).
-    pub(crate) dropped: u64,
 }
 
 impl Outbox {
@@ -157,9 +154,10 @@ impl Outbox {
     /// Sends what the socket takes now, oldest first. Stops, keeping the rest, when the send
     /// buffer is full ([`Outbox::blocked`]). A packet the socket refuses outright (too big
     /// for the route: a path MTU probe with "don't fragment"; an unreachable address) is
-    /// dropped, as a network would drop it.
-    pub(crate) fn flush(&mut self, socket: &UdpSocket) {
+    /// dropped, as a network would drop it. Returns how many were dropped so.
+    pub(crate) fn flush(&mut self, socket: &UdpSocket) -> u64 {
         self.blocked = false;
+        let mut dropped = 0;
         while !self.queue.is_empty() {
             // On the stack: no allocation per flush.
             let mut batch = [OutDatagram::connected(&[]); BATCH];
@@ -176,13 +174,13 @@ impl Outbox {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     self.blocked = true;
-                    return;
+                    return dropped;
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => 0,
                 // `send_many` fails only for the first entry; later ones' errors end the
                 // batch before them and come back on the next call.
                 Err(_) => {
-                    self.dropped += 1;
+                    dropped += 1;
                     1
                 }
             };
@@ -194,6 +192,7 @@ impl Outbox {
         }
         // Keep a batch's worth of buffers; let a burst's extra ones go.
         self.spare.truncate(BATCH);
+        dropped
     }
 }
 
