@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use fibra_acme::{Acme, AcmeConfig, ChallengeKind, Served, Status};
-use pebble_util::{free_port, wait_for, Pebble, Site, TempDir, Wiring};
+use pebble_util::{spare_port, wait_for, Pebble, Site, TempDir, Wiring};
 
 /// Pebble's default profile: 90 days.
 const DEFAULT_PROFILE: (&str, u64) = ("default", 90 * 86_400);
@@ -266,7 +266,7 @@ fn an_unreachable_directory_leaves_the_fallback_and_says_why() {
     let tmp = TempDir::new("unreachable");
     let ca = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
     std::fs::write(tmp.0.join("ca.pem"), ca.cert.pem()).unwrap();
-    let directory = format!("https://127.0.0.1:{}/dir", free_port());
+    let directory = format!("https://127.0.0.1:{}/dir", spare_port());
     let mut config = AcmeConfig::new(directory.clone(), tmp.0.join("acme"));
     config.ca = Some(tmp.0.join("ca.pem"));
     let acme = Acme::new(config).unwrap();

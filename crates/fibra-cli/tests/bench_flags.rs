@@ -65,12 +65,8 @@ fn unresolvable_host_exits_1() {
 
 #[test]
 fn refused_connections_are_counted_not_fatal() {
-    // Bind and drop a listener to find a port nobody listens on.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // A spare port: nobody listens on it, and no other socket is handed it meanwhile.
+    let port = fibra_testkit::spare_port();
     let url = format!("http://127.0.0.1:{port}/");
     let out = run(&["-n", "20", "-c", "2", "--json", &url]);
     assert_eq!(out.status.code(), Some(1), "nothing succeeded");

@@ -137,13 +137,7 @@ fn a_site_file_site_with_http3_answers_over_quic_and_only_it_advertises_it() {
     let dir = certs.dir.clone();
     let file = dir.join("site.toml");
     // Two HTTPS sites on two addresses; only the first has http3.
-    let free = || {
-        std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-    };
-    let (a, b) = (free(), free());
+    let (a, b) = (fibra_testkit::spare_addr(), fibra_testkit::spare_addr());
     std::fs::write(
         &file,
         format!(

@@ -13,7 +13,7 @@ use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::Duration;
 
-use pebble_util::{free_port, wait_for, Pebble};
+use pebble_util::{spare_port, wait_for, Pebble};
 use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
 use serve_util::{start, Site};
@@ -79,7 +79,7 @@ fn issue_then_reuse(test: &str, challenge: &str) {
             return;
         }
     };
-    let (tls, http) = (free_port(), free_port());
+    let (tls, http) = (spare_port(), spare_port());
     pebble.start(http, tls, &[]);
     let root = pebble.root();
     let site = Site::new(test);
@@ -115,7 +115,7 @@ fn a_site_gets_its_certificate_over_http_01() {
 #[test]
 fn an_unreachable_directory_leaves_a_self_signed_certificate_and_says_so() {
     let site = Site::new("serve-acme-down");
-    let (tls, http, nothing) = (free_port(), free_port(), free_port());
+    let (tls, http, nothing) = (spare_port(), spare_port(), spare_port());
     let ca = site.path().join("ca.pem");
     std::fs::write(
         &ca,

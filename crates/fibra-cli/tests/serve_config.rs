@@ -178,10 +178,7 @@ fn sighup_reloads_all_or_nothing_and_opens_and_closes_addresses() {
     assert!(get(&addr, "/").ends_with("one\n"));
     // The address stays (the same text); a route changes and one is added; a second address
     // opens.
-    let extra = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    let extra = fibra_testkit::spare_addr();
     let two = format!(
         "[[site]]\nlisten = [\"127.0.0.1:0\", \"{extra}\"]\ndefault = true\n[[site.route]]\npath = \"/\"\nrespond = {{ body = \"two\\n\" }}\n[[site.route]]\npath = \"/new/\"\nrespond = {{ body = \"new\\n\" }}\n"
     );
@@ -263,33 +260,20 @@ fn redirect_http_sends_plain_clients_to_https_and_sites_log_json_lines() {
     site.write("key.pem", ck.signing_key.serialize_pem().as_bytes());
     let file = site.path().join("site.toml");
     // Both ports are named in the file (the redirect's URL is made from the site file's
-    // address), picked free here and bound by fibra a moment later: another test may take
-    // one in between, so a start that finds one in use picks new ones.
-    let mut attempts = 0;
-    let (plain, mut server) = loop {
-        let free = || {
-            std::net::TcpListener::bind("127.0.0.1:0")
-                .unwrap()
-                .local_addr()
-                .unwrap()
-        };
-        let (plain, secure) = (free(), free());
-        std::fs::write(
-            &file,
-            format!(
-                "[[site]]\nhosts = [\"localhost\"]\nlisten = [\"{secure}\"]\ndefault = true\n\
-                 tls = {{ cert = \"cert.pem\", key = \"key.pem\" }}\nredirect_http = [\"{plain}\"]\n\
-                 access_log = {{ path = \"access.jsonl\", format = \"json\" }}\n\
-                 [[site.route]]\npath = \"/\"\nrespond = {{ body = \"secure\\n\" }}\n"
-            ),
-        )
-        .unwrap();
-        match try_start(&["serve", "--config", file.to_str().unwrap()]) {
-            Ok(server) => break (plain, server),
-            Err(e) if e.contains("in use") && attempts < 5 => attempts += 1,
-            Err(e) => panic!("fibra did not start: {e}"),
-        }
-    };
+    // address) and bound by fibra later: spare ports, which no other socket takes meanwhile.
+    let (plain, secure) = (fibra_testkit::spare_addr(), fibra_testkit::spare_addr());
+    std::fs::write(
+        &file,
+        format!(
+            "[[site]]\nhosts = [\"localhost\"]\nlisten = [\"{secure}\"]\ndefault = true\n\
+             tls = {{ cert = \"cert.pem\", key = \"key.pem\" }}\nredirect_http = [\"{plain}\"]\n\
+             access_log = {{ path = \"access.jsonl\", format = \"json\" }}\n\
+             [[site.route]]\npath = \"/\"\nrespond = {{ body = \"secure\\n\" }}\n"
+        ),
+    )
+    .unwrap();
+    let mut server = try_start(&["serve", "--config", file.to_str().unwrap()])
+        .unwrap_or_else(|e| panic!("fibra did not start: {e}"));
     let https = server.addr.clone();
     let https_port = https.rsplit_once(':').unwrap().1.to_owned();
     assert!(

@@ -11,15 +11,7 @@ fn the_new_binary_takes_every_address_and_the_new_file() {
     let dir = std::env::temp_dir().join(format!("fibra-upgrade-config-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let ports: Vec<u16> = (0..2)
-        .map(|_| {
-            std::net::TcpListener::bind("127.0.0.1:0")
-                .unwrap()
-                .local_addr()
-                .unwrap()
-                .port()
-        })
-        .collect();
+    let ports: Vec<u16> = (0..2).map(|_| fibra_testkit::spare_port()).collect();
     let pid_file = dir.join("fibra.pid");
     let file = dir.join("site.toml");
     let write = |body: &str, workers: u32| {

@@ -161,10 +161,7 @@ fn sigusr2_with_http3_keeps_the_old_connections_and_serves_new_ones() {
 fn sigusr2_with_a_site_files_http3_hands_its_sockets_over_too() {
     let certs = Certs::new("upgrade-http3-site");
     let dir = certs.dir.clone();
-    let addr = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    let addr = fibra_testkit::spare_addr();
     let file = dir.join("site.toml");
     std::fs::write(
         &file,

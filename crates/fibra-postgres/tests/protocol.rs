@@ -250,15 +250,6 @@ fn an_unexpected_message_is_a_protocol_error() {
     t.join().unwrap();
 }
 
-/// A loopback port on which nothing listens (bound, read and released).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn config_for(port: u16) -> Config {
     Config::from_url(&format!("postgres://u:pw@127.0.0.1:{port}/d")).unwrap()
 }
@@ -266,7 +257,7 @@ fn config_for(port: u16) -> Config {
 #[test]
 fn a_pool_whose_server_is_down_fails_fast_between_dials() {
     // A backoff longer than the test: after the first failed connect, no other dial.
-    let port = free_port();
+    let port = fibra_testkit::spare_port();
     let pool = Pool::new(
         config_for(port).redial_backoff(Duration::from_secs(600), Duration::from_secs(600)),
     );
@@ -288,7 +279,7 @@ fn a_pool_whose_server_is_down_fails_fast_between_dials() {
 
 #[test]
 fn a_pool_uses_a_server_that_came_back() {
-    let port = free_port();
+    let port = fibra_testkit::spare_port();
     let pool = Pool::new(
         config_for(port).redial_backoff(Duration::from_millis(20), Duration::from_millis(100)),
     );

@@ -15,7 +15,7 @@ use fibra_site::config::Listen;
 use fibra_site::{choose_tls, Live, SiteService};
 use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
-use site_util::{free_port, Dir};
+use site_util::{spare_port, Dir};
 
 struct Cert {
     der: CertificateDer<'static>,
@@ -45,7 +45,7 @@ fn client(certs: &[&Cert], alpn: &[&[u8]]) -> Arc<ClientConfig> {
 }
 
 fn serve_tls(dir: &Dir, text: &str) -> (Arc<Live>, fibra_http::ServerHandle, SocketAddr) {
-    let addr = format!("127.0.0.1:{}", free_port());
+    let addr = format!("127.0.0.1:{}", spare_port());
     let file = dir.write("site.toml", text.replace("LISTEN", &addr));
     let live =
         Live::new(fibra_site::config::load(&file).unwrap()).unwrap_or_else(|e| panic!("{e}"));

@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -83,25 +83,7 @@ impl Drop for TempDir {
     }
 }
 
-/// A TCP port nothing listens on now.
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A port free for both UDP and TCP (DNS serves both).
-fn free_dns_port() -> u16 {
-    loop {
-        let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let port = udp.local_addr().unwrap().port();
-        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            return port;
-        }
-    }
-}
+pub use fibra_testkit::spare_port;
 
 /// Pebble (the ACME server) and pebble-challtestsrv (its DNS, answering 127.0.0.1 for every
 /// name), in a temporary folder with their configuration, HTTPS certificate and logs.
@@ -146,10 +128,10 @@ impl Pebble {
             dir,
             bins,
             children: Vec::new(),
-            acme_port: free_port(),
-            management_port: free_port(),
-            dns_port: free_dns_port(),
-            dns_management_port: free_port(),
+            acme_port: spare_port(),
+            management_port: spare_port(),
+            dns_port: spare_port(),
+            dns_management_port: spare_port(),
             ca,
         })
     }

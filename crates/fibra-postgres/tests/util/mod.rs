@@ -52,11 +52,6 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    l.local_addr().unwrap().port()
-}
-
 impl Cluster {
     /// Starts a cluster, or returns None (after saying why) when PostgreSQL is not installed.
     pub fn start() -> Option<Cluster> {
@@ -98,7 +93,7 @@ impl Cluster {
                 "--no-sync",
             ],
         );
-        c.port = free_port();
+        c.port = fibra_testkit::spare_port();
         c.start_server();
         c.psql(
             "postgres",

@@ -43,7 +43,7 @@ impl Drop for Dir {
 /// The site file `text` (its `LISTEN` replaced by a free address) served by one worker; the
 /// live state, the server and the address.
 pub fn serve(dir: &Dir, text: &str) -> (Arc<Live>, ServerHandle, SocketAddr) {
-    let port = free_port();
+    let port = spare_port();
     let addr = format!("127.0.0.1:{port}");
     let text = text.replace("LISTEN", &addr);
     let file = dir.write("site.toml", &text);
@@ -58,14 +58,7 @@ pub fn serve(dir: &Dir, text: &str) -> (Arc<Live>, ServerHandle, SocketAddr) {
     (live, server, at)
 }
 
-/// A port nothing listens on now.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+pub use fibra_testkit::spare_port;
 
 /// Sends `request` (raw bytes) and reads the answer to the close.
 pub fn exchange(addr: SocketAddr, request: &str) -> String {
