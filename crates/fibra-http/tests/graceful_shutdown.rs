@@ -153,3 +153,59 @@ fn a_waiting_stream_is_told_of_the_shutdown() {
     assert_eq!(read_to_close(&mut s), "");
     stopper.join().unwrap();
 }
+
+/// A response that went out as a keep-alive one before a drain began (here a streamed body
+/// that was still being written when it began) leaves its connection open for the next
+/// request, which is answered with `Connection: close`: the client was told it could send
+/// one, and closing at once would reset it under that request. (The 30-minute soak lost one
+/// request so at a SIGUSR2 upgrade.)
+#[test]
+fn a_keep_alive_response_sent_before_a_drain_gets_its_next_request_answered() {
+    let (entered_tx, entered_rx) = mpsc::channel::<()>();
+    let entered_tx = std::sync::Mutex::new(entered_tx);
+    let (release_tx, release_rx) = fibra::sync::mpsc::channel::<()>();
+    let release_rx = std::sync::Arc::new(std::sync::Mutex::new(release_rx));
+    let handle = fibra_http::Server::bind("127.0.0.1:0")
+        .workers(1)
+        .serve(move |req: fibra_http::Request| {
+            if req.uri().path() != "/stream" {
+                return Response::new("next".into());
+            }
+            let entered_tx = entered_tx.lock().unwrap().clone();
+            let release_rx = release_rx.clone();
+            Response::new(fibra_http::ResponseBody::stream(move |w| {
+                w.write_all(b"part one\n")?;
+                w.flush()?;
+                entered_tx.send(()).unwrap();
+                release_rx.lock().unwrap().recv().unwrap();
+                w.write_all(b"part two\n")
+            }))
+        })
+        .unwrap();
+    let addr = handle.local_addr();
+    let mut s = connect(addr);
+    s.write_all(b"GET /stream HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    entered_rx
+        .recv_timeout(CLIENT_TIMEOUT)
+        .expect("stream started");
+    handle.begin_drain();
+    release_tx.send(()).unwrap();
+    let (head, body) = read_response(&mut s, false);
+    assert!(
+        !head.to_ascii_lowercase().contains("connection: close"),
+        "{head}"
+    );
+    assert_eq!(body, b"part one\npart two\n");
+    // The client was told the connection stays: its next request is answered.
+    let (head, body) = get(&mut s, "/next");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(
+        head.to_ascii_lowercase().contains("connection: close"),
+        "{head}"
+    );
+    assert_eq!(body, b"next");
+    assert_eq!(read_to_close(&mut s), "");
+    handle.drain(Duration::ZERO, Duration::from_secs(5));
+    assert_eq!(handle.connections(), 0);
+}

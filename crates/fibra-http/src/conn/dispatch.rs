@@ -115,8 +115,14 @@ where
 
     /// After answering what was complete: sends the responses and sets the read timeout for
     /// what comes next (idle between requests, else what is left of the head deadline).
-    /// False when the connection must end instead (shutdown while idle, head deadline
+    /// False when the connection must end instead (a failed write, the head deadline
     /// passed: 408).
+    ///
+    /// A shutdown that began since the last response went out does not end the connection
+    /// here: that response told the client it may send another request, and closing now
+    /// would reset the connection under it. The connection waits as an idle one; the next
+    /// request is answered with `Connection: close`, and the server closes the connection if
+    /// it stays idle (at once for `shutdown`, after the idle grace for `drain`).
     fn arm_read(&self) -> bool {
         let Conn { settings, ctl, .. } = *self;
         let mut sh = self.shared.borrow_mut();
@@ -126,9 +132,6 @@ where
         let partial = sh.has_pending();
         if !partial && !sh.first {
             ctl.idle.store(true, Ordering::Relaxed);
-            if ctl.shutting_down.load(Ordering::Relaxed) {
-                return false;
-            }
             sh.set_read_timeout(settings.idle_timeout);
         } else {
             let now = Instant::now();
