@@ -213,6 +213,60 @@ fn graceful_shutdown_sends_goaway_and_finishes_the_stream_in_flight() {
     shutdown.join().unwrap();
 }
 
+/// Graceful shutdown in two steps (RFC 9113 §6.8): the first GOAWAY names any stream and
+/// comes with a PING; a stream the client opens before it answers the PING (it may not have
+/// read the GOAWAY yet) is still answered, and the final GOAWAY names it.
+#[test]
+fn a_stream_opened_before_the_client_reads_the_first_goaway_is_answered() {
+    let (entered_tx, entered_rx) = std::sync::mpsc::channel::<()>();
+    let entered_tx = std::sync::Mutex::new(entered_tx);
+    let (release_tx, release_rx) = fibra::sync::mpsc::channel::<()>();
+    let release_rx = std::sync::Mutex::new(release_rx);
+    let srv = util::start(Settings::default(), move |req: Request| {
+        if req.uri().path() == "/slow" {
+            entered_tx.lock().unwrap().send(()).unwrap();
+            release_rx.lock().unwrap().recv().unwrap();
+            return Response::new("slow done".into());
+        }
+        Response::new("fast".into())
+    });
+    let mut s = raw_connect(srv.addr, &[]);
+    s.write_all(&get(1, "/slow")).unwrap();
+    entered_rx.recv_timeout(CLIENT_TIMEOUT).unwrap();
+
+    let shutdown = std::thread::spawn(move || srv.shutdown(Duration::from_secs(30)));
+    let last_stream = |f: &Frame| u32::from_be_bytes(f.payload[..4].try_into().unwrap());
+    let first = read_until(&mut s, |f| f.ty == GOAWAY).expect("a first GOAWAY");
+    assert_eq!((last_stream(&first), first.error_code()), (0x7fff_ffff, 0));
+    let ping = read_until(&mut s, |f| f.ty == PING && f.flags & ACK == 0).expect("a PING");
+    // A request the client sent before reading the GOAWAY, then the PING's answer.
+    s.write_all(&get(3, "/fast")).unwrap();
+    s.write_all(&frame(PING, ACK, 0, &ping.payload)).unwrap();
+    let mut bodies = [Vec::new(), Vec::new()];
+    let mut ended = [false, false];
+    let mut finals = Vec::new();
+    let mut released = false;
+    while let Some(f) = read_frame(&mut s) {
+        if f.ty == GOAWAY {
+            finals.push((last_stream(&f), f.error_code()));
+            // The stream in flight may finish now.
+            if !released {
+                release_tx.send(()).unwrap();
+                released = true;
+            }
+        }
+        if f.ty == DATA && (f.stream == 1 || f.stream == 3) {
+            let i = usize::from(f.stream == 3);
+            bodies[i].extend_from_slice(&f.payload);
+            ended[i] |= f.flags & END_STREAM != 0;
+        }
+    }
+    assert_eq!(finals, [(3, 0)], "one final GOAWAY, naming stream 3");
+    assert_eq!(ended, [true, true]);
+    assert_eq!(bodies, [b"slow done".to_vec(), b"fast".to_vec()]);
+    shutdown.join().unwrap();
+}
+
 #[test]
 fn version_is_http2_for_the_handler() {
     // The handler's view, through the HTTP/1.1 types it already knows.

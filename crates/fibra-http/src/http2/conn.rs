@@ -8,12 +8,12 @@ use std::cell::Cell;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use fibra::fiber::{Resume, Step};
 
 use super::frame::{self, code, Head, HEAD_LEN, MAX_FRAME};
-use super::recv::{NewStream, Recv};
+use super::recv::{NewStream, Recv, DRAIN_PING};
 use super::shared::ConnShared;
 use super::stream::{self, ConnInfo};
 use super::stream_io::StreamIo;
@@ -30,6 +30,13 @@ const READ_BUDGET: usize = 64 * 1024;
 
 /// The size of each read.
 const SCRATCH_LEN: usize = 16 * 1024;
+
+/// How long a drain waits for the client to acknowledge its first GOAWAY (by answering the
+/// PING sent with it) before the final GOAWAY names the last stream taken. h2o waits 1 s.
+const DRAIN_PING_WAIT: Duration = Duration::from_secs(1);
+
+/// The last stream id a drain's first GOAWAY names: any (RFC 9113 §6.8).
+const ANY_STREAM: u32 = 0x7fff_ffff;
 
 thread_local! {
     /// Where reads land: one per worker, zeroed once. Taken out while in use (a TLS read
@@ -62,6 +69,8 @@ pub(super) struct Connection<T, H: ?Sized, O> {
     pub(super) streamed: Arc<GoingAwayList>,
     /// Whether an idle connection waits without a stack.
     pub(super) stackless: bool,
+    /// A drain's first GOAWAY is out: when its final one is due at the latest.
+    pub(super) drain_deadline: Option<Instant>,
 }
 
 /// Bytes left unused at the start of the output buffers, so that what is written starts 5
@@ -142,9 +151,8 @@ where
             ctl.idle.store(idle, std::sync::atomic::Ordering::Relaxed);
             if ctl.shutting_down.load(std::sync::atomic::Ordering::Relaxed)
                 && self.recv.goaway.is_none()
+                && self.drain()
             {
-                // GOAWAY with the last stream id; the streams in flight finish.
-                self.go_away();
                 continue;
             }
             if idle && self.recv.goaway.is_some() {
@@ -163,8 +171,22 @@ where
             } else {
                 None
             };
+            // A drain waiting for its PING's answer wakes for its final GOAWAY at the latest.
+            let drain_wait = self
+                .drain_deadline
+                .filter(|_| self.recv.goaway.is_none())
+                .map(|d| d.saturating_duration_since(Instant::now()));
+            let timeout = match (timeout, drain_wait) {
+                (Some(t), Some(d)) => Some(t.min(d)),
+                (t, d) => t.or(d),
+            };
             let _ = self.io.set_read_timeout(timeout);
-            if self.stackless && idle && !setup && self.partial.is_empty() && !self.recv.mid_block()
+            if self.stackless
+                && idle
+                && !setup
+                && drain_wait.is_none()
+                && self.partial.is_empty()
+                && !self.recv.mid_block()
             {
                 if let Some(wait) = self.io.when_readable() {
                     self.shrink();
@@ -174,6 +196,8 @@ where
             let notify = self.shared.owner.clone();
             match self.io.wait_readable_or(&notify) {
                 Ok(_) => {}
+                // The drain's final GOAWAY is due (checked at the top of the loop).
+                Err(e) if is_timeout(&e) && drain_wait.is_some() => {}
                 Err(e) if is_timeout(&e) && !streams => {
                     self.timed_out();
                     return Step::done();
@@ -346,11 +370,39 @@ where
     }
 
     /// Starts a graceful close: GOAWAY, no new streams, the open ones finish.
+    /// Graceful shutdown in two steps (RFC 9113 §6.8, as h2o and the `h2` crate do): a first
+    /// GOAWAY naming any stream, with a PING; then, once the client has answered the PING
+    /// (so every stream it opened before reading the GOAWAY has arrived and is taken) or
+    /// after [`DRAIN_PING_WAIT`], the final GOAWAY with the last stream id. A single GOAWAY
+    /// naming the last stream seen refuses the streams the client sent meanwhile: requests
+    /// it was free to send, which a client like h2load counts as failed. Returns whether it
+    /// wrote a frame.
+    fn drain(&mut self) -> bool {
+        match self.drain_deadline {
+            None => {
+                let mut st = self.shared.lock();
+                frame::put_goaway(&mut st.out, ANY_STREAM, code::NO_ERROR);
+                frame::put_ping(&mut st.out, &DRAIN_PING);
+                drop(st);
+                self.drain_deadline = Some(Instant::now() + DRAIN_PING_WAIT);
+                // Streamed bodies (server-sent events) end their responses.
+                self.streamed.set_all();
+                true
+            }
+            Some(due) if self.recv.drain_ping_acked || Instant::now() >= due => {
+                self.go_away();
+                true
+            }
+            Some(_) => false,
+        }
+    }
+
+    /// The final GOAWAY: streams above the last one taken are refused; those in flight
+    /// finish.
     fn go_away(&mut self) {
         let last = self.recv.last_stream;
         frame::put_goaway(&mut self.shared.lock().out, last, code::NO_ERROR);
         self.recv.goaway = Some(last);
-        // Streamed bodies (server-sent events) end their responses.
         self.streamed.set_all();
     }
 

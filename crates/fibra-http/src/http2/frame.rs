@@ -350,6 +350,12 @@ pub(crate) fn put_settings_ack(out: &mut Vec<u8>) {
     put_head(out, 0, kind::SETTINGS, flag::ACK, 0);
 }
 
+/// Appends a PING (not an acknowledgement) carrying `data`.
+pub(crate) fn put_ping(out: &mut Vec<u8>, data: &[u8; 8]) {
+    put_head(out, 8, kind::PING, 0, 0);
+    out.extend_from_slice(data);
+}
+
 /// Appends a PING acknowledgement of `data`.
 pub(crate) fn put_ping_ack(out: &mut Vec<u8>, data: &[u8; 8]) {
     put_head(out, 8, kind::PING, flag::ACK, 0);

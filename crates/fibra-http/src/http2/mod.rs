@@ -146,6 +146,7 @@ where
         worker: fibra::current_worker(),
         streamed: Arc::default(),
         stackless,
+        drain_deadline: None,
     });
     conn.greet().then_some(conn)
 }

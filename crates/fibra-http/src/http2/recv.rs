@@ -30,6 +30,9 @@ struct Block {
     bytes: Vec<u8>,
 }
 
+/// The payload of the PING a drain sends with its first GOAWAY (see `Connection::drain`).
+pub(super) const DRAIN_PING: [u8; 8] = *b"fibra-gd";
+
 /// The connection's receiving state.
 pub(super) struct Recv {
     decoder: Decoder,
@@ -42,6 +45,9 @@ pub(super) struct Recv {
     block: Option<Block>,
     /// GOAWAY sent: streams above this id are refused.
     pub(super) goaway: Option<u32>,
+    /// The client acknowledged the PING sent with a drain's first GOAWAY
+    /// ([`DRAIN_PING`]): it has read that GOAWAY, so every stream it opened before is in.
+    pub(super) drain_ping_acked: bool,
     opened: u64,
     early_resets: u64,
     max_list: usize,
@@ -63,6 +69,7 @@ impl Recv {
             last_stream: 0,
             block: None,
             goaway: None,
+            drain_ping_acked: false,
             opened: 0,
             early_resets: 0,
             max_list,
@@ -170,6 +177,8 @@ impl Recv {
             Frame::Ping { ack, data } => {
                 if !ack {
                     frame::put_ping_ack(&mut conn.lock().out, &data);
+                } else if data == DRAIN_PING {
+                    self.drain_ping_acked = true;
                 }
                 Ok(())
             }
