@@ -4,7 +4,7 @@
 # machine falls on both alike. For differences of a few percent, which compare.sh's rounds of
 # one server after another cannot resolve here.
 #
-#   bench/ab_cpu.sh [--pairs N] [--secs S] [--path P] [--h3 CLIENT] "SERVER_A" "SERVER_B" [LOAD_ARGS...]
+#   bench/ab_cpu.sh [--pairs N] [--secs S] [--path P] [--h2 CLIENT | --h3 CLIENT] "SERVER_A" "SERVER_B" [LOAD_ARGS...]
 #   bench/ab_cpu.sh "bench/target/pong PORT" "target/release/fibra hello --workers 1 --port PORT" -c256
 #   bench/ab_cpu.sh --pairs 40 "OLD hello --workers 1 --port PORT" "NEW hello --workers 1 --port PORT" \
 #       -c256 -s bench/lua/pipeline.lua
@@ -25,15 +25,21 @@
 # port is how the script sees them up). A run with a failed or errored request stops it.
 #   bench/ab_cpu.sh --h3 target/release/fibra "OLD hello --workers 1 --port PORT $TLS --http3" \
 #       "NEW hello --workers 1 --port PORT $TLS --http3" -c100 -m10
+#
+# --h2 CLIENT: the load is HTTP/2 with prior knowledge (h2c), `CLIENT bench --h2 -t1 LOAD_ARGS
+# -d S http://127.0.0.1:PORT$PATH`, checked the same way.
 set -euo pipefail
 
 pairs=30
 secs=2
 path=/plaintext
 h3_client=
+bench_flag=--h3
+scheme=https
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --h3) h3_client="$2"; shift 2 ;;
+        --h2) h3_client="$2"; bench_flag=--h2; scheme=http; shift 2 ;;
         --pairs) pairs="$2"; shift 2 ;;
         --secs) secs="$2"; shift 2 ;;
         --path) path="$2"; shift 2 ;;
@@ -79,12 +85,12 @@ wait_port 18202
 # shellcheck source=bench/lib/measure.sh
 source "$(dirname "$0")/lib/measure.sh"
 
-# run_h3 PID PORT SECS: as run, with `fibra bench --h3`.
+# run_h3 PID PORT SECS: as run, with `fibra bench --h3` (or --h2).
 run_h3() {
     local before after report responses
     before=$(cpu_ns "$1")
-    report=$(taskset -c 1 "$h3_client" bench --h3 -t1 "${wrk_args[@]}" -d "$3s" --insecure \
-        "https://127.0.0.1:$2$path")
+    report=$(taskset -c 1 "$h3_client" bench "$bench_flag" -t1 "${wrk_args[@]}" -d "$3s" \
+        $([[ $scheme == https ]] && echo --insecure) "$scheme://127.0.0.1:$2$path")
     after=$(cpu_ns "$1")
     if grep -qE "\b[1-9][0-9]* (failed|errored)" <<<"$report"; then
         echo "$0: the server on port $2 failed a run:" >&2
