@@ -170,8 +170,13 @@ fn a_connection_that_is_not_http_at_all_is_closed_without_an_answer() {
     assert_eq!(reply, "");
 }
 
-#[test]
-fn graceful_shutdown_sends_goaway_and_finishes_the_stream_in_flight() {
+/// A server whose `/slow` waits for a word on the channel returned (other paths answer
+/// "fast"), and a raw HTTP/2 connection to it whose stream 1 is in `/slow`'s handler.
+fn slow_stream_in_flight() -> (
+    util::TestServer,
+    std::net::TcpStream,
+    fibra::sync::mpsc::Sender<()>,
+) {
     let (entered_tx, entered_rx) = std::sync::mpsc::channel::<()>();
     let entered_tx = std::sync::Mutex::new(entered_tx);
     let (release_tx, release_rx) = fibra::sync::mpsc::channel::<()>();
@@ -187,6 +192,12 @@ fn graceful_shutdown_sends_goaway_and_finishes_the_stream_in_flight() {
     let mut s = raw_connect(srv.addr, &[]);
     s.write_all(&get(1, "/slow")).unwrap();
     entered_rx.recv_timeout(CLIENT_TIMEOUT).unwrap();
+    (srv, s, release_tx)
+}
+
+#[test]
+fn graceful_shutdown_sends_goaway_and_finishes_the_stream_in_flight() {
+    let (srv, mut s, release_tx) = slow_stream_in_flight();
 
     let shutdown = std::thread::spawn(move || srv.shutdown(Duration::from_secs(30)));
     // GOAWAY while the stream is in flight.
@@ -218,21 +229,7 @@ fn graceful_shutdown_sends_goaway_and_finishes_the_stream_in_flight() {
 /// read the GOAWAY yet) is still answered, and the final GOAWAY names it.
 #[test]
 fn a_stream_opened_before_the_client_reads_the_first_goaway_is_answered() {
-    let (entered_tx, entered_rx) = std::sync::mpsc::channel::<()>();
-    let entered_tx = std::sync::Mutex::new(entered_tx);
-    let (release_tx, release_rx) = fibra::sync::mpsc::channel::<()>();
-    let release_rx = std::sync::Mutex::new(release_rx);
-    let srv = util::start(Settings::default(), move |req: Request| {
-        if req.uri().path() == "/slow" {
-            entered_tx.lock().unwrap().send(()).unwrap();
-            release_rx.lock().unwrap().recv().unwrap();
-            return Response::new("slow done".into());
-        }
-        Response::new("fast".into())
-    });
-    let mut s = raw_connect(srv.addr, &[]);
-    s.write_all(&get(1, "/slow")).unwrap();
-    entered_rx.recv_timeout(CLIENT_TIMEOUT).unwrap();
+    let (srv, mut s, release_tx) = slow_stream_in_flight();
 
     let shutdown = std::thread::spawn(move || srv.shutdown(Duration::from_secs(30)));
     let last_stream = |f: &Frame| u32::from_be_bytes(f.payload[..4].try_into().unwrap());
