@@ -69,7 +69,8 @@ pub(super) struct Connection<T, H: ?Sized, O> {
     pub(super) streamed: Arc<GoingAwayList>,
     /// Whether an idle connection waits without a stack.
     pub(super) stackless: bool,
-    /// A drain's first GOAWAY is out: when its final one is due at the latest.
+    /// A drain's first GOAWAY is out and its final one is not: when that is due at the
+    /// latest.
     pub(super) drain_deadline: Option<Instant>,
 }
 
@@ -174,7 +175,6 @@ where
             // A drain waiting for its PING's answer wakes for its final GOAWAY at the latest.
             let drain_wait = self
                 .drain_deadline
-                .filter(|_| self.recv.goaway.is_none())
                 .map(|d| d.saturating_duration_since(Instant::now()));
             let timeout = match (timeout, drain_wait) {
                 (Some(t), Some(d)) => Some(t.min(d)),
@@ -369,7 +369,6 @@ where
         }
     }
 
-    /// Starts a graceful close: GOAWAY, no new streams, the open ones finish.
     /// Graceful shutdown in two steps (RFC 9113 §6.8, as h2o and the `h2` crate do): a first
     /// GOAWAY naming any stream, with a PING; then, once the client has answered the PING
     /// (so every stream it opened before reading the GOAWAY has arrived and is taken) or
@@ -390,6 +389,7 @@ where
                 true
             }
             Some(due) if self.recv.drain_ping_acked || Instant::now() >= due => {
+                self.drain_deadline = None;
                 self.go_away();
                 true
             }
