@@ -8,7 +8,7 @@ mod serve_util;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use serve_util::{fibra, get, start, try_start, Site, PATIENCE};
+use serve_util::{fibra, get, start, Site, PATIENCE};
 
 fn run(args: &[&str]) -> Output {
     fibra(args).output().expect("run fibra")
@@ -272,8 +272,7 @@ fn redirect_http_sends_plain_clients_to_https_and_sites_log_json_lines() {
         ),
     )
     .unwrap();
-    let mut server = try_start(&["serve", "--config", file.to_str().unwrap()])
-        .unwrap_or_else(|e| panic!("fibra did not start: {e}"));
+    let mut server = start(&["serve", "--config", file.to_str().unwrap()]);
     let https = server.addr.clone();
     let https_port = https.rsplit_once(':').unwrap().1.to_owned();
     assert!(

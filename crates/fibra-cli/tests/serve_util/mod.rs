@@ -65,15 +65,9 @@ pub fn fibra(args: &[&str]) -> Command {
     cmd
 }
 
-/// Starts `fibra ARGS` and waits for its startup line.
+/// Starts `fibra ARGS` and waits for its startup line; a process that ends without one
+/// fails the test with what it wrote to stderr.
 pub fn start(args: &[&str]) -> Running {
-    try_start(args).unwrap_or_else(|e| panic!("fibra did not start: {e}"))
-}
-
-/// As [`start`]; a process that ends without its startup line is an `Err` with what it
-/// wrote to stderr (a test that picked its ports itself may retry when one was taken
-/// meanwhile).
-pub fn try_start(args: &[&str]) -> Result<Running, String> {
     let mut child = fibra(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -92,17 +86,15 @@ pub fn try_start(args: &[&str]) -> Result<Running, String> {
         let _ = child.wait();
         let mut err = String::new();
         let _ = std::io::Read::read_to_string(&mut stderr, &mut err);
-        return Err(format!(
-            "no URL in the startup line {line:?}; stderr: {err}"
-        ));
+        panic!("fibra did not start: no URL in the startup line {line:?}; stderr: {err}");
     };
     let addr = addr.trim_end_matches('/').to_string();
-    Ok(Running {
+    Running {
         child,
         line,
         addr,
         stderr: Some(stderr),
-    })
+    }
 }
 
 impl Running {
