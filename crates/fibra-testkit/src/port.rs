@@ -9,6 +9,7 @@
 
 use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
 
 /// The lowest port handed out: above the well-known and common service ports.
 const LOWEST: u32 = 10_000;
@@ -23,17 +24,18 @@ const LOWEST: u32 = 10_000;
 /// # Panics
 /// When 127.0.0.1 cannot be bound at all.
 pub fn spare_port() -> u16 {
-    let Some((low, high)) = spare_range() else {
+    // The range is read once; the counter starts at a place of this process's own, so that
+    // test binaries run one after another do not walk the same ports while the previous
+    // one's sockets are in TIME_WAIT.
+    static RANGE: OnceLock<Option<(u32, u32)>> = OnceLock::new();
+    static NEXT: OnceLock<AtomicU32> = OnceLock::new();
+    let Some((low, high)) = *RANGE.get_or_init(spare_range) else {
         return kernel_port();
     };
-    static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
     let span = high - low;
-    // A start of this process's own, so that test binaries run one after another do not
-    // walk the same ports while the previous one's sockets are in TIME_WAIT.
-    let start = (std::process::id().wrapping_mul(7_919)) % span;
-    let _ = NEXT.compare_exchange(u32::MAX, start, Ordering::Relaxed, Ordering::Relaxed);
+    let next = NEXT.get_or_init(|| AtomicU32::new(std::process::id().wrapping_mul(7_919) % span));
     for _ in 0..span {
-        let port = low + NEXT.fetch_add(1, Ordering::Relaxed) % span;
+        let port = low + next.fetch_add(1, Ordering::Relaxed) % span;
         let port = u16::try_from(port).expect("ports are below 65,536");
         if bindable(port) {
             return port;
