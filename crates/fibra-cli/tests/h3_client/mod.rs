@@ -120,7 +120,12 @@ pub enum Drained {
     Closed(Option<u64>),
 }
 
-/// Waits for the server's GOAWAY on its control stream, or for the connection's close.
+/// The id of a server's first GOAWAY in a graceful drain (RFC 9114 §5.2): the largest
+/// request stream id, refusing nothing; the final GOAWAY follows.
+const ANY_REQUEST: u64 = (1 << 62) - 4;
+
+/// Waits for the server's final GOAWAY on its control stream (past the first, which names
+/// [`ANY_REQUEST`]), or for the connection's close.
 pub fn wait_goaway(conn: &fibra_quic::Connection) -> Drained {
     let closed = |e: std::io::Error| {
         Drained::Closed(fibra_quic::Error::of(&e).and_then(fibra_quic::Error::code))
@@ -151,9 +156,10 @@ pub fn wait_goaway(conn: &fibra_quic::Connection) -> Drained {
                 Some((ty, payload.to_vec()))
             })();
             match frame {
-                Some((0x07, payload)) => {
-                    return Drained::GoAway(varint(&payload, &mut 0).expect("GOAWAY's id"))
-                }
+                Some((0x07, payload)) => match varint(&payload, &mut 0).expect("GOAWAY's id") {
+                    ANY_REQUEST => continue,
+                    id => return Drained::GoAway(id),
+                },
                 Some(_) => continue,
                 None => {
                     pos = start;

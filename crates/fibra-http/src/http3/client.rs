@@ -165,7 +165,8 @@ fn read_unidirectional(conn: &Connection, goaway: &Arc<AtomicU64>) {
                     match next {
                         Next::Frame(FrameKind::GoAway, payload) => {
                             if let Some((id, _)) = super::varint::decode(&payload) {
-                                goaway.store(id, Ordering::Release);
+                                // Later GOAWAYs may only lower the id (§5.2).
+                                goaway.fetch_min(id, Ordering::AcqRel);
                             }
                         }
                         Next::End => break,

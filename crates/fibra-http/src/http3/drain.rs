@@ -1,12 +1,18 @@
 //! Graceful shutdown of HTTP/3 connections (RFC 9114 §5.2): [`Drain`], handed to every
 //! connection an endpoint serves ([`serve_connection_draining`]).
 //!
-//! [`Drain::begin`] makes each connection send GOAWAY on its control stream, naming the
-//! first request stream it did not take (every request before it is answered; any later
-//! one is refused with H3_REQUEST_REJECTED, which tells the client it was not processed and
-//! may be retried elsewhere), and close with H3_NO_ERROR once its last request has been
-//! answered. [`Drain::close_all`] ends the connections still open at once (a grace period
-//! spent).
+//! [`Drain::begin`] makes each connection send GOAWAY on its control stream in two steps
+//! (RFC 9114 §5.2):
+//! 1. a first GOAWAY naming the largest request stream id (2⁶²−4): the client opens no new
+//!    requests, and every stream it opened before reading it is still taken;
+//! 2. [`GOAWAY_SETTLE`] later (h2o's wait; [`Drain::with_settle`] sets another), time for those streams to arrive, the final
+//!    GOAWAY naming the first request stream not taken. Every request before it is
+//!    answered; any later one is refused with H3_REQUEST_REJECTED, which tells the client
+//!    it was not processed and may be retried elsewhere.
+//!
+//! The connection closes with H3_NO_ERROR once the final GOAWAY is out and its last request
+//! has been answered. [`Drain::close_all`] ends the connections still open at once (a grace
+//! period spent).
 //!
 //! Per connection a watcher fiber owns the control stream and waits on the connection's
 //! `Notify`, which [`Drain`], the end of a request and the end of the connection ring. The
@@ -17,12 +23,21 @@
 
 use std::io::Write;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
 
 use fibra::sync::Notify;
 use fibra_quic::{Connection, SendStream};
 
 use super::frame;
 use super::H3Error;
+
+/// How long a connection takes streams after its first GOAWAY, before the final one: the
+/// streams its client opened before reading the first arrive meanwhile.
+pub(super) const GOAWAY_SETTLE: Duration = Duration::from_secs(1);
+
+/// The id of the first GOAWAY: the largest a client's request stream can have, so that it
+/// refuses nothing (RFC 9114 §5.2).
+const ANY_REQUEST: u64 = (1 << 62) - 4;
 
 /// The word to every connection it was handed to that the server is shutting down. Cheap to
 /// clone (the clones are the same signal). See the module docs.
@@ -35,6 +50,8 @@ pub struct Drain {
 struct Registry {
     draining: bool,
     closing: bool,
+    /// Between the two GOAWAYs; `None`: [`GOAWAY_SETTLE`].
+    settle: Option<Duration>,
     /// The connections served with this drain; those that ended are pruned as others join.
     conns: Vec<Weak<ConnDrain>>,
 }
@@ -45,12 +62,21 @@ impl Drain {
         Drain::default()
     }
 
+    /// A drain not begun whose connections wait `settle` between their first GOAWAY and
+    /// the final one (1 s otherwise): about a round trip and the client's delay in reading
+    /// the first is enough, and a request is refused only if it arrives later.
+    pub fn with_settle(settle: Duration) -> Drain {
+        let drain = Drain::default();
+        drain.lock().settle = Some(settle);
+        drain
+    }
+
     fn lock(&self) -> MutexGuard<'_, Registry> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Every connection sends GOAWAY, answers the requests it took, then closes; one served
-    /// from now on does so at once.
+    /// Every connection sends GOAWAY (in two steps, see the module docs), answers the
+    /// requests it took, then closes; one served from now on does so at once.
     pub fn begin(&self) {
         self.signal(false);
     }
@@ -90,12 +116,13 @@ impl Drain {
 
     /// Registers a connection, set at once if the drain has begun.
     pub(super) fn register(&self, conn: Connection) -> Arc<ConnDrain> {
+        let mut r = self.lock();
         let c = Arc::new(ConnDrain {
             conn,
+            settle: r.settle.unwrap_or(GOAWAY_SETTLE),
             state: Mutex::default(),
             notify: Notify::new(),
         });
-        let mut r = self.lock();
         {
             let mut st = c.lock();
             st.draining = r.draining;
@@ -117,6 +144,8 @@ fn live(conns: &mut Vec<Weak<ConnDrain>>) -> Vec<Arc<ConnDrain>> {
 #[derive(Debug)]
 pub(super) struct ConnDrain {
     conn: Connection,
+    /// Between the first GOAWAY and the final one.
+    settle: Duration,
     state: Mutex<Requests>,
     /// Rung by the drain, by a request's end once GOAWAY is out, and by the connection's end.
     notify: Notify,
@@ -128,7 +157,10 @@ struct Requests {
     closing: bool,
     /// The id after the last request stream taken (0: none yet).
     next_id: u64,
-    /// The id sent in GOAWAY, once sent: streams from it on are refused.
+    /// When the first GOAWAY went out, once it has: the final one is due
+    /// [`GOAWAY_SETTLE`] later.
+    announced: Option<Instant>,
+    /// The id sent in the final GOAWAY, once sent: streams from it on are refused.
     goaway: Option<u64>,
     /// Requests taken and not yet answered.
     active: usize,
@@ -171,8 +203,8 @@ impl ConnDrain {
     }
 
     /// The watcher fiber: holds the control stream open as long as the connection, sends
-    /// GOAWAY when the drain begins and closes the connection once the requests it took
-    /// are answered (or at once when the drain closes everything).
+    /// the two GOAWAYs when the drain begins and closes the connection once the requests
+    /// it took are answered (or at once when the drain closes everything).
     pub(super) fn watch(&self, mut control: SendStream) {
         loop {
             let mut st = self.lock();
@@ -193,18 +225,32 @@ impl ConnDrain {
                 self.conn.close(H3Error::NoError.code(), b"");
                 return;
             }
-            if st.draining && st.goaway.is_none() {
-                let id = st.next_id;
-                st.goaway = Some(id);
+            if !st.draining || st.goaway.is_some() {
                 drop(st);
-                let mut out = Vec::with_capacity(16);
-                frame::put_goaway(&mut out, id);
-                // A failed write means the connection is gone: its loop's end rings.
-                let _ = control.write_all(&out);
+                self.notify.wait();
                 continue;
             }
+            let id = match st.announced {
+                None => {
+                    st.announced = Some(Instant::now());
+                    ANY_REQUEST
+                }
+                Some(at) => {
+                    let left = self.settle.saturating_sub(at.elapsed());
+                    if !left.is_zero() {
+                        drop(st);
+                        self.notify.wait_timeout(left);
+                        continue;
+                    }
+                    st.goaway = Some(st.next_id);
+                    st.next_id
+                }
+            };
             drop(st);
-            self.notify.wait();
+            let mut out = Vec::with_capacity(16);
+            frame::put_goaway(&mut out, id);
+            // A failed write means the connection is gone: its loop's end rings.
+            let _ = control.write_all(&out);
         }
     }
 }

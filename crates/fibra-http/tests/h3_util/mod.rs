@@ -83,6 +83,15 @@ pub fn server_with(
     settings: Settings,
     config: Config,
 ) -> (SocketAddr, fibra_quic::proto::ClientConfig, Http3Drain) {
+    server_with_drain(settings, config, Http3Drain::new())
+}
+
+/// As [`server_with`], every connection served with `drain`.
+pub fn server_with_drain(
+    settings: Settings,
+    config: Config,
+    drain: Http3Drain,
+) -> (SocketAddr, fibra_quic::proto::ClientConfig, Http3Drain) {
     let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
     let cert: CertificateDer<'static> = ck.cert.der().clone();
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(ck.signing_key.serialize_der()));
@@ -98,7 +107,6 @@ pub fn server_with(
     let addr = endpoint.local_addr().unwrap();
     let settings = Arc::new(settings);
     let handler = Arc::new(app);
-    let drain = Http3Drain::new();
     let draining = drain.clone();
     fibra::spawn(move || {
         while let Some(conn) = endpoint.accept() {
