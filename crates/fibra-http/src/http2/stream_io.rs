@@ -96,7 +96,7 @@ impl StreamIo {
     ) -> io::Result<()> {
         let mut at = offset;
         let r = self.send(len, end_stream, timeout, |out, n| {
-            let got = read_file_into(out, file, at, n)?;
+            let got = crate::response::append_file(out, file, at, n)?;
             if got == 0 {
                 // The file shrank below the length in the head: end the stream with an
                 // error rather than send fewer bytes than promised.
@@ -238,34 +238,6 @@ impl StreamIo {
     pub(super) fn take_trailers(&self) -> Option<HeaderMap> {
         let mut st = self.conn.lock();
         st.streams.get_mut(&self.id)?.trailers.take()
-    }
-}
-
-/// Reads up to `n` bytes of `file` at `offset` onto the end of `out`, into its spare
-/// capacity: the bytes are not zeroed first (for a large file that `memset` cost as much
-/// as the read's own copy). Returns how many were read.
-fn read_file_into(out: &mut Vec<u8>, file: &File, offset: u64, n: usize) -> io::Result<usize> {
-    use std::os::fd::AsRawFd;
-    out.reserve(n);
-    let start = out.len();
-    let spare = out.spare_capacity_mut();
-    let offset = libc::off_t::try_from(offset)
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "file offset too large"))?;
-    loop {
-        // SAFETY: `spare` is the vector's reserved, unused capacity, at least `n` bytes;
-        // `pread` writes at most `n` bytes there through the raw pointer (no reference to
-        // uninitialised bytes is made) and `file` keeps the descriptor open meanwhile.
-        let got = unsafe { libc::pread(file.as_raw_fd(), spare.as_mut_ptr().cast(), n, offset) };
-        if got >= 0 {
-            let got = got as usize;
-            // SAFETY: the kernel initialised the `got <= n` bytes after `start`.
-            unsafe { out.set_len(start + got) };
-            return Ok(got);
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
     }
 }
 

@@ -7,9 +7,8 @@
 use std::cell::RefCell;
 use std::fs::File;
 use std::io::{self, Write};
-use std::os::unix::fs::FileExt;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use fibra_quic::SendStream;
 use http::header::{self, HeaderMap};
 use http::StatusCode;
@@ -175,19 +174,18 @@ impl BodySink for Http3Body {
         let end = offset + len;
         while at < end {
             let want = FILE_CHUNK.min(usize::try_from(end - at).unwrap_or(usize::MAX));
-            let mut data = BytesMut::zeroed(want);
-            let n = file.read_at(&mut data, at)?;
+            let mut data = Vec::with_capacity(want);
+            let n = crate::response::append_file(&mut data, file, at, want)?;
             if n == 0 {
                 return Err(io::Error::new(
                     io::ErrorKind::UnexpectedEof,
                     "file shorter than the range being sent",
                 ));
             }
-            data.truncate(n);
             // The frame's head after whatever is pending (the response head, at first).
             let mut head = std::mem::take(&mut self.pending);
             frame::put_data_head(&mut head, n as u64);
-            let mut chunks = [Bytes::from(head), data.freeze()];
+            let mut chunks = [Bytes::from(head), Bytes::from(data)];
             self.out()?.write_chunks(&mut chunks)?;
             self.sent += n as u64;
             at += n as u64;
