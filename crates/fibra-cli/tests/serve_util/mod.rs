@@ -68,7 +68,12 @@ pub fn fibra(args: &[&str]) -> Command {
 /// Starts `fibra ARGS` and waits for its startup line; a process that ends without one
 /// fails the test with what it wrote to stderr.
 pub fn start(args: &[&str]) -> Running {
-    let mut child = fibra(args)
+    start_command(fibra(args))
+}
+
+/// As [`start`], with a command made by [`fibra`] and changed by the test (its environment).
+pub fn start_command(mut cmd: Command) -> Running {
+    let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
