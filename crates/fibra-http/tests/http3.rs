@@ -360,6 +360,28 @@ impl GoAways {
     }
 }
 
+/// Opens a request stream with a POST to `/echo` whose body is still coming: its head and
+/// `part one, ` are sent, the rest by [`finish_post`].
+fn post_in_flight(conn: &Connection) -> (fibra_quic::SendStream, fibra_quic::RecvStream) {
+    let (mut send, recv) = conn.open_bi().unwrap();
+    let mut head = Vec::new();
+    frame(&mut head, 0x01, &request_section(true, "/echo", false, &[]));
+    frame(&mut head, 0x00, b"part one, ");
+    send.write_all(&head).unwrap();
+    (send, recv)
+}
+
+/// Sends the rest of [`post_in_flight`]'s body and checks that it is answered in full.
+fn finish_post(send: &mut fibra_quic::SendStream, recv: &mut fibra_quic::RecvStream) {
+    let mut rest = Vec::new();
+    frame(&mut rest, 0x00, b"part two");
+    send.write_all(&rest).unwrap();
+    send.finish().unwrap();
+    let answer = read_answer(recv).unwrap();
+    assert_eq!(answer.status(), 200);
+    assert_eq!(answer.body, b"part one, part two");
+}
+
 #[test]
 fn a_drain_sends_goaway_answers_what_it_took_and_refuses_the_rest() {
     run("drain", || {
@@ -367,11 +389,7 @@ fn a_drain_sends_goaway_answers_what_it_took_and_refuses_the_rest() {
         let conn = connect(addr, config);
         let _control = open_control(&conn);
         // Stream 0: a POST whose body is still coming when the drain begins.
-        let (mut first, mut first_answer) = conn.open_bi().unwrap();
-        let mut head = Vec::new();
-        frame(&mut head, 0x01, &request_section(true, "/echo", false, &[]));
-        frame(&mut head, 0x00, b"part one, ");
-        first.write_all(&head).unwrap();
+        let (mut first, mut first_answer) = post_in_flight(&conn);
         // Stream 4 is answered before the drain: the server has taken stream 0 too by then
         // (streams are accepted in order).
         let get = request(false, "/hello", &[], &[]);
@@ -398,13 +416,7 @@ fn a_drain_sends_goaway_answers_what_it_took_and_refuses_the_rest() {
         assert_eq!(code(&e, &conn), Some(0x10b), "H3_REQUEST_REJECTED: {e}");
 
         // The request taken before it is answered in full.
-        let mut rest = Vec::new();
-        frame(&mut rest, 0x00, b"part two");
-        first.write_all(&rest).unwrap();
-        first.finish().unwrap();
-        let answer = read_answer(&mut first_answer).unwrap();
-        assert_eq!(answer.status(), 200);
-        assert_eq!(answer.body, b"part one, part two");
+        finish_post(&mut first, &mut first_answer);
 
         // Then the server closes the connection, with H3_NO_ERROR (seen on a stream that
         // waits for it, or at once if it came first).
@@ -437,11 +449,7 @@ fn a_request_that_reaches_the_server_after_its_first_goaway_is_answered() {
         let _control = open_control(&conn);
         // Stream 0: a POST still in flight keeps the connection open past the final GOAWAY
         // (with nothing in flight the close follows that GOAWAY at once, and may come first).
-        let (mut first, mut first_answer) = conn.open_bi().unwrap();
-        let mut head = Vec::new();
-        frame(&mut head, 0x01, &request_section(true, "/echo", false, &[]));
-        frame(&mut head, 0x00, b"part one, ");
-        first.write_all(&head).unwrap();
+        let (mut first, mut first_answer) = post_in_flight(&conn);
 
         drain.begin();
         let mut goaways = GoAways::new(&conn);
@@ -454,11 +462,6 @@ fn a_request_that_reaches_the_server_after_its_first_goaway_is_answered() {
         // The final GOAWAY names the stream after it.
         assert_eq!(goaways.next(), 8, "the final GOAWAY");
 
-        let mut rest = Vec::new();
-        frame(&mut rest, 0x00, b"part two");
-        first.write_all(&rest).unwrap();
-        first.finish().unwrap();
-        let answer = read_answer(&mut first_answer).unwrap();
-        assert_eq!(answer.body, b"part one, part two");
+        finish_post(&mut first, &mut first_answer);
     });
 }
