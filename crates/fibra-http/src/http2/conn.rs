@@ -398,12 +398,12 @@ where
     }
 
     /// The final GOAWAY: streams above the last one taken are refused; those in flight
-    /// finish.
+    /// finish. (Streamed bodies were told at the first GOAWAY, and those registered since
+    /// are told as they register.)
     fn go_away(&mut self) {
         let last = self.recv.last_stream;
         frame::put_goaway(&mut self.shared.lock().out, last, code::NO_ERROR);
         self.recv.goaway = Some(last);
-        self.streamed.set_all();
     }
 
     /// A wait ended without input on an idle connection (the idle timeout) or one still

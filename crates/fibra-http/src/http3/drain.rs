@@ -5,10 +5,11 @@
 //! (RFC 9114 §5.2):
 //! 1. a first GOAWAY naming the largest request stream id (2⁶²−4): the client opens no new
 //!    requests, and every stream it opened before reading it is still taken;
-//! 2. [`GOAWAY_SETTLE`] later (h2o's wait; [`Drain::with_settle`] sets another), time for those streams to arrive, the final
-//!    GOAWAY naming the first request stream not taken. Every request before it is
-//!    answered; any later one is refused with H3_REQUEST_REJECTED, which tells the client
-//!    it was not processed and may be retried elsewhere.
+//! 2. [`GOAWAY_SETTLE`] later (h2o's wait; [`Drain::with_settle`] sets another), time for
+//!    those streams to arrive, the final GOAWAY naming the first request stream not taken.
+//!    Every request before it is answered; any later one is refused with
+//!    H3_REQUEST_REJECTED, which tells the client it was not processed and may be retried
+//!    elsewhere.
 //!
 //! The connection closes with H3_NO_ERROR once the final GOAWAY is out and its last request
 //! has been answered. [`Drain::close_all`] ends the connections still open at once (a grace
@@ -157,8 +158,8 @@ struct Requests {
     closing: bool,
     /// The id after the last request stream taken (0: none yet).
     next_id: u64,
-    /// When the first GOAWAY went out, once it has: the final one is due
-    /// [`GOAWAY_SETTLE`] later.
+    /// When the first GOAWAY went out, once it has: the final one is due the connection's
+    /// `settle` later.
     announced: Option<Instant>,
     /// The id sent in the final GOAWAY, once sent: streams from it on are refused.
     goaway: Option<u64>,
