@@ -7,10 +7,10 @@ mod serve_util;
 
 use serve_util::{fibra, start_command, Running};
 
-/// The `THP_enabled` line of the server's `/proc/PID/status`.
-fn thp_enabled(s: &Running) -> String {
-    let status = std::fs::read_to_string(format!("/proc/{}/status", s.child.id())).unwrap();
-    status
+/// The `THP_enabled` line of the process status file `status` (`/proc/PID/status`).
+fn thp_enabled(status: &str) -> String {
+    std::fs::read_to_string(status)
+        .unwrap()
         .lines()
         .find_map(|l| l.strip_prefix("THP_enabled:"))
         .expect("a kernel that reports THP_enabled (Linux 5.0 and later)")
@@ -18,15 +18,9 @@ fn thp_enabled(s: &Running) -> String {
         .to_string()
 }
 
-/// The same line of this test's own process: what a process started here gets by default.
-fn own_thp_enabled() -> String {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("THP_enabled:"))
-        .unwrap()
-        .trim()
-        .to_string()
+/// The `THP_enabled` line of the server's status.
+fn server_thp_enabled(s: &Running) -> String {
+    thp_enabled(&format!("/proc/{}/status", s.child.id()))
 }
 
 #[test]
@@ -34,7 +28,7 @@ fn the_server_turns_transparent_huge_pages_off() {
     let mut cmd = fibra(&["hello", "-p", "0", "--workers", "1"]);
     cmd.env_remove("MIMALLOC_ALLOW_THP");
     let s = start_command(cmd);
-    assert_eq!(thp_enabled(&s), "0");
+    assert_eq!(server_thp_enabled(&s), "0");
 }
 
 #[test]
@@ -42,5 +36,6 @@ fn mimalloc_allow_thp_keeps_them_as_they_were() {
     let mut cmd = fibra(&["hello", "-p", "0", "--workers", "1"]);
     cmd.env("MIMALLOC_ALLOW_THP", "1");
     let s = start_command(cmd);
-    assert_eq!(thp_enabled(&s), own_thp_enabled());
+    // What a process started here gets by default: this test's own value.
+    assert_eq!(server_thp_enabled(&s), thp_enabled("/proc/self/status"));
 }
