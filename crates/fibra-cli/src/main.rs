@@ -14,6 +14,16 @@
 //! `bench/` (the load generator: arguments, connections on fibers, statistics, the report;
 //! responses are parsed by `fibra_http::client`).
 
+/// Prints a server's line (its address, a reload) to stdout. A server outlives whoever reads
+/// its stdout (`fibra hello | head -1`, a test that reads the address and stops): a write
+/// to a closed stdout is ignored, where `println!` would panic and end the process.
+macro_rules! announce {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 mod bench;
 mod endpoints;
 mod error_log;

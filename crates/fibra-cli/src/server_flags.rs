@@ -334,7 +334,7 @@ impl ServerFlags {
                     settings,
                     handler.clone(),
                 )?;
-                println!("{name}: HTTP/3 on udp://{}", h3.local_addr());
+                announce!("{name}: HTTP/3 on udp://{}", h3.local_addr());
                 Some(h3)
             }
             _ => None,
@@ -362,7 +362,7 @@ impl ServerFlags {
             (None, true) => (proxy_protocol(server).serve_shared(handler)?, "http"),
         };
         endpoints.set_connections(handle.connection_count());
-        println!("{banner} {scheme}://{}/", handle.local_addr());
+        announce!("{banner} {scheme}://{}/", handle.local_addr());
         if let Some(path) = &self.pid_file {
             std::fs::write(path, format!("{}\n", std::process::id())).map_err(|e| {
                 std::io::Error::new(e.kind(), format!("--pid-file {}: {e}", path.display()))
@@ -380,7 +380,7 @@ impl ServerFlags {
                 redirect_copy = Some(listener.try_clone()?);
                 let server = self.tune(Server::from_listeners(vec![listener]).workers(1))?;
                 let redirect = server.serve(to)?;
-                println!(
+                announce!(
                     "{name}: redirecting http://{}/ to https",
                     redirect.local_addr()
                 );

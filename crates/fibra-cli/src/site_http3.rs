@@ -86,7 +86,7 @@ pub(crate) fn start_http3(
         Arc::new(settings),
         handler,
     )?;
-    println!("fibra serve: HTTP/3 on udp://{}", endpoint.local_addr());
+    announce!("fibra serve: HTTP/3 on udp://{}", endpoint.local_addr());
     Ok(endpoint)
 }
 

@@ -61,7 +61,7 @@ pub fn check(path: &Path) -> io::Result<()> {
             let _ = std::fs::remove_file(p);
         }
     }
-    println!(
+    announce!(
         "fibra serve: {}: configuration OK ({} site(s))",
         path.display(),
         config.sites.len()
@@ -108,7 +108,7 @@ pub fn run(path: PathBuf) -> io::Result<()> {
     endpoints.set_connections(handle.connection_count());
     let counted = live.clone();
     endpoints.set_extra(move || site_series(&counted));
-    println!(
+    announce!(
         "fibra serve: {} site(s) from {} ({workers} worker{}) on {}",
         config.sites.len(),
         path.display(),

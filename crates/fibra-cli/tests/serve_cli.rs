@@ -213,3 +213,54 @@ fn startup_errors_name_the_path() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("\"sub/index.html\""), "{err}");
 }
+
+#[test]
+fn a_server_whose_stdout_is_closed_goes_on_serving() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    // A pipe whose reading end is closed before the server starts: every line it prints
+    // meets a broken pipe (as under `fibra hello | head -1` once `head` has exited).
+    let mut fds = [0; 2];
+    // SAFETY: pipe(2) fills the two descriptors of `fds`.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: both descriptors were just opened and are owned here alone.
+    let (read_end, write_end) =
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    drop(read_end);
+    let port = fibra_testkit::spare_port().to_string();
+    let mut child = fibra(&["hello", "--port", &port, "--workers", "1"])
+        .stdout(std::process::Stdio::from(write_end))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let addr = format!("127.0.0.1:{port}");
+    let start = std::time::Instant::now();
+    while std::net::TcpStream::connect(&addr).is_err() {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("the server ended on its closed stdout: {status}");
+        }
+        assert!(
+            start.elapsed() < serve_util::PATIENCE,
+            "the server did not listen"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    for _ in 0..3 {
+        assert!(get(&addr, "/plaintext").starts_with("HTTP/1.1 200"));
+    }
+    // A server that panicked on its stdout may still answer while it unwinds; its exit
+    // status tells: a clean SIGTERM shutdown, not a panic's 101.
+    // SAFETY: kill(2) with the pid of a child this test started and has not reaped.
+    let rc = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    assert_eq!(rc, 0);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            start.elapsed() < 3 * serve_util::PATIENCE,
+            "the server did not stop"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(status.success(), "the server's exit: {status}");
+}
