@@ -24,6 +24,17 @@ macro_rules! announce {
     }};
 }
 
+/// Prints a server's message (a signal taken, a reload's outcome, an error) to stderr, where
+/// a write that fails is ignored, as [`announce!`] does for stdout: `eprintln!` panics on a
+/// stderr whose reader has gone (a log pipe that broke), and a panic in the signal loop
+/// ended the process at the next SIGHUP or SIGTERM, without draining.
+macro_rules! report {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod bench;
 mod endpoints;
 mod error_log;
@@ -195,7 +206,7 @@ fn main() -> ExitCode {
     // Before any thread starts: these clear the variables they read.
     upgrade::init();
     if let Err(e) = listeners::take_inherited() {
-        eprintln!("fibra: error: {e}");
+        report!("fibra: error: {e}");
         return ExitCode::FAILURE;
     }
     match cli.command {
@@ -209,7 +220,7 @@ fn report(result: std::io::Result<()>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("fibra: error: {e}");
+            report!("fibra: error: {e}");
             ExitCode::FAILURE
         }
     }

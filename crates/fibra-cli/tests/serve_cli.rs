@@ -214,11 +214,11 @@ fn startup_errors_name_the_path() {
     assert!(err.contains("\"sub/index.html\""), "{err}");
 }
 
-#[test]
-fn a_server_whose_stdout_is_closed_goes_on_serving() {
+/// The writing end of a pipe whose reading end is closed already: every line written to it
+/// meets a broken pipe (as under `fibra hello | head -1` once `head` has exited, or a log
+/// pipe whose reader died).
+fn broken_pipe() -> std::process::Stdio {
     use std::os::fd::{FromRawFd, OwnedFd};
-    // A pipe whose reading end is closed before the server starts: every line it prints
-    // meets a broken pipe (as under `fibra hello | head -1` once `head` has exited).
     let mut fds = [0; 2];
     // SAFETY: pipe(2) fills the two descriptors of `fds`.
     assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
@@ -226,17 +226,25 @@ fn a_server_whose_stdout_is_closed_goes_on_serving() {
     let (read_end, write_end) =
         unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
     drop(read_end);
+    std::process::Stdio::from(write_end)
+}
+
+/// Runs `fibra hello` with the given stdout and stderr until it listens; its address.
+fn hello_with_outputs(
+    stdout: std::process::Stdio,
+    stderr: std::process::Stdio,
+) -> (std::process::Child, String) {
     let port = fibra_testkit::spare_port().to_string();
     let mut child = fibra(&["hello", "--port", &port, "--workers", "1"])
-        .stdout(std::process::Stdio::from(write_end))
-        .stderr(std::process::Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr)
         .spawn()
         .unwrap();
     let addr = format!("127.0.0.1:{port}");
     let start = std::time::Instant::now();
     while std::net::TcpStream::connect(&addr).is_err() {
         if let Some(status) = child.try_wait().unwrap() {
-            panic!("the server ended on its closed stdout: {status}");
+            panic!("the server ended before it listened: {status}");
         }
         assert!(
             start.elapsed() < serve_util::PATIENCE,
@@ -244,14 +252,22 @@ fn a_server_whose_stdout_is_closed_goes_on_serving() {
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    for _ in 0..3 {
-        assert!(get(&addr, "/plaintext").starts_with("HTTP/1.1 200"));
-    }
-    // A server that panicked on its stdout may still answer while it unwinds; its exit
-    // status tells: a clean SIGTERM shutdown, not a panic's 101.
+    (child, addr)
+}
+
+/// Sends `signal` to `child`.
+fn send(child: &std::process::Child, signal: libc::c_int) {
     // SAFETY: kill(2) with the pid of a child this test started and has not reaped.
-    let rc = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let rc = unsafe { libc::kill(child.id() as libc::pid_t, signal) };
     assert_eq!(rc, 0);
+}
+
+/// Stops `child` with SIGTERM and checks that it shut down cleanly. A server that panicked
+/// may still answer while it unwinds; its exit status tells: a clean shutdown, not a
+/// panic's 101.
+fn stop_cleanly(mut child: std::process::Child) {
+    send(&child, libc::SIGTERM);
+    let start = std::time::Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
             break status;
@@ -263,4 +279,24 @@ fn a_server_whose_stdout_is_closed_goes_on_serving() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
     assert!(status.success(), "the server's exit: {status}");
+}
+
+#[test]
+fn a_server_whose_stdout_is_closed_goes_on_serving() {
+    let (child, addr) = hello_with_outputs(broken_pipe(), std::process::Stdio::null());
+    for _ in 0..3 {
+        assert!(get(&addr, "/plaintext").starts_with("HTTP/1.1 200"));
+    }
+    stop_cleanly(child);
+}
+
+#[test]
+fn a_server_whose_stderr_is_closed_takes_its_signals_and_drains() {
+    let (child, addr) = hello_with_outputs(std::process::Stdio::null(), broken_pipe());
+    assert!(get(&addr, "/plaintext").starts_with("HTTP/1.1 200"));
+    // SIGHUP's answer goes to stderr ("no TLS certificates to reload"), as does SIGTERM's
+    // ("shutting down"); the signal loop takes SIGHUP first (the lower number). A server
+    // that panicked on its stderr ended there, with 101, and never drained.
+    send(&child, libc::SIGHUP);
+    stop_cleanly(child);
 }

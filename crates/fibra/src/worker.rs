@@ -181,7 +181,7 @@ impl Worker {
                     Err(e) => {
                         // Out of memory or mappings: the body is dropped, so a joiner sees
                         // the fiber as cancelled.
-                        eprintln!("fibra: cannot allocate a fiber stack: {e}");
+                        report(format_args!("fibra: cannot allocate a fiber stack: {e}"));
                         let slot = fibers.remove(key);
                         drop(fibers);
                         slot.task.mark_done();
@@ -307,7 +307,7 @@ impl Worker {
             shared.sleeping.store(false, SeqCst);
             if let Err(e) = polled {
                 if e.kind() != std::io::ErrorKind::Interrupted {
-                    eprintln!("fibra: waiting for I/O events failed: {e}");
+                    report(format_args!("fibra: waiting for I/O events failed: {e}"));
                 }
             }
             self.refresh_clock();
@@ -395,8 +395,17 @@ impl Worker {
 /// has printed it) and does not unwind the worker.
 fn drop_outside_fibers<T>(value: T) {
     if std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(value))).is_err() {
-        eprintln!("fibra: a fiber's body panicked while it was dropped; the worker goes on");
+        report(format_args!(
+            "fibra: a fiber's body panicked while it was dropped; the worker goes on"
+        ));
     }
+}
+
+/// Writes a worker's message to stderr. A failed write is ignored: `eprintln!` would panic on
+/// a stderr whose reader has gone, and end the worker.
+fn report(msg: std::fmt::Arguments<'_>) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "{msg}");
 }
 
 /// Creates the poller and the shared half of a worker (on the thread that builds the runtime,
