@@ -11,6 +11,12 @@
  * own SO_REUSEPORT listener, so the kernel spreads connections over them; the
  * extra processes are forked children that die with the first one.
  *
+ * ./pong -t PORT starts one more thread, which only sleeps: the floor of a
+ * multi-threaded server. A process whose threads share the descriptor table
+ * (every threaded server: fibra's workers, its control thread) pays for a
+ * reference count on the socket's file in each read and write (the kernel's
+ * fdget/fput); a single-threaded process borrows the file without one.
+ *
  * Per keep-alive request this costs one read + one write + a share of
  * epoll_wait; everything else in the benchmark is the kernel's TCP path,
  * which is what the ratios in docs/BENCHMARKS.md are measured against.
@@ -19,6 +25,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,12 +210,28 @@ static int serve(int lfd) {
     }
 }
 
+static void *sleeper(void *arg) {
+    (void)arg;
+    for (;;)
+        pause();
+    return NULL;
+}
+
 int main(int argc, char **argv) {
     int procs = 0;
+    if (argc > 1 && strcmp(argv[1], "-t") == 0) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, sleeper, NULL) != 0) {
+            perror("pthread_create");
+            return 1;
+        }
+        argv += 1;
+        argc -= 1;
+    }
     if (argc > 2 && strcmp(argv[1], "-w") == 0) {
         procs = atoi(argv[2]);
         if (procs < 1) {
-            fprintf(stderr, "usage: pong [-w PROCESSES] [PORT]\n");
+            fprintf(stderr, "usage: pong [-t] [-w PROCESSES] [PORT]\n");
             return 2;
         }
         argv += 2;
