@@ -291,6 +291,22 @@ fn a_server_whose_stdout_is_closed_goes_on_serving() {
 }
 
 #[test]
+fn print_config_into_a_closed_pipe_ends_quietly() {
+    let site = Site::new("print-config-pipe");
+    let dir = site.path().to_str().unwrap();
+    let out = fibra(&["serve", dir, "--print-config"])
+        .stdout(broken_pipe())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+        .wait_with_output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{}: {err}", out.status);
+    assert!(err.is_empty(), "{err}");
+}
+
+#[test]
 fn a_server_whose_stderr_is_closed_takes_its_signals_and_drains() {
     let (child, addr) = hello_with_outputs(std::process::Stdio::null(), broken_pipe());
     assert!(get(&addr, "/plaintext").starts_with("HTTP/1.1 200"));
