@@ -133,7 +133,7 @@ pub fn run(args: HelloArgs) -> std::io::Result<()> {
 /// and those loads wait for the stores to reach the cache (store-to-load forwarding fails;
 /// 20 % of a pipelined request's user time). Through a closure, `handler` is inlined into
 /// the loop: 712 instructions per 16-deep pipelined request instead of 741, CPU per request
-/// 0.989 (`bench/ab_cpu.sh`, docs/BENCHMARKS.md).
+/// 0.964× (`bench/ab_cpu.sh`, docs/lab/http1-pong-2026-11-30.md).
 #[allow(clippy::redundant_closure)]
 fn serve_handler() -> impl Fn(Request) -> Response + Send + Sync + 'static {
     |req| handler(req)

@@ -184,7 +184,7 @@ impl Http3 {
         if self.finished.recv_timeout(grace).is_err() {
             self.drain.close_all();
             if self.finished.recv_timeout(CLOSE_WAIT).is_err() {
-                report!("HTTP/3 on {}: connections still open at exit", self.addr);
+                stderr_line!("HTTP/3 on {}: connections still open at exit", self.addr);
                 return;
             }
         }
@@ -228,7 +228,7 @@ fn accept_all<H>(
             .worker(endpoint.worker())
             .spawn(move || serve_http3_connection_draining(conn, settings, handler, &drain));
         if let Err(e) = spawned {
-            report!("HTTP/3: a connection's fiber: {e}");
+            stderr_line!("HTTP/3: a connection's fiber: {e}");
         }
     }
 }

@@ -28,7 +28,7 @@ macro_rules! announce {
 /// a write that fails is ignored, as [`announce!`] does for stdout: `eprintln!` panics on a
 /// stderr whose reader has gone (a log pipe that broke), and a panic in the signal loop
 /// ended the process at the next SIGHUP or SIGTERM, without draining.
-macro_rules! report {
+macro_rules! stderr_line {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
         let _ = writeln!(std::io::stderr(), $($arg)*);
@@ -206,7 +206,7 @@ fn main() -> ExitCode {
     // Before any thread starts: these clear the variables they read.
     upgrade::init();
     if let Err(e) = listeners::take_inherited() {
-        report!("fibra: error: {e}");
+        stderr_line!("fibra: error: {e}");
         return ExitCode::FAILURE;
     }
     match cli.command {
@@ -220,7 +220,7 @@ fn report(result: std::io::Result<()>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            report!("fibra: error: {e}");
+            stderr_line!("fibra: error: {e}");
             ExitCode::FAILURE
         }
     }

@@ -205,7 +205,7 @@ pub fn run(args: ServeArgs) -> std::io::Result<()> {
     config.cache_capacity = if args.no_cache { 0 } else { args.cache_entries };
     let files = Arc::new(FileServer::new(config)?);
     if !args.no_cache && args.cache_entries > 0 && !files.caching() {
-        report!(
+        stderr_line!(
             "fibra serve: warning: cannot watch {} for changes (inotify); file cache off",
             files.root().display()
         );

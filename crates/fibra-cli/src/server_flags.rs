@@ -148,13 +148,13 @@ pub fn absolute(p: PathBuf) -> PathBuf {
 /// connections go on); on failure, a warning naming the file, and the old ones stay.
 fn reload(name: &str, resolver: Option<&CertResolver>, pairs: &[(PathBuf, PathBuf)]) {
     match resolver {
-        None => report!("{name}: SIGHUP, no TLS certificates to reload"),
+        None => stderr_line!("{name}: SIGHUP, no TLS certificates to reload"),
         Some(r) => match r.reload(pairs) {
             Ok(()) => {
-                report!("{name}: SIGHUP, reloaded {} certificate(s)", pairs.len());
+                stderr_line!("{name}: SIGHUP, reloaded {} certificate(s)", pairs.len());
                 warn_validity(name, pairs);
             }
-            Err(e) => report!("{name}: warning: SIGHUP, keeping the old certificates: {e}"),
+            Err(e) => stderr_line!("{name}: warning: SIGHUP, keeping the old certificates: {e}"),
         },
     }
 }
@@ -164,7 +164,7 @@ fn reload(name: &str, resolver: Option<&CertResolver>, pairs: &[(PathBuf, PathBu
 fn warn_validity(name: &str, pairs: &[(PathBuf, PathBuf)]) {
     for (cert, _) in pairs {
         if let Some(w) = fibra_http::tls::validity_warning(cert) {
-            report!("{name}: warning: {w} (serving it anyway)");
+            stderr_line!("{name}: warning: {w} (serving it anyway)");
         }
     }
 }
@@ -393,10 +393,10 @@ impl ServerFlags {
                 signals::ServerSignal::Shutdown(sig) => {
                     endpoints.set_draining();
                     if !drain_delay.is_zero() {
-                        report!("{name}: {sig}, draining for {drain_delay:?}");
+                        stderr_line!("{name}: {sig}, draining for {drain_delay:?}");
                         std::thread::sleep(drain_delay);
                     }
-                    report!("{name}: {sig}, shutting down (requests in flight have {grace:?} to finish)");
+                    stderr_line!("{name}: {sig}, shutting down (requests in flight have {grace:?} to finish)");
                     break false;
                 }
                 signals::ServerSignal::Reload => reload(name, resolver.as_deref(), &pairs),
@@ -412,7 +412,7 @@ impl ServerFlags {
                     let h3 = match Handover::begin(http3.iter_mut().map(|h| (h, String::new()))) {
                         Ok(h3) => h3,
                         Err(e) => {
-                            report!("{name}: SIGUSR2, upgrade failed, still serving: {e}");
+                            stderr_line!("{name}: SIGUSR2, upgrade failed, still serving: {e}");
                             continue;
                         }
                     };
@@ -428,10 +428,14 @@ impl ServerFlags {
                             // 503 knows this process closes after each answer.
                             handle.begin_drain();
                             endpoints.set_draining();
-                            report!("{name}: SIGUSR2, the new binary (pid {pid}) serves; draining");
+                            stderr_line!(
+                                "{name}: SIGUSR2, the new binary (pid {pid}) serves; draining"
+                            );
                             break true;
                         }
-                        Err(e) => report!("{name}: SIGUSR2, upgrade failed, still serving: {e}"),
+                        Err(e) => {
+                            stderr_line!("{name}: SIGUSR2, upgrade failed, still serving: {e}")
+                        }
                     }
                 }
             }

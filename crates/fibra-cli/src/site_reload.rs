@@ -99,7 +99,7 @@ pub(crate) fn reload(
     for l in wanted.iter().filter(|l| listening.contains(l)) {
         let running_h3 = running.h3.iter().any(|(x, _)| x == l);
         if wants_http3(&next, l) != running_h3 {
-            report!(
+            stderr_line!(
                 "fibra serve: SIGHUP: {l}: http3 changed on an address already served: needs a restart (SIGUSR2); kept as before"
             );
         }
@@ -108,7 +108,7 @@ pub(crate) fn reload(
         running.h3.extend(h3);
         running.servers.push((h, new_ls.clone()));
         for b in &new_bound {
-            report!(
+            stderr_line!(
                 "fibra serve: SIGHUP: now listening on {} ({})",
                 b.listen,
                 url(&ctx.live, b)
@@ -127,7 +127,7 @@ pub(crate) fn reload(
         let keep = wanted.contains(&b.listen);
         if !keep {
             b.closed.store(true, Ordering::Release);
-            report!(
+            stderr_line!(
                 "fibra serve: SIGHUP: no longer listening on {} (open connections finish)",
                 b.listen
             );
@@ -153,12 +153,12 @@ pub(crate) fn reload(
         keys.push("the first site access_log");
     }
     if !keys.is_empty() {
-        report!(
+        stderr_line!(
             "fibra serve: SIGHUP: [server] {} changed: needs a restart (SIGUSR2 applies it); kept as before",
             keys.join(", ")
         );
     }
-    report!(
+    stderr_line!(
         "fibra serve: SIGHUP, reloaded {} ({} site(s))",
         path.display(),
         next.sites.len()

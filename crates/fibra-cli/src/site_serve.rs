@@ -135,13 +135,13 @@ pub fn run(path: PathBuf) -> io::Result<()> {
             signals::ServerSignal::Shutdown(sig) => {
                 endpoints.set_draining();
                 if !current.server.drain_delay.is_zero() {
-                    report!(
+                    stderr_line!(
                         "fibra serve: {sig}, draining for {:?}",
                         current.server.drain_delay
                     );
                     std::thread::sleep(current.server.drain_delay);
                 }
-                report!(
+                stderr_line!(
                     "fibra serve: {sig}, shutting down (requests in flight have {:?} to finish)",
                     current.server.shutdown_timeout
                 );
@@ -151,9 +151,9 @@ pub fn run(path: PathBuf) -> io::Result<()> {
                 Ok(next) => current = next,
                 Err(e) => {
                     for line in e.to_string().lines() {
-                        report!("fibra serve: SIGHUP: {line}");
+                        stderr_line!("fibra serve: SIGHUP: {line}");
                     }
-                    report!("fibra serve: SIGHUP: the configuration is unchanged");
+                    stderr_line!("fibra serve: SIGHUP: the configuration is unchanged");
                 }
             },
             signals::ServerSignal::Upgrade => {
@@ -187,7 +187,7 @@ pub fn run(path: PathBuf) -> io::Result<()> {
                 let h3 = match h3 {
                     Ok(h3) => h3,
                     Err(e) => {
-                        report!("fibra serve: SIGUSR2, upgrade failed, still serving: {e}");
+                        stderr_line!("fibra serve: SIGUSR2, upgrade failed, still serving: {e}");
                         continue;
                     }
                 };
@@ -206,12 +206,14 @@ pub fn run(path: PathBuf) -> io::Result<()> {
                             h.begin_drain();
                         }
                         endpoints.set_draining();
-                        report!(
+                        stderr_line!(
                             "fibra serve: SIGUSR2, the new binary (pid {pid}) serves; draining"
                         );
                         break true;
                     }
-                    Err(e) => report!("fibra serve: SIGUSR2, upgrade failed, still serving: {e}"),
+                    Err(e) => {
+                        stderr_line!("fibra serve: SIGUSR2, upgrade failed, still serving: {e}")
+                    }
                 }
             }
         }
