@@ -163,3 +163,28 @@ fn h2_counts_add_up() {
     assert_eq!(v["traffic"]["connections"], 4, "{v}");
     assert_eq!(v["traffic"]["body"], 13 * 4000, "{v}");
 }
+
+#[test]
+fn a_report_into_a_closed_pipe_ends_quietly() {
+    let hello = Hello::start();
+    let url = format!("{}/plaintext", hello.url);
+    for format in [
+        &["-n", "50", "-c", "2"][..],
+        &["-n", "50", "-c", "2", "--json"],
+    ] {
+        // `fibra bench ... | head` once `head` has exited.
+        let out = Command::new(env!("CARGO_BIN_EXE_fibra"))
+            .arg("bench")
+            .args(format)
+            .arg(&url)
+            .stdout(fibra_testkit::broken_pipe())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start fibra bench")
+            .wait_with_output()
+            .expect("fibra bench ends");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{format:?}: {}: {err}", out.status);
+        assert!(!err.contains("panicked"), "{format:?}: {err}");
+    }
+}

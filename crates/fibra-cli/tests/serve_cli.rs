@@ -214,21 +214,6 @@ fn startup_errors_name_the_path() {
     assert!(err.contains("\"sub/index.html\""), "{err}");
 }
 
-/// The writing end of a pipe whose reading end is closed already: every line written to it
-/// meets a broken pipe (as under `fibra hello | head -1` once `head` has exited, or a log
-/// pipe whose reader died).
-fn broken_pipe() -> std::process::Stdio {
-    use std::os::fd::{FromRawFd, OwnedFd};
-    let mut fds = [0; 2];
-    // SAFETY: pipe(2) fills the two descriptors of `fds`.
-    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-    // SAFETY: both descriptors were just opened and are owned here alone.
-    let (read_end, write_end) =
-        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    drop(read_end);
-    std::process::Stdio::from(write_end)
-}
-
 /// Runs `fibra hello` with the given stdout and stderr until it listens; its address.
 fn hello_with_outputs(
     stdout: std::process::Stdio,
@@ -283,7 +268,8 @@ fn stop_cleanly(mut child: std::process::Child) {
 
 #[test]
 fn a_server_whose_stdout_is_closed_goes_on_serving() {
-    let (child, addr) = hello_with_outputs(broken_pipe(), std::process::Stdio::null());
+    let (child, addr) =
+        hello_with_outputs(fibra_testkit::broken_pipe(), std::process::Stdio::null());
     for _ in 0..3 {
         assert!(get(&addr, "/plaintext").starts_with("HTTP/1.1 200"));
     }
@@ -295,7 +281,7 @@ fn print_config_into_a_closed_pipe_ends_quietly() {
     let site = Site::new("print-config-pipe");
     let dir = site.path().to_str().unwrap();
     let out = fibra(&["serve", dir, "--print-config"])
-        .stdout(broken_pipe())
+        .stdout(fibra_testkit::broken_pipe())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap()
@@ -308,7 +294,8 @@ fn print_config_into_a_closed_pipe_ends_quietly() {
 
 #[test]
 fn a_server_whose_stderr_is_closed_takes_its_signals_and_drains() {
-    let (child, addr) = hello_with_outputs(std::process::Stdio::null(), broken_pipe());
+    let (child, addr) =
+        hello_with_outputs(std::process::Stdio::null(), fibra_testkit::broken_pipe());
     assert!(get(&addr, "/plaintext").starts_with("HTTP/1.1 200"));
     // SIGHUP's answer goes to stderr ("no TLS certificates to reload"), as does SIGTERM's
     // ("shutting down"); the signal loop takes SIGHUP first (the lower number). A server

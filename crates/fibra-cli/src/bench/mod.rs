@@ -47,14 +47,14 @@ pub fn run(args: BenchArgs) -> ExitCode {
     let config = match args.validate() {
         Ok(config) => config,
         Err(e) => {
-            eprintln!("fibra bench: error: {e}");
+            stderr_line!("fibra bench: error: {e}");
             return ExitCode::from(2);
         }
     };
     let addr = match resolve(&config) {
         Ok(addr) => addr,
         Err(e) => {
-            eprintln!("fibra bench: error: {e}");
+            stderr_line!("fibra bench: error: {e}");
             return ExitCode::from(1);
         }
     };
@@ -70,7 +70,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
     let outcome = match outcome {
         Ok(outcome) => outcome,
         Err(e) => {
-            eprintln!("fibra bench: error: cannot start the fibra runtime: {e}");
+            stderr_line!("fibra bench: error: cannot start the fibra runtime: {e}");
             return ExitCode::from(1);
         }
     };
@@ -79,10 +79,12 @@ pub fn run(args: BenchArgs) -> ExitCode {
         stats: &outcome.stats,
         elapsed: outcome.elapsed,
     };
+    // A reader that stopped early (`| head`) just ends the report, where `print!` panicked.
     if config.json {
-        println!("{}", summary.json());
+        announce!("{}", summary.json());
     } else {
-        print!("{}", summary.text());
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), "{}", summary.text());
     }
     if outcome.stats.succeeded == 0 {
         ExitCode::from(1)
@@ -101,7 +103,7 @@ fn watch_interrupts(stop: Arc<AtomicBool>) {
     let watcher = move || {
         let sig = crate::signals::wait_for_shutdown_signal();
         stop.store(true, Ordering::Relaxed);
-        eprintln!("fibra bench: {sig}, finishing requests in flight (again to quit)");
+        stderr_line!("fibra bench: {sig}, finishing requests in flight (again to quit)");
         crate::signals::wait_for_shutdown_signal();
         std::process::exit(130);
     };
