@@ -7,7 +7,7 @@ use std::io::{Read, Write};
 
 mod serve_util;
 
-use serve_util::{fibra, get, start, Site};
+use serve_util::{fibra, get, start, Running, Site};
 
 #[test]
 fn a_second_serve_on_a_port_in_use_fails_naming_the_address() {
@@ -214,11 +214,9 @@ fn startup_errors_name_the_path() {
     assert!(err.contains("\"sub/index.html\""), "{err}");
 }
 
-/// Runs `fibra hello` with the given stdout and stderr until it listens; its address.
-fn hello_with_outputs(
-    stdout: std::process::Stdio,
-    stderr: std::process::Stdio,
-) -> (std::process::Child, String) {
+/// Runs `fibra hello` with the given stdout and stderr until it listens. (`start` reads the
+/// startup line from a stdout of its own, which these tests replace.)
+fn hello_with_outputs(stdout: std::process::Stdio, stderr: std::process::Stdio) -> Running {
     let port = fibra_testkit::spare_port().to_string();
     let mut child = fibra(&["hello", "--port", &port, "--workers", "1"])
         .stdout(stdout)
@@ -237,43 +235,29 @@ fn hello_with_outputs(
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    (child, addr)
+    Running {
+        child,
+        line: String::new(),
+        addr,
+        stderr: None,
+    }
 }
 
-/// Sends `signal` to `child`.
-fn send(child: &std::process::Child, signal: libc::c_int) {
-    // SAFETY: kill(2) with the pid of a child this test started and has not reaped.
-    let rc = unsafe { libc::kill(child.id() as libc::pid_t, signal) };
-    assert_eq!(rc, 0);
-}
-
-/// Stops `child` with SIGTERM and checks that it shut down cleanly. A server that panicked
-/// may still answer while it unwinds; its exit status tells: a clean shutdown, not a
-/// panic's 101.
-fn stop_cleanly(mut child: std::process::Child) {
-    send(&child, libc::SIGTERM);
-    let start = std::time::Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            start.elapsed() < 3 * serve_util::PATIENCE,
-            "the server did not stop"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+/// Stops `s` with SIGTERM and checks that it shut down cleanly. A server that panicked may
+/// still answer while it unwinds; its exit status tells: a clean shutdown, not a panic's 101.
+fn stop_cleanly(mut s: Running) {
+    s.signal(libc::SIGTERM);
+    let status = s.wait_exit();
     assert!(status.success(), "the server's exit: {status}");
 }
 
 #[test]
 fn a_server_whose_stdout_is_closed_goes_on_serving() {
-    let (child, addr) =
-        hello_with_outputs(fibra_testkit::broken_pipe(), std::process::Stdio::null());
+    let s = hello_with_outputs(fibra_testkit::broken_pipe(), std::process::Stdio::null());
     for _ in 0..3 {
-        assert!(get(&addr, "/plaintext").starts_with("HTTP/1.1 200"));
+        assert!(get(&s.addr, "/plaintext").starts_with("HTTP/1.1 200"));
     }
-    stop_cleanly(child);
+    stop_cleanly(s);
 }
 
 #[test]
@@ -294,12 +278,11 @@ fn print_config_into_a_closed_pipe_ends_quietly() {
 
 #[test]
 fn a_server_whose_stderr_is_closed_takes_its_signals_and_drains() {
-    let (child, addr) =
-        hello_with_outputs(std::process::Stdio::null(), fibra_testkit::broken_pipe());
-    assert!(get(&addr, "/plaintext").starts_with("HTTP/1.1 200"));
+    let s = hello_with_outputs(std::process::Stdio::null(), fibra_testkit::broken_pipe());
+    assert!(get(&s.addr, "/plaintext").starts_with("HTTP/1.1 200"));
     // SIGHUP's answer goes to stderr ("no TLS certificates to reload"), as does SIGTERM's
     // ("shutting down"); the signal loop takes SIGHUP first (the lower number). A server
     // that panicked on its stderr ended there, with 101, and never drained.
-    send(&child, libc::SIGHUP);
-    stop_cleanly(child);
+    s.signal(libc::SIGHUP);
+    stop_cleanly(s);
 }
