@@ -216,6 +216,17 @@ fn main() -> ExitCode {
     }
 }
 
+/// Writes a command's output (`serve --print-config`, `bench`'s report) to stdout. A reader
+/// that stopped early (`| head`) ends it, as it ends `cat`'s: a broken pipe is not an error
+/// (`print!` panicked on it). Any other failure is.
+fn write_output(text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    match std::io::stdout().write_all(text.as_bytes()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        done => done,
+    }
+}
+
 fn report(result: std::io::Result<()>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -170,14 +170,7 @@ pub fn run(args: ServeArgs) -> std::io::Result<()> {
         return crate::site_serve::check(&path);
     }
     if args.print_config {
-        let text = fibra_site::config::print(&flags_config(&args)?);
-        use std::io::Write as _;
-        // A reader that stopped early (`| head`) ends the output, as it does `cat`'s; `print!`
-        // panicked.
-        return match std::io::stdout().write_all(text.as_bytes()) {
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-            done => done,
-        };
+        return crate::write_output(&fibra_site::config::print(&flags_config(&args)?));
     }
     if let Some(path) = args.config {
         return crate::site_serve::run(path);

@@ -79,12 +79,14 @@ pub fn run(args: BenchArgs) -> ExitCode {
         stats: &outcome.stats,
         elapsed: outcome.elapsed,
     };
-    // A reader that stopped early (`| head`) just ends the report, where `print!` panicked.
-    if config.json {
-        announce!("{}", summary.json());
+    let report = if config.json {
+        format!("{}\n", summary.json())
     } else {
-        use std::io::Write as _;
-        let _ = write!(std::io::stdout(), "{}", summary.text());
+        summary.text()
+    };
+    if let Err(e) = crate::write_output(&report) {
+        stderr_line!("fibra bench: error: writing the report: {e}");
+        return ExitCode::from(1);
     }
     if outcome.stats.succeeded == 0 {
         ExitCode::from(1)
