@@ -13,11 +13,8 @@ SPID=0
 trap 'stop $SPID' EXIT
 for thp in off allowed; do
   PORT=$(free_port)
-  if [ "$thp" = allowed ]; then
-    MIMALLOC_ALLOW_THP=1 taskset -c 0 "$FIBRA" serve "$ROOT/bench/static" --workers 1 --port "$PORT" >/dev/null 2>&1 &
-  else
-    env -u MIMALLOC_ALLOW_THP taskset -c 0 "$FIBRA" serve "$ROOT/bench/static" --workers 1 --port "$PORT" >/dev/null 2>&1 &
-  fi
+  if [ "$thp" = allowed ]; then thp_env=(MIMALLOC_ALLOW_THP=1); else thp_env=(-u MIMALLOC_ALLOW_THP); fi
+  env "${thp_env[@]}" taskset -c 0 "$FIBRA" serve "$ROOT/bench/static" --workers 1 --port "$PORT" >/dev/null 2>&1 &
   SPID=$!
   wait_http "http://127.0.0.1:$PORT/index.html"
   echo "huge pages $thp ($(grep THP_enabled "/proc/$SPID/status" | tr -s '\t' ' '))"
