@@ -10,7 +10,7 @@
 //! Modules: `serve` and `hello` (the two servers), `proxy_flags` (`serve --proxy`),
 //! `server_flags` (the flags they share: port, workers, limits, graceful shutdown on a
 //! signal), `error_log` (`--error-log`: the `log` facade's records to a file or stderr),
-//! `signals` (SIGINT/SIGTERM, SIGHUP), and
+//! `signals` (SIGINT/SIGTERM, SIGHUP), `output` (a command's output to stdout), and
 //! `bench/` (the load generator: arguments, connections on fibers, statistics, the report;
 //! responses are parsed by `fibra_http::client`).
 
@@ -42,6 +42,7 @@ mod hello;
 mod http3;
 mod http3_handover;
 mod listeners;
+mod output;
 mod proxy_flags;
 mod serve;
 mod server_flags;
@@ -213,17 +214,6 @@ fn main() -> ExitCode {
         Command::Serve(args) => report(serve::run(args)),
         Command::Hello(args) => report(hello::run(args)),
         Command::Bench(args) => bench::run(args),
-    }
-}
-
-/// Writes a command's output (`serve --print-config`, `bench`'s report) to stdout. A reader
-/// that stopped early (`| head`) ends it, as it ends `cat`'s: a broken pipe is not an error
-/// (`print!` panicked on it). Any other failure is.
-fn write_output(text: &str) -> std::io::Result<()> {
-    use std::io::Write as _;
-    match std::io::stdout().write_all(text.as_bytes()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        done => done,
     }
 }
 

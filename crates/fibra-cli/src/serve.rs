@@ -170,7 +170,7 @@ pub fn run(args: ServeArgs) -> std::io::Result<()> {
         return crate::site_serve::check(&path);
     }
     if args.print_config {
-        return crate::write_output(&fibra_site::config::print(&flags_config(&args)?));
+        return crate::output::write_output(&fibra_site::config::print(&flags_config(&args)?));
     }
     if let Some(path) = args.config {
         return crate::site_serve::run(path);

@@ -16,6 +16,7 @@ const LAYERS: module_graph::Layers = &[
             "http3",
             "http3_handover",
             "listeners",
+            "output",
             "signals",
             "site_http3",
             "site_listen",

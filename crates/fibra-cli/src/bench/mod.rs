@@ -84,7 +84,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
     } else {
         summary.text()
     };
-    if let Err(e) = crate::write_output(&report) {
+    if let Err(e) = crate::output::write_output(&report) {
         stderr_line!("fibra bench: error: writing the report: {e}");
         return ExitCode::from(1);
     }
