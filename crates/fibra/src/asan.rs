@@ -12,14 +12,20 @@
 //! right after arriving, call `__sanitizer_finish_switch_fiber` with the arriving context's saved
 //! fake stack (null when it starts), which reports the bounds of the stack just left.
 //!
-//! fibra switches in three places (the raw switches are in `switch.rs`, the worker's side in
+//! fibra switches in four places (the raw switches are in `switch.rs`, the worker's side in
 //! `sched/switch.rs`):
 //! - a worker resumes a fiber ([`to_fiber`] / [`back_from_fiber`] around `co.resume`), and the
 //!   fiber arrives either at its start ([`fiber_entered`]) or after its `suspend` returns
 //!   ([`back_in_fiber`]);
 //! - a fiber suspends ([`leaving_fiber`] before `yielder.suspend`) or ends ([`fiber_exiting`],
 //!   the last thing its coroutine body does);
-//! - [`on_stack`] wraps `corosensei::on_stack` for [`crate::fiber::on_shared_stack`].
+//! - [`on_stack`] wraps `corosensei::on_stack` for [`crate::fiber::on_shared_stack`];
+//! - the worker loop itself runs in a coroutine, resumed from the thread's stack like a fiber
+//!   ([`loop_entered`], [`loop_exiting`]). It runs a woken fiber's next step on its own stack
+//!   ([`step_on_loop_stack`] .. [`step_on_loop_stack_done`]); if that step blocks, the loop's
+//!   coroutine suspends to the thread's stack and is that fiber's from then on, so its fake
+//!   stack is saved under the fiber's key and the switch goes to the thread's stack, not to the
+//!   stack that last resumed a fiber.
 //!
 //! Fibers are named by a key (their task's address), which this module only compares.
 //!
@@ -94,6 +100,12 @@ mod imp {
         /// The key (task address) of the fiber this worker last switched to: the running one
         /// while a fiber runs.
         static RUNNING: Cell<usize> = const { Cell::new(0) };
+        /// Bounds of the worker thread's own stack, where its loop coroutines are resumed
+        /// from, as ASan reported them when a loop coroutine last started.
+        static LOOP_RESUMER: Cell<(*const c_void, usize)> = const { Cell::new((ptr::null(), 0)) };
+        /// True while the loop runs a fiber's step on its own stack: a suspend then goes to
+        /// the worker thread's stack (the loop's resumer), not to the loop's.
+        static ON_LOOP_STACK: Cell<bool> = const { Cell::new(false) };
     }
 
     /// The bounds `[bottom, bottom + size)` of `stack`'s mapping.
@@ -148,11 +160,51 @@ mod imp {
         back_in_fiber(ptr::null_mut());
     }
 
+    /// First thing a worker loop's coroutine does: completes the switch from the worker
+    /// thread's stack and records that stack's bounds.
+    #[inline(always)]
+    pub(crate) fn loop_entered() {
+        back_in_fiber(ptr::null_mut());
+        LOOP_RESUMER.with(|l| l.set(THREAD_STACK.with(Cell::get)));
+    }
+
+    /// The loop is about to run the step of fiber `key` on its own stack.
+    #[inline(always)]
+    pub(crate) fn step_on_loop_stack(key: usize) {
+        RUNNING.with(|r| r.set(key));
+        ON_LOOP_STACK.with(|o| o.set(true));
+    }
+
+    /// The step run on the loop's stack returned without suspending.
+    #[inline(always)]
+    pub(crate) fn step_on_loop_stack_done() {
+        ON_LOOP_STACK.with(|o| o.set(false));
+    }
+
+    /// Last thing a loop coroutine does: starts the switch back to the worker thread's stack
+    /// (`to_thread_stack`: the loop ended) or to the loop that resumed it as a fiber.
+    #[inline(always)]
+    pub(crate) fn loop_exiting(to_thread_stack: bool) {
+        let (bottom, size) = if to_thread_stack {
+            LOOP_RESUMER.with(Cell::get)
+        } else {
+            THREAD_STACK.with(Cell::get)
+        };
+        // SAFETY: the context ends, as in `fiber_exiting`.
+        unsafe { __sanitizer_start_switch_fiber(ptr::null_mut(), bottom, size) };
+    }
+
     /// The fiber's half of a suspend: call right before `yielder.suspend`; returns the fiber's
     /// fake stack, for [`back_in_fiber`].
     #[inline(always)]
     pub(crate) fn leaving_fiber() -> FakeStack {
-        let (bottom, size) = THREAD_STACK.with(Cell::get);
+        // A step that blocks on the loop's stack suspends the loop's coroutine: to the worker
+        // thread's stack, which resumed the loop.
+        let (bottom, size) = if ON_LOOP_STACK.with(|o| o.replace(false)) {
+            LOOP_RESUMER.with(Cell::get)
+        } else {
+            THREAD_STACK.with(Cell::get)
+        };
         let mut fake = ptr::null_mut();
         // SAFETY: announces the worker's stack, recorded when this fiber last arrived from it
         // (fibers never migrate, and only the worker's loop resumes them).
@@ -308,6 +360,18 @@ mod noop {
 
     #[inline(always)]
     pub(crate) fn fiber_exiting() {}
+
+    #[inline(always)]
+    pub(crate) fn loop_entered() {}
+
+    #[inline(always)]
+    pub(crate) fn step_on_loop_stack(_: usize) {}
+
+    #[inline(always)]
+    pub(crate) fn step_on_loop_stack_done() {}
+
+    #[inline(always)]
+    pub(crate) fn loop_exiting(_: bool) {}
 
     #[inline(always)]
     pub(crate) fn on_stack<R>(stack: &mut DefaultStack, f: impl FnOnce() -> R) -> R {

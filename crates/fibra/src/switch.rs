@@ -35,6 +35,45 @@ pub(crate) fn suspend() {
     YIELDER.with(|y| y.set(yielder));
 }
 
+/// The yielder of a worker loop's coroutine (see [`make_loop_coroutine`]), as the loop hands it
+/// to a step it runs on its own stack.
+pub(crate) type LoopYielder = *const Yielder<(), ()>;
+
+/// Makes `yielder` the one a `suspend` on this thread uses: the worker loop's, right before it
+/// runs the step of the fiber named `key` (its task's address, for the sanitizer) on the
+/// loop's own stack. A step that blocks then suspends the loop's coroutine, which becomes that
+/// fiber's (see `worker`).
+#[inline(always)]
+pub(crate) fn enter_loop_stack(yielder: LoopYielder, key: usize) {
+    YIELDER.with(|y| y.set(yielder));
+    crate::asan::step_on_loop_stack(key);
+}
+
+/// The step run on the loop's stack (see [`enter_loop_stack`]) has returned.
+#[inline(always)]
+pub(crate) fn loop_step_returned() {
+    crate::asan::step_on_loop_stack_done();
+}
+
+/// Creates the coroutine a worker's loop runs in, on a pooled stack. `body` gets the
+/// coroutine's yielder and returns what the coroutine returns, and whether it returns to the
+/// worker's own thread stack (the loop ended) rather than to another loop (the coroutine had
+/// become a fiber's, whose step has now ended).
+pub(crate) fn make_loop_coroutine<N: 'static>(
+    stack: DefaultStack,
+    body: impl FnOnce(LoopYielder) -> (Option<N>, bool) + 'static,
+) -> Coroutine<N> {
+    crate::asan::fresh_stack(&stack);
+    corosensei::Coroutine::with_stack(stack, move |yielder: &Yielder<(), ()>, ()| {
+        crate::asan::loop_entered();
+        let (next, to_thread_stack) =
+            panic::catch_unwind(AssertUnwindSafe(|| body(yielder as *const _)))
+                .unwrap_or((None, true));
+        crate::asan::loop_exiting(to_thread_stack);
+        next
+    })
+}
+
 /// Creates the coroutine for a fiber's body on a pooled stack.
 pub(crate) fn make_coroutine<N: 'static>(
     stack: DefaultStack,

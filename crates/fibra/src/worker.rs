@@ -7,6 +7,11 @@
 //!
 //! Cross-thread wake-ups and spawns go through [`WorkerShared::inbox`]; the producer interrupts
 //! the poller (an eventfd) only when the worker said it is about to sleep.
+//!
+//! The loop runs in a coroutine on a pooled stack (see [`Worker::run_loops`]), so that a woken
+//! fiber made of steps can run its next step right on the loop's stack, without a coroutine of
+//! its own; a step that blocks there takes the loop's coroutine over as its own, and a new loop
+//! coroutine goes on.
 
 use crate::driver::{Driver, Events};
 use crate::sched::{
@@ -16,6 +21,7 @@ use crate::sched::{
 use crate::stack::StackPool;
 use crate::timer;
 use corosensei::stack::{DefaultStack, Stack};
+use loop_stack::{LoopCtx, LoopExit};
 use slab::Slab;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -23,6 +29,8 @@ use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::{Relaxed, SeqCst};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+mod loop_stack;
 
 /// While fibers stay runnable, the poller and timers are checked after this many fiber runs.
 const POLL_INTERVAL: usize = 256;
@@ -73,6 +81,15 @@ pub(crate) struct Worker {
     /// so it stays in the CPU's caches.
     shared_stacks: RefCell<Vec<DefaultStack>>,
     driver: RefCell<Driver>,
+    /// The readiness events of the last wait (kept here, not in the loop's frame: a loop
+    /// whose stack a fiber takes over is replaced by a new one).
+    events: RefCell<Events>,
+    /// The fiber whose step runs on the loop's stack right now, and that loop's context: if
+    /// the step blocks, the loop's coroutine suspends to the worker thread, which hands it to
+    /// this fiber (see [`Worker::run_loops`]).
+    on_loop_stack: Cell<Option<(usize, *const LoopCtx)>>,
+    /// A panic of the worker loop's own code, carried out of its coroutine to the thread.
+    loop_panic: Cell<Option<Box<dyn std::any::Any + Send>>>,
 }
 
 thread_local! {
@@ -145,13 +162,27 @@ impl Worker {
         self.local.now_ticks.set(timer::ticks_passed());
     }
 
-    /// Runs fiber `key` until it parks, yields or ends.
-    fn run_fiber(&self, key: usize) {
+    /// Runs fiber `key` until it parks, yields or ends. Inside a loop coroutine (`ctx`), a
+    /// fiber waiting without a stack runs its next step on the loop's own stack; if that step
+    /// blocked, the loop's stack became the fiber's, and this returns what the step returned
+    /// once it ended (`Some`): the caller ends the loop with it.
+    fn run_fiber(&self, key: usize, ctx: Option<&LoopCtx>) -> Option<Option<Next>> {
         let (task_ptr, co_ptr) = {
             let mut fibers = self.fibers.borrow_mut();
-            let Some(slot) = fibers.get_mut(key) else {
-                return;
-            };
+            let slot = fibers.get_mut(key)?;
+            if let (Some(ctx), FiberState::Waiting(_), false) =
+                (ctx, &slot.state, self.cancelling.get())
+            {
+                let FiberState::Waiting(next) =
+                    std::mem::replace(&mut slot.state, FiberState::Empty)
+                else {
+                    unreachable!()
+                };
+                slot.task.stack_limit.store(ctx.stack_limit, Relaxed);
+                let task = Arc::as_ptr(&slot.task);
+                drop(fibers);
+                return self.run_step_on_loop_stack(key, task, next, ctx);
+            }
             if matches!(
                 slot.state,
                 FiberState::NotStarted(_) | FiberState::Waiting(_)
@@ -189,12 +220,12 @@ impl Worker {
                         slot.task.complete(None);
                         // The body is user code: its destructors must not unwind this loop.
                         drop_outside_fibers(slot);
-                        return;
+                        return None;
                     }
                 }
             }
             let FiberState::Suspended(co) = &mut slot.state else {
-                return;
+                return None;
             };
             (Arc::as_ptr(&slot.task), co as *mut FiberCoroutine)
         };
@@ -227,7 +258,14 @@ impl Worker {
                 }
             }
         }
-        // In spawn order; the queue keeps its capacity for the next burst.
+        self.insert_deferred();
+        None
+    }
+
+    /// Inserts the fibers spawned while a fiber ran, in spawn order.
+    #[inline]
+    fn insert_deferred(&self) {
+        // The queue keeps its capacity for the next burst.
         if self.deferred.borrow().is_empty() {
             return;
         }
@@ -265,17 +303,21 @@ impl Worker {
         !self.local.rt.workers[self.local.index].pending.load(SeqCst)
     }
 
-    /// The loop of one worker thread; returns at runtime shutdown.
-    fn run_loop(&self) {
+    /// The loop of one worker thread; returns at runtime shutdown, or, in a loop coroutine
+    /// (`ctx`) that a fiber's blocked step took over, once that step has ended.
+    fn run_loop(&self, ctx: Option<&LoopCtx>) -> LoopExit {
         let shared = &self.local.rt.workers[self.local.index];
-        let mut events = Events::with_capacity(1024);
         let mut ran_since_poll = 0usize;
         loop {
             let n = self.local.queue.borrow().len();
             for _ in 0..n {
                 let next = self.local.queue.borrow_mut().pop_front();
                 match next {
-                    Some(key) => self.run_fiber(key),
+                    Some(key) => {
+                        if let Some(after) = self.run_fiber(key, ctx) {
+                            return LoopExit::Taken(after);
+                        }
+                    }
                     None => break,
                 }
             }
@@ -303,6 +345,7 @@ impl Worker {
                     timeout = Some(Duration::ZERO);
                 }
             }
+            let mut events = self.events.borrow_mut();
             let polled = self.driver.borrow_mut().wait(&mut events, timeout);
             shared.sleeping.store(false, SeqCst);
             if let Err(e) = polled {
@@ -314,12 +357,14 @@ impl Worker {
             for event in events.iter() {
                 IoState::on_event(event, |task| sched::unpark(task));
             }
+            drop(events);
             self.local
                 .timers
                 .borrow_mut()
                 .fire(self.local.now_ticks.get());
         }
         self.cancel_all();
+        LoopExit::Shutdown
     }
 
     /// Cancels every fiber still alive on this worker (runtime shutdown).
@@ -337,7 +382,7 @@ impl Worker {
         self.local.queue.borrow_mut().clear();
         let keys: Vec<usize> = self.fibers.borrow().iter().map(|(k, _)| k).collect();
         for key in keys {
-            self.run_fiber(key);
+            self.run_fiber(key, None);
         }
         let shared = &self.local.rt.workers[self.local.index];
         let mut events = Events::with_capacity(16);
@@ -349,7 +394,7 @@ impl Worker {
             }
             let next = self.local.queue.borrow_mut().pop_front();
             if let Some(key) = next {
-                self.run_fiber(key);
+                self.run_fiber(key, None);
                 last_progress = Instant::now();
                 continue;
             }
@@ -444,11 +489,14 @@ pub(crate) fn run(index: usize, rt: Arc<RtShared>, driver: Driver) {
         cancelling: Cell::new(false),
         deferred: RefCell::new(VecDeque::new()),
         driver: RefCell::new(driver),
+        events: RefCell::new(Events::with_capacity(1024)),
+        on_loop_stack: Cell::new(None),
+        loop_panic: Cell::new(None),
     };
     WORKER.with(|w| w.set(&worker as *const Worker));
     // SAFETY: `worker` (and its Local) lives on this stack frame, unmoved, until `leave` below.
     unsafe { sched::enter(&worker.local) };
-    worker.run_loop();
+    worker.run_loops();
     sched::leave();
     WORKER.with(|w| w.set(std::ptr::null()));
 }

@@ -36,7 +36,10 @@ pub(crate) use shared::{
     RtShared, WorkerShared,
 };
 pub(crate) use steps::{drive_steps, Next};
-pub(crate) use switch::{make_coroutine, resume, suspend, Body, FiberCoroutine, Resumed};
+pub(crate) use switch::{
+    left_loop_stack, make_coroutine, resume, run_on_loop_stack, suspend, Body, FiberCoroutine,
+    Resumed,
+};
 pub(crate) use task::{
     current_ptr, park_until, unpark, with_current, LocalWaiter, Task, Timers, Waiter,
 };

@@ -31,6 +31,33 @@ pub(crate) fn make_coroutine(
     crate::switch::make_coroutine(stack, body)
 }
 
+/// Runs `step`, the next step of waiting fiber `task`, right here on the worker loop's own
+/// stack instead of in a coroutine of its own: the running task is set around it, and a
+/// `suspend` inside it suspends the loop's coroutine (whose yielder is `yielder`) back to the
+/// worker thread. Returns what the step returned; if it suspended meanwhile, it returns only
+/// once the fiber has been resumed and its step has ended, with the loop's stack now the
+/// fiber's (see `worker`).
+#[inline(always)]
+pub(crate) fn run_on_loop_stack(
+    task: &Task,
+    yielder: crate::switch::LoopYielder,
+    step: impl FnOnce() -> Option<Next>,
+) -> Option<Next> {
+    crate::switch::enter_loop_stack(yielder, task as *const Task as usize);
+    CURRENT.with(|c| c.set(task as *const Task));
+    let next = step();
+    CURRENT.with(|c| c.set(std::ptr::null()));
+    crate::switch::loop_step_returned();
+    next
+}
+
+/// The worker thread's stack again, after a loop coroutine suspended in a step it ran (see
+/// [`run_on_loop_stack`]): no task runs.
+#[inline]
+pub(crate) fn left_loop_stack() {
+    CURRENT.with(|c| c.set(std::ptr::null()));
+}
+
 /// How a resumed fiber stopped.
 pub(crate) enum Resumed {
     /// It parked or yielded.
