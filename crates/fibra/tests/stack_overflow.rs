@@ -74,6 +74,48 @@ fn stack_overflow_on_a_shared_stack_names_the_fiber() {
     );
 }
 
+/// A fiber made of steps whose later step overflows: that step runs on the worker loop's own
+/// stack, and the report still names the fiber.
+#[test]
+fn stack_overflow_in_a_later_step_names_the_fiber() {
+    if util::child_role().as_deref() == Some("overflow-step") {
+        let rt = fibra::Runtime::builder()
+            .workers(1)
+            .stack_size(64 * 1024)
+            .build()
+            .unwrap();
+        rt.block_on(|| {
+            use std::io::Write;
+            let listener = fibra::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let mut client =
+                fibra::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+            let (server, _) = listener.accept().unwrap();
+            let h = fibra::fiber::Builder::new()
+                .name("deep-in-a-step")
+                .spawn_steps(move || {
+                    // Drained, so the wait below parks and the next step runs when woken.
+                    let mut b = [0u8; 8];
+                    while server.try_read(&mut b).is_ok_and(|n| n > 0) {}
+                    server.when_readable().then(move |_| {
+                        drop(server);
+                        std::hint::black_box(recurse(0, &mut [0u8; 512]));
+                        fibra::fiber::Step::done()
+                    })
+                })
+                .unwrap();
+            fibra::yield_now();
+            client.write_all(b"x").unwrap();
+            h.join().ok();
+        });
+        unreachable!("the overflow must abort the process");
+    }
+    expect_overflow_reported(
+        "stack_overflow_in_a_later_step_names_the_fiber",
+        "overflow-step",
+        "deep-in-a-step",
+    );
+}
+
 #[test]
 fn a_segfault_elsewhere_is_not_misreported() {
     if util::child_role().as_deref() == Some("segv") {
