@@ -85,6 +85,14 @@ pub(crate) struct IoState<W> {
     waiters: Mutex<Waiters<W>>,
 }
 
+/// Hands every waiter in `woken` to `wake`.
+#[cold]
+fn wake_all<W>(woken: Vec<W>, mut wake: impl FnMut(&W)) {
+    for w in woken {
+        wake(&w);
+    }
+}
+
 impl<W: Identity> IoState<W> {
     /// A new state; both directions start ready so the first operation is tried directly.
     pub(crate) fn new() -> Arc<IoState<W>> {
@@ -193,8 +201,10 @@ impl<W: Identity> IoState<W> {
         if let Some(wr) = writer {
             wake(&wr);
         }
-        for t in more {
-            wake(&t);
+        // Rare (several fibers on one direction): an empty `more` is left alone, as iterating
+        // it by value made every event drop an iterator out of line.
+        if !more.is_empty() {
+            wake_all(more, wake);
         }
     }
 

@@ -4,7 +4,7 @@
 //! `unpark` sets NOTIFIED and schedules the fiber only if it saw PARKED, so a fiber is never
 //! queued twice and a wake-up that races with parking is never lost.
 
-use super::shared::{is_home, with_local, Message, RtShared};
+use super::shared::{try_with_local, with_local, Message, RtShared};
 use super::switch::suspend;
 use crate::timer::{TimerHeap, TimerTask};
 use std::any::Any;
@@ -332,9 +332,16 @@ pub(crate) fn unpark(task: &Task) {
 /// Queues a fiber that was just unparked: on this worker's run queue if it is the fiber's
 /// home, otherwise through its home worker's inbox.
 pub(crate) fn schedule(task: &Task) {
-    if is_home(&task.rt, task.home()) {
-        with_local(|l| l.queue.borrow_mut().push_back(task.key()));
-    } else {
+    // One look at the thread's worker context: a wake-up from the fiber's own worker (its
+    // reactor, a timer, a fiber there) is the common case.
+    let queued = try_with_local(|l| {
+        let home = Arc::ptr_eq(&l.rt, &task.rt) && l.index == task.home();
+        if home {
+            l.queue.borrow_mut().push_back(task.key());
+        }
+        home
+    });
+    if queued != Some(true) {
         task.rt.workers[task.home()].send(Message::Wake(task.arc()));
     }
 }
