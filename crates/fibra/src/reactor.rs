@@ -189,21 +189,19 @@ impl<W: Identity> IoState<W> {
                 Err(actual) => cur = actual,
             }
         }
-        let mut more = Vec::new();
-        let (reader, writer) = state
+        let (reader, writer, more) = state
             .waiters
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .take(bits, &mut more);
+            .take(bits);
         if let Some(r) = reader {
             wake(&r);
         }
         if let Some(wr) = writer {
             wake(&wr);
         }
-        // Rare (several fibers on one direction): an empty `more` is left alone, as iterating
-        // it by value made every event drop an iterator out of line.
-        if !more.is_empty() {
+        // Rare: several fibers waiting on one direction.
+        if let Some(more) = more {
             wake_all(more, wake);
         }
     }

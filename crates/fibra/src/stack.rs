@@ -29,6 +29,7 @@ impl StackPool {
     }
 
     /// Takes a stack from the pool, or maps a new one when the pool is empty.
+    #[inline]
     pub(crate) fn get(&mut self) -> io::Result<DefaultStack> {
         match self.idle.pop() {
             Some(stack) => Ok(stack),
@@ -37,6 +38,7 @@ impl StackPool {
     }
 
     /// Gives a stack back; it is unmapped if the pool is full.
+    #[inline]
     pub(crate) fn put(&mut self, stack: DefaultStack) {
         if self.idle.len() < self.max_idle {
             self.idle.push(stack);

@@ -60,7 +60,17 @@ enum FiberState {
 struct Slot {
     task: Arc<Task>,
     state: FiberState,
+    /// How many more of the fiber's steps get a coroutine of their own rather than the loop's
+    /// stack, because one of its steps blocked there lately: a step that blocks on the loop's
+    /// stack takes it over, which costs a new loop coroutine and two more switches. Set to
+    /// [`BLOCKED_STEPS`] when that happens, one less per step run in a coroutine: a fiber
+    /// whose steps block (a handler waiting on a database) tries the loop's stack once in so
+    /// many steps, one whose steps stopped blocking is back on it soon.
+    blocked: u8,
 }
+
+/// See [`Slot::blocked`].
+const BLOCKED_STEPS: u8 = 16;
 
 /// Everything a worker thread owns. Lives on the worker thread's stack; fibers reach it through
 /// the thread-local [`with`]. No `RefCell` borrow is ever held across a fiber switch.
@@ -133,6 +143,7 @@ impl Worker {
         let key = fibers.insert(Slot {
             task: task.clone(),
             state: FiberState::NotStarted(body),
+            blocked: 0,
         });
         task.set_key(key);
         self.local.queue.borrow_mut().push_back(key);
@@ -170,8 +181,8 @@ impl Worker {
         let (task_ptr, co_ptr) = {
             let mut fibers = self.fibers.borrow_mut();
             let slot = fibers.get_mut(key)?;
-            if let (Some(ctx), FiberState::Waiting(_), false) =
-                (ctx, &slot.state, self.cancelling.get())
+            if let (Some(ctx), FiberState::Waiting(_), 0, false) =
+                (ctx, &slot.state, slot.blocked, self.cancelling.get())
             {
                 let FiberState::Waiting(next) =
                     std::mem::replace(&mut slot.state, FiberState::Empty)
@@ -189,6 +200,7 @@ impl Worker {
             ) {
                 match self.stacks.borrow_mut().get() {
                     Ok(stack) => {
+                        slot.blocked = slot.blocked.saturating_sub(1);
                         slot.task.stack_limit.store(stack.limit().get(), Relaxed);
                         let state = std::mem::replace(&mut slot.state, FiberState::Empty);
                         let co = if self.cancelling.get() {

@@ -80,9 +80,10 @@ impl<E: Identity> Waiters<E> {
     }
 
     /// Removes every waiter of the directions in `bits` (`READABLE`, `WRITABLE`): the inline
-    /// ones are returned, the others pushed onto `more` (left untouched when there are none).
+    /// ones, and the others if there are any (`None` when there are none, so the common case
+    /// has no vector to drop).
     #[inline(always)]
-    pub(crate) fn take(&mut self, bits: usize, more: &mut Vec<E>) -> (Option<E>, Option<E>) {
+    pub(crate) fn take(&mut self, bits: usize) -> (Option<E>, Option<E>, Option<Vec<E>>) {
         let reader = if bits & READABLE != 0 {
             self.reader.take()
         } else {
@@ -93,15 +94,18 @@ impl<E: Identity> Waiters<E> {
         } else {
             None
         };
-        if self.more.is_some() {
-            self.take_more(bits, more);
-        }
-        (reader, writer)
+        let more = if self.more.is_some() {
+            self.take_more(bits)
+        } else {
+            None
+        };
+        (reader, writer, more)
     }
 
     #[cold]
-    fn take_more(&mut self, bits: usize, woken: &mut Vec<E>) {
-        let Some(more) = &mut self.more else { return };
+    fn take_more(&mut self, bits: usize) -> Option<Vec<E>> {
+        let more = self.more.as_mut()?;
+        let mut woken = Vec::new();
         let mut i = 0;
         while i < more.len() {
             if bits & more[i].0.bit() != 0 {
@@ -110,6 +114,7 @@ impl<E: Identity> Waiters<E> {
                 i += 1;
             }
         }
+        Some(woken)
     }
 }
 
@@ -124,9 +129,12 @@ mod tests {
     }
 
     fn take(w: &mut Waiters<u32>, bits: usize) -> Vec<u32> {
-        let mut more = Vec::new();
-        let (r, wr) = w.take(bits, &mut more);
-        let mut all: Vec<u32> = r.into_iter().chain(wr).chain(more).collect();
+        let (r, wr, more) = w.take(bits);
+        let mut all: Vec<u32> = r
+            .into_iter()
+            .chain(wr)
+            .chain(more.into_iter().flatten())
+            .collect();
         all.sort_unstable();
         all
     }

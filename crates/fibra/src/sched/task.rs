@@ -323,6 +323,7 @@ pub(crate) fn park_end(task: &Task) -> bool {
 }
 
 /// Wakes a parked fiber (or makes its next park return at once).
+#[inline]
 pub(crate) fn unpark(task: &Task) {
     if task.state.swap(NOTIFIED, AcqRel) == PARKED {
         schedule(task);
@@ -331,6 +332,7 @@ pub(crate) fn unpark(task: &Task) {
 
 /// Queues a fiber that was just unparked: on this worker's run queue if it is the fiber's
 /// home, otherwise through its home worker's inbox.
+#[inline]
 pub(crate) fn schedule(task: &Task) {
     // One look at the thread's worker context: a wake-up from the fiber's own worker (its
     // reactor, a timer, a fiber there) is the common case.

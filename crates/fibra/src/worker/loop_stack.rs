@@ -109,7 +109,10 @@ impl Worker {
                     unsafe { (*ctx).taken.set(true) };
                     sched::left_loop_stack();
                     self.running.set(false);
-                    self.fibers.borrow_mut()[key].state = FiberState::Suspended(co);
+                    let mut fibers = self.fibers.borrow_mut();
+                    fibers[key].state = FiberState::Suspended(co);
+                    fibers[key].blocked = super::BLOCKED_STEPS;
+                    drop(fibers);
                     self.insert_deferred();
                 }
                 CoroutineResult::Return(_) => {
