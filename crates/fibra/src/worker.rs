@@ -175,12 +175,14 @@ impl Worker {
 
     /// Runs fiber `key` until it parks, yields or ends. Inside a loop coroutine (`ctx`), a
     /// fiber waiting without a stack runs its next step on the loop's own stack; if that step
-    /// blocked, the loop's stack became the fiber's, and this returns what the step returned
-    /// once it ended (`Some`): the caller ends the loop with it.
-    fn run_fiber(&self, key: usize, ctx: Option<&LoopCtx>) -> Option<Option<Next>> {
+    /// blocked, the loop's stack became the fiber's, and this returns true once the step has
+    /// ended (its outcome is in `ctx`): the caller ends the loop.
+    fn run_fiber(&self, key: usize, ctx: Option<&LoopCtx>) -> bool {
         let (task_ptr, co_ptr) = {
             let mut fibers = self.fibers.borrow_mut();
-            let slot = fibers.get_mut(key)?;
+            let Some(slot) = fibers.get_mut(key) else {
+                return false;
+            };
             if let (Some(ctx), FiberState::Waiting(_), 0, false) =
                 (ctx, &slot.state, slot.blocked, self.cancelling.get())
             {
@@ -232,12 +234,12 @@ impl Worker {
                         slot.task.complete(None);
                         // The body is user code: its destructors must not unwind this loop.
                         drop_outside_fibers(slot);
-                        return None;
+                        return false;
                     }
                 }
             }
             let FiberState::Suspended(co) = &mut slot.state else {
-                return None;
+                return false;
             };
             (Arc::as_ptr(&slot.task), co as *mut FiberCoroutine)
         };
@@ -271,7 +273,7 @@ impl Worker {
             }
         }
         self.insert_deferred();
-        None
+        false
     }
 
     /// Inserts the fibers spawned while a fiber ran, in spawn order.
@@ -326,8 +328,8 @@ impl Worker {
                 let next = self.local.queue.borrow_mut().pop_front();
                 match next {
                     Some(key) => {
-                        if let Some(after) = self.run_fiber(key, ctx) {
-                            return LoopExit::Taken(after);
+                        if self.run_fiber(key, ctx) {
+                            return LoopExit::Taken;
                         }
                     }
                     None => break,

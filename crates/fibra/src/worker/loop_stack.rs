@@ -18,6 +18,8 @@ pub(super) struct LoopCtx {
     /// Set by the worker thread once a step run on this loop's stack blocked: the stack (and
     /// the coroutine) are that fiber's from then on, and this loop is over.
     taken: Cell<bool>,
+    /// What that step returned, once it has ended: the coroutine's result.
+    outcome: Cell<Option<Next>>,
 }
 
 /// How a worker loop ended.
@@ -25,8 +27,8 @@ pub(super) enum LoopExit {
     /// The runtime shut down.
     Shutdown,
     /// A fiber's step that had blocked on the loop's stack has ended: the loop's coroutine,
-    /// now that fiber's, returns what the step returned.
-    Taken(Option<Next>),
+    /// now that fiber's, returns what the step returned (`LoopCtx::outcome`).
+    Taken,
 }
 
 impl Worker {
@@ -34,15 +36,15 @@ impl Worker {
     /// context is `ctx`, without a coroutine of its own: a wake-up of a fiber made of steps
     /// costs no stack switch. If the step blocks, the loop's coroutine suspends to the worker
     /// thread, which makes it the fiber's ([`Worker::run_loops`]) and starts a new loop; once
-    /// the fiber has been resumed and the step has ended, this returns its outcome (`Some`)
-    /// to be returned from the coroutine.
+    /// the fiber has been resumed and the step has ended, this keeps its outcome in `ctx` and
+    /// returns true: the coroutine returns it.
     pub(super) fn run_step_on_loop_stack(
         &self,
         key: usize,
         task: *const Task,
         next: Next,
         ctx: &LoopCtx,
-    ) -> Option<Option<Next>> {
+    ) -> bool {
         self.running.set(true);
         self.on_loop_stack.set(Some((key, ctx as *const LoopCtx)));
         // SAFETY: the slot holding the task's `Arc` is not removed while `running` is set
@@ -51,7 +53,8 @@ impl Worker {
         let after = sched::run_on_loop_stack(unsafe { &*task }, ctx.yielder, || next.run());
         if ctx.taken.get() {
             // The fiber's coroutine now: whoever resumed it does the bookkeeping.
-            return Some(after);
+            ctx.outcome.set(after);
+            return true;
         }
         self.on_loop_stack.set(None);
         self.running.set(false);
@@ -70,7 +73,7 @@ impl Worker {
             }
         }
         self.insert_deferred();
-        None
+        false
     }
 
     /// The worker thread's part: runs the worker loop in a coroutine on a pooled stack, so
@@ -133,12 +136,13 @@ impl Worker {
             yielder,
             stack_limit,
             taken: Cell::new(false),
+            outcome: Cell::new(None),
         };
         let exit =
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run_loop(Some(&ctx))));
         match exit {
             Ok(LoopExit::Shutdown) => (None, true),
-            Ok(LoopExit::Taken(next)) => (next, false),
+            Ok(LoopExit::Taken) => (ctx.outcome.take(), false),
             Err(payload) => {
                 self.loop_panic.set(Some(payload));
                 (None, !ctx.taken.get())
