@@ -55,6 +55,9 @@ impl Builder {
     }
 
     /// Usable stack size of each fiber in bytes (a guard page is added). Default 256 KiB.
+    /// Each worker's loop runs on a stack of this size too, and a woken fiber made of steps
+    /// (see [`Step`](crate::fiber::Step)) runs its next step on that stack, below about a
+    /// kilobyte of the loop's frames.
     pub fn stack_size(mut self, bytes: usize) -> Self {
         self.stack_size = bytes;
         self
