@@ -11,26 +11,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
-/// A connected pair: (client, server side).
-fn pair(listener: &TcpListener) -> (TcpStream, TcpStream) {
-    let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-    let (server, _) = listener.accept().unwrap();
-    (client, server)
-}
-
-/// Reads until `WouldBlock`, so the reactor knows the socket is drained (a new socket counts
-/// as readable until a read comes back empty, like `readable`). Returns what was read.
+/// Reads what has arrived, until `WouldBlock` or the end of the stream.
 fn drain(s: &TcpStream) -> Vec<u8> {
-    let mut got = Vec::new();
-    let mut b = [0u8; 64];
-    loop {
-        match s.try_read(&mut b) {
-            Ok(0) => return got,
-            Ok(n) => got.extend_from_slice(&b[..n]),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return got,
-            Err(e) => panic!("read failed: {e}"),
-        }
-    }
+    util::read_available(s).0
 }
 
 /// Echoes what has arrived, then waits (without a stack) for more; counts its steps.
@@ -56,7 +39,7 @@ fn echo_over_many_waits_then_join_at_the_end() {
     let rt = fibra::Runtime::builder().workers(1).build().unwrap();
     rt.block_on(|| {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let (mut client, server) = pair(&listener);
+        let (mut client, server) = util::tcp_pair(&listener);
         let steps = Arc::new(AtomicUsize::new(0));
         let counted = steps.clone();
         let h = Builder::new()
@@ -82,7 +65,7 @@ fn the_read_timeout_reaches_the_next_step() {
     let rt = fibra::Runtime::builder().workers(1).build().unwrap();
     let kind = rt.block_on(|| {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let (_client, server) = pair(&listener);
+        let (_client, server) = util::tcp_pair(&listener);
         server
             .set_read_timeout(Some(Duration::from_millis(30)))
             .unwrap();
@@ -108,7 +91,7 @@ fn a_socket_registered_on_one_worker_wakes_steps_on_another() {
     let rt = fibra::Runtime::builder().workers(2).build().unwrap();
     let got = rt.block_on(|| {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let (mut client, server) = pair(&listener);
+        let (mut client, server) = util::tcp_pair(&listener);
         // Register the socket with worker 0's poller: wait on it there first.
         let server = Builder::new()
             .worker(0)
@@ -172,7 +155,7 @@ fn a_panic_in_a_later_step_comes_back_from_join() {
     let rt = fibra::Runtime::builder().workers(1).build().unwrap();
     let msg = rt.block_on(|| {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let (mut client, server) = pair(&listener);
+        let (mut client, server) = util::tcp_pair(&listener);
         // Drained before the client writes (and the fiber starts), so the step has to wait.
         assert!(drain(&server).is_empty());
         let h = Builder::new()
@@ -202,7 +185,7 @@ fn steps_still_waiting_are_dropped_with_the_runtime() {
     let rt = fibra::Runtime::builder().workers(1).build().unwrap();
     let client = rt.block_on(move || {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let (client, server) = pair(&listener);
+        let (client, server) = util::tcp_pair(&listener);
         let flag = Flag(tx);
         Builder::new()
             .spawn_steps(move || {

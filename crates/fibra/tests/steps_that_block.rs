@@ -9,29 +9,16 @@ mod util;
 use fibra::fiber::{Builder, Step};
 use fibra::net::{TcpListener, TcpStream};
 use fibra::sync::mpsc;
-use std::io::{self, Read, Write};
+use std::io::{Read, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// A connected pair: (client, server side).
-fn pair(listener: &TcpListener) -> (TcpStream, TcpStream) {
-    let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-    let (server, _) = listener.accept().unwrap();
-    (client, server)
-}
-
 /// Reads what has arrived, until `WouldBlock`; `None` at the end of the stream.
 fn drain(s: &TcpStream) -> Option<Vec<u8>> {
-    let mut got = Vec::new();
-    let mut b = [0u8; 64];
-    loop {
-        match s.try_read(&mut b) {
-            Ok(0) => return None,
-            Ok(n) => got.extend_from_slice(&b[..n]),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Some(got),
-            Err(e) => panic!("read failed: {e}"),
-        }
+    match util::read_available(s) {
+        (_, true) => None,
+        (got, false) => Some(got),
     }
 }
 
@@ -72,7 +59,7 @@ fn run_relays(
         let mut clients = Vec::new();
         let mut relays = Vec::new();
         for _ in 0..n {
-            let (client, server) = pair(&listener);
+            let (client, server) = util::tcp_pair(&listener);
             let (block, blocked) = (block.clone(), blocked.clone());
             relays.push(
                 Builder::new()
@@ -182,7 +169,7 @@ fn a_step_that_blocked_and_then_panics_reaches_its_join() {
     let rt = fibra::Runtime::builder().workers(1).build().unwrap();
     let msg = rt.block_on(|| {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let (mut bad_client, bad) = pair(&listener);
+        let (mut bad_client, bad) = util::tcp_pair(&listener);
         assert_eq!(drain(&bad), Some(Vec::new()));
         let failing = Builder::new()
             .spawn_steps(move || {
@@ -198,7 +185,7 @@ fn a_step_that_blocked_and_then_panics_reaches_its_join() {
             fibra::time::sleep(Duration::from_millis(1));
             got
         });
-        let (mut client, server) = pair(&listener);
+        let (mut client, server) = util::tcp_pair(&listener);
         let counted = blocked.clone();
         let good = Builder::new()
             .spawn_steps(move || relay(server, block, counted))
@@ -255,7 +242,7 @@ fn steps_blocked_for_good_are_cancelled_at_shutdown() {
         let mut clients = Vec::new();
         let mut senders = Vec::new();
         for _ in 0..4 {
-            let (mut client, server) = pair(&listener);
+            let (mut client, server) = util::tcp_pair(&listener);
             assert_eq!(drain(&server), Some(Vec::new()));
             let flag = Flag(dropped_tx.clone());
             let (never_tx, never_rx) = mpsc::channel::<()>();

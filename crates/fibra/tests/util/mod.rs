@@ -65,3 +65,28 @@ pub fn within<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'sta
         Err(_) => panic!("{what}: no progress within {PATIENCE:?} (a lost wake-up?)"),
     }
 }
+
+/// A connected loopback pair from `listener`: (client, server side).
+pub fn tcp_pair(
+    listener: &fibra::net::TcpListener,
+) -> (fibra::net::TcpStream, fibra::net::TcpStream) {
+    let client = fibra::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (server, _) = listener.accept().unwrap();
+    (client, server)
+}
+
+/// Reads what has arrived on `s` until `WouldBlock` (so the reactor knows the socket is
+/// drained: a new socket counts as readable until a read comes back empty) or the end of the
+/// stream: the bytes, and whether the end was reached. Panics on a read error.
+pub fn read_available(s: &fibra::net::TcpStream) -> (Vec<u8>, bool) {
+    let mut got = Vec::new();
+    let mut b = [0u8; 64];
+    loop {
+        match s.try_read(&mut b) {
+            Ok(0) => return (got, true),
+            Ok(n) => got.extend_from_slice(&b[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return (got, false),
+            Err(e) => panic!("read failed: {e}"),
+        }
+    }
+}
