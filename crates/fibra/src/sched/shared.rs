@@ -139,7 +139,18 @@ pub(crate) fn try_with_local<R>(f: impl FnOnce(&Local) -> R) -> Option<R> {
 
 /// Whether the calling thread is worker `home` of runtime `rt`.
 pub(crate) fn is_home(rt: &Arc<RtShared>, home: usize) -> bool {
-    try_with_local(|l| Arc::ptr_eq(&l.rt, rt) && l.index == home) == Some(true)
+    with_home_local(rt, home, |_| ()).is_some()
+}
+
+/// Runs `f` on the worker context if the calling thread is worker `home` of runtime `rt`
+/// (one thread-local read for the check and the work).
+#[inline]
+pub(crate) fn with_home_local<R>(
+    rt: &Arc<RtShared>,
+    home: usize,
+    f: impl FnOnce(&Local) -> R,
+) -> Option<R> {
+    try_with_local(|l| (Arc::ptr_eq(&l.rt, rt) && l.index == home).then(|| f(l))).flatten()
 }
 
 /// A message to a worker from another thread.

@@ -4,7 +4,7 @@
 //! `unpark` sets NOTIFIED and schedules the fiber only if it saw PARKED, so a fiber is never
 //! queued twice and a wake-up that races with parking is never lost.
 
-use super::shared::{try_with_local, with_local, Message, RtShared};
+use super::shared::{with_home_local, with_local, Message, RtShared};
 use super::switch::suspend;
 use crate::timer::{TimerHeap, TimerTask};
 use std::any::Any;
@@ -334,16 +334,12 @@ pub(crate) fn unpark(task: &Task) {
 /// home, otherwise through its home worker's inbox.
 #[inline]
 pub(crate) fn schedule(task: &Task) {
-    // One look at the thread's worker context: a wake-up from the fiber's own worker (its
-    // reactor, a timer, a fiber there) is the common case.
-    let queued = try_with_local(|l| {
-        let home = Arc::ptr_eq(&l.rt, &task.rt) && l.index == task.home();
-        if home {
-            l.queue.borrow_mut().push_back(task.key());
-        }
-        home
+    // A wake-up from the fiber's own worker (its reactor, a timer, a fiber there) is the
+    // common case.
+    let queued = with_home_local(&task.rt, task.home(), |l| {
+        l.queue.borrow_mut().push_back(task.key())
     });
-    if queued != Some(true) {
+    if queued.is_none() {
         task.rt.workers[task.home()].send(Message::Wake(task.arc()));
     }
 }
