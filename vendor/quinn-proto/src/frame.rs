@@ -576,7 +576,14 @@ impl Iter {
         let ty = self.bytes.get::<FrameType>()?;
         self.last_ty = Some(ty);
         Ok(match ty {
-            FrameType::PADDING => Frame::Padding,
+            FrameType::PADDING => {
+                // (fibra) A run of padding is one frame: a short packet (an ACK) is padded with
+                // a dozen or more zero bytes, each of which was a frame of its own to decode and
+                // to dispatch. Every PADDING frame is ignored, so how many there are is not seen.
+                let run = self.bytes.iter().take_while(|&&b| b == 0).count();
+                self.bytes.advance(run);
+                Frame::Padding
+            }
             FrameType::RESET_STREAM => Frame::ResetStream(ResetStream {
                 id: self.bytes.get()?,
                 error_code: self.bytes.get()?,
@@ -950,6 +957,22 @@ mod test {
             .unwrap()
             .collect::<Result<Vec<_>, _>>()
             .unwrap()
+    }
+
+    /// (fibra) A run of padding bytes decodes as one frame, and what follows it still decodes.
+    #[test]
+    fn padding_run_is_one_frame() {
+        let mut buf = vec![0u8; 12];
+        buf.push(FrameType::PING.0 as u8);
+        buf.extend_from_slice(&[0, 0, 0]);
+        buf.push(FrameType::HANDSHAKE_DONE.0 as u8);
+        let decoded = frames(buf);
+        assert_eq!(decoded.len(), 4, "{decoded:?}");
+        assert_matches!(decoded[0], Frame::Padding);
+        assert_matches!(decoded[1], Frame::Ping);
+        assert_matches!(decoded[2], Frame::Padding);
+        assert_matches!(decoded[3], Frame::HandshakeDone);
+        assert_eq!(frames(vec![0u8; 1]).len(), 1);
     }
 
     #[test]

@@ -67,6 +67,8 @@ pub(crate) mod qlog;
 
 mod send_buffer;
 
+mod sent_packets;
+
 mod spaces;
 #[cfg(fuzzing)]
 pub use spaces::Retransmits;
@@ -188,6 +190,11 @@ pub struct Connection {
     accepted_0rtt: bool,
     /// Whether the idle timer should be reset the next time an ack-eliciting packet is transmitted.
     permit_idle_reset: bool,
+    /// (fibra) The `now` of the `poll_transmit` call in progress, once an ACK-eliciting packet
+    /// of the Data space, sent on a validated path, has armed the loss detection timer in it.
+    /// Until the call returns, each further such packet would arm it to the same time (see
+    /// `PacketBuilder::finish_and_track`). `None` otherwise.
+    loss_timer_armed_at: Option<Instant>,
     /// Negotiated idle timeout
     idle_timeout: Option<Duration>,
     /// The time we send next bundled ACK
@@ -320,6 +327,7 @@ impl Connection {
             next_crypto: None,
             accepted_0rtt: false,
             permit_idle_reset: true,
+            loss_timer_armed_at: None,
             idle_timeout: match config.max_idle_timeout {
                 None | Some(VarInt(0)) => None,
                 Some(dur) => Some(Duration::from_millis(dur.0)),
@@ -464,6 +472,8 @@ impl Connection {
         buf: &mut Vec<u8>,
     ) -> Option<Transmit> {
         assert!(max_datagrams != 0);
+        // (fibra) Whatever happened since the last call may have changed the timer's inputs.
+        self.loss_timer_armed_at = None;
         let max_datagrams = match self.config.enable_segmentation_offload {
             false => 1,
             true => max_datagrams,
@@ -1881,6 +1891,8 @@ impl Connection {
     }
 
     fn set_loss_detection_timer(&mut self, now: Instant) {
+        // (fibra) Armed from elsewhere: the next packet sent arms it again.
+        self.loss_timer_armed_at = None;
         if self.state.is_closed() {
             // No loss detection takes place on closed connections, and `close_common` already
             // stopped time timer. Ensure we don't restart it inadvertently, e.g. in response to a

@@ -245,7 +245,19 @@ impl PacketBuilder {
                 }
                 conn.permit_idle_reset = false;
             }
-            conn.set_loss_detection_timer(now);
+            // (fibra) Within one `poll_transmit`, once an ACK-eliciting packet of the Data
+            // space on a validated path has armed the timer, the next such packets would arm it
+            // to the same time: sending changes neither the loss time, nor the RTT, nor the PTO
+            // backoff; the time of the last ACK-eliciting packet stays `now`; the amplification
+            // limit does not apply to a validated path. Computing it is the most expensive step
+            // of a packet's bookkeeping.
+            let repeat = ack_eliciting && space_id == SpaceId::Data && conn.path.validated;
+            if !(repeat && conn.loss_timer_armed_at == Some(now)) {
+                conn.set_loss_detection_timer(now);
+                if repeat {
+                    conn.loss_timer_armed_at = Some(now);
+                }
+            }
             conn.path.pacing.on_transmit(size);
         }
     }
