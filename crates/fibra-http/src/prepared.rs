@@ -40,9 +40,10 @@ use http::HeaderMap;
 
 use crate::inline_bytes::InlineBytes;
 
-/// The head of a prepared response: its header fields, kept both as a map (what HTTP/2 encodes
-/// and [`Response::headers`](crate::Response::headers) shows) and, once HTTP/1.1 has sent
-/// it, rendered as the field lines it copies as they are.
+/// The head of a prepared response: its header fields, kept both as a map (what
+/// [`Response::headers`](crate::Response::headers) shows) and, once each protocol has sent it,
+/// in that protocol's form: the HTTP/1.1 field lines, the HPACK block, the QPACK field lines,
+/// each copied as it is from then on.
 ///
 /// The fields must not include `Date`, `Server`, `Connection` or a framing field
 /// (`Content-Length`, `Transfer-Encoding`): the connection writes those; any given are left
@@ -55,6 +56,8 @@ pub struct PreparedHead {
     lines: OnceLock<Lines>,
     /// The fields as an HPACK block, encoded by HTTP/2 the first time one is sent.
     hpack: OnceLock<Box<[u8]>>,
+    /// The fields as QPACK field lines, encoded by HTTP/3 the first time one is sent.
+    qpack: OnceLock<Box<[u8]>>,
     fields: Box<HeaderMap>,
 }
 
@@ -73,6 +76,7 @@ impl PreparedHead {
         PreparedHead {
             lines: OnceLock::new(),
             hpack: OnceLock::new(),
+            qpack: OnceLock::new(),
             fields: Box::new(fields),
         }
     }
@@ -96,6 +100,15 @@ impl PreparedHead {
     #[inline]
     pub(crate) fn hpack(&self, encode: impl FnOnce(&HeaderMap) -> Vec<u8>) -> &[u8] {
         self.hpack
+            .get_or_init(|| encode(&self.fields).into_boxed_slice())
+    }
+
+    /// The fields as QPACK field lines (without the section's prefix): made by `encode` from
+    /// the fields the first time (by HTTP/3, which owns that wire format), then kept. HTTP/3
+    /// never uses the dynamic table, so the lines mean the same in every section.
+    #[inline]
+    pub(crate) fn qpack(&self, encode: impl FnOnce(&HeaderMap) -> Vec<u8>) -> &[u8] {
+        self.qpack
             .get_or_init(|| encode(&self.fields).into_boxed_slice())
     }
 }

@@ -83,6 +83,51 @@ fn repeated_requests_on_one_connection_are_each_answered_for_themselves() {
     });
 }
 
+/// A prepared response (a file cache's way) has its fields encoded once and kept: each answer
+/// carries every field, the ones the server adds (`content-length`) too, and the kept lines
+/// come out the same the second time as the first.
+#[test]
+fn a_prepared_response_sends_its_fields_each_time() {
+    run("prepared", || {
+        let (conn, _control) = open(Settings::default());
+        let mut sections = Vec::new();
+        for round in 0..3 {
+            let answer = exchange(&conn, &request(false, "/prepared", &[], &[])).unwrap();
+            assert_eq!(answer.status(), 200, "{round}");
+            assert_eq!(answer.body, b"kept", "{round}");
+            sections.push(answer.section);
+        }
+        // What each field must look like on the wire (no Huffman coding from the server).
+        let mut want: Vec<Vec<u8>> = Vec::new();
+        for (name, value) in PREPARED_FIELDS {
+            let mut line = Vec::new();
+            if name == "content-type" {
+                line.push(0x5f); // literal, static name reference 44 (4-bit prefix full)...
+                line.push(44 - 15); // ...then the rest of the index
+            } else {
+                string(&mut line, 0x20, 3, name.as_bytes());
+            }
+            string(&mut line, 0x00, 7, value.as_bytes());
+            want.push(line);
+        }
+        let length = vec![0x54, 0x01, b'4']; // `content-length: 4`, static name 4
+        want.push(length);
+        for (round, section) in sections.iter().enumerate() {
+            for line in &want {
+                assert!(
+                    section.windows(line.len()).any(|w| w == &line[..]),
+                    "round {round}: {line:x?} missing from {section:x?}"
+                );
+            }
+        }
+        // The kept lines are one run, where the second answer has them as the first did.
+        let kept: Vec<u8> = want[..3].concat();
+        for section in &sections {
+            assert!(section.windows(kept.len()).any(|w| w == &kept[..]));
+        }
+    });
+}
+
 #[test]
 fn limits_are_answered_as_over_http_1_1() {
     run("limits", || {

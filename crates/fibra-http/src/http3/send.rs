@@ -47,6 +47,8 @@ pub(crate) fn send(
     is_head: bool,
     settings: &Settings,
 ) -> Result<u64, Failed> {
+    let mut response = response;
+    let prepared = response.take_prepared_head();
     let (parts, mut body) = response.into_parts();
     if let Kind::Upgrade(_) = body.kind {
         // No connection to hand over on HTTP/3 (extended CONNECT is not offered).
@@ -63,14 +65,30 @@ pub(crate) fn send(
     frame::put_headers(&mut out, |out| {
         ENCODER.prefix(out);
         ENCODER.status(out, parts.status.as_u16());
+        let seen = match &prepared {
+            // A prepared head's fields (never `Date`, `Server` or framing ones), encoded
+            // once and kept with it, as HTTP/2 keeps its HPACK block.
+            Some(p) => {
+                let fields = p.head().fields();
+                out.extend_from_slice(p.head().qpack(|f| {
+                    let mut lines = Vec::new();
+                    encode_fields(&mut lines, f);
+                    lines
+                }));
+                Seen {
+                    content_type: content_type.is_some()
+                        && fields.contains_key(header::CONTENT_TYPE),
+                    ..Seen::default()
+                }
+            }
+            None => encode_fields(out, &parts.headers),
+        };
         let Seen {
             content_type: has_type,
             content_length: has_length,
             date: has_date,
             server: has_server,
-        } = each_field(&parts.headers, |name, value| {
-            ENCODER.field(out, name, value.as_bytes(), value.is_sensitive())
-        });
+        } = seen;
         if let Some(ct) = content_type.as_ref().filter(|_| !has_type) {
             ENCODER.field(out, &header::CONTENT_TYPE, ct.as_bytes(), false);
         }
@@ -114,13 +132,19 @@ pub(crate) fn send(
     }
 }
 
+/// Encodes `headers`' fields as QPACK field lines (the connection-specific ones left out),
+/// noting the ones the server would otherwise add.
+fn encode_fields(out: &mut Vec<u8>, headers: &HeaderMap) -> Seen {
+    each_field(headers, |name, value| {
+        ENCODER.field(out, name, value.as_bytes(), value.is_sensitive())
+    })
+}
+
 /// Encodes a trailer section's fields (a HEADERS frame after the DATA).
 fn put_trailers(out: &mut Vec<u8>, trailers: &HeaderMap) {
     frame::put_headers(out, |out| {
         ENCODER.prefix(out);
-        each_field(trailers, |name, value| {
-            ENCODER.field(out, name, value.as_bytes(), value.is_sensitive())
-        });
+        encode_fields(out, trailers);
     });
 }
 
