@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
-use fibra_http::http::{header, HeaderValue, Method, StatusCode};
+use fibra_http::http::{header, HeaderValue, Method, StatusCode, Version};
 use fibra_http::{ConnectionCount, Request, Response, ResponseBody};
 
 /// Upper bounds of the latency histogram's buckets, in seconds (and in nanoseconds).
@@ -194,16 +194,19 @@ impl Endpoints {
     }
 
     /// The answer to `req` when anything is configured: health, metrics, or the app (timed
-    /// for the metrics), with the `Alt-Svc` value. Out of line: the closure in front of the
-    /// app stays small enough for the connection loop's inlining to stay as it was without
-    /// any endpoint (+17 instructions per pipelined request with this inside it).
+    /// for the metrics), with the `Alt-Svc` value unless it came over HTTP/3 (as Caddy: the
+    /// client is there already, and a prepared response, a cached file's, would have its
+    /// fields copied out to add one). Out of line: the closure in front of the app stays
+    /// small enough for the connection loop's inlining to stay as it was without any
+    /// endpoint (+17 instructions per pipelined request with this inside it).
     #[inline(never)]
     fn answer<H>(&self, req: Request, app: &H) -> Response
     where
         H: Fn(Request) -> Response,
     {
+        let over_h3 = req.version() == Version::HTTP_3;
         let mut resp = self.respond(req, app);
-        if let Some(v) = self.alt_svc.get() {
+        if let Some(v) = self.alt_svc.get().filter(|_| !over_h3) {
             resp.headers_mut()
                 .entry(header::ALT_SVC)
                 .or_insert_with(|| v.clone());

@@ -1,7 +1,7 @@
 //! `fibra hello --tls-cert FILE --tls-key FILE --http3`, the built binary: it announces HTTP/3
 //! on the UDP twin of its HTTPS port and answers a request there (a QUIC client from
 //! fibra-quic, the request's frames and field section written by hand), and its HTTPS
-//! answers carry `Alt-Svc: h3=":PORT"; ma=86400`; SIGTERM closes its HTTP/3 connections
+//! answers over TCP carry `Alt-Svc: h3=":PORT"; ma=86400` (its HTTP/3 ones do not); SIGTERM closes its HTTP/3 connections
 //! gracefully (H3_NO_ERROR). Without --tls-cert the flag is refused.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -73,6 +73,12 @@ fn hello_answers_http3_and_advertises_it() {
     });
     assert_eq!(&head[..3], &[0x00, 0x00, 0xc0 | 25], "`:status 200` first");
     assert_eq!(body, b"Hello, World!");
+    // ...without `Alt-Svc`: the client is on HTTP/3 already (its value would be a literal).
+    let value = format!("h3=\":{}\"", udp.port());
+    assert!(
+        !head.windows(value.len()).any(|w| w == value.as_bytes()),
+        "{head:x?}"
+    );
     drop(child);
 }
 
@@ -202,6 +208,11 @@ fn a_site_file_site_with_http3_answers_over_quic_and_only_it_advertises_it() {
     });
     assert_eq!(&head[..3], &[0x00, 0x00, 0xc0 | 25], "`:status 200` first");
     assert_eq!(body, b"over h3\n");
+    let value = format!("h3=\":{}\"", udp[0].port());
+    assert!(
+        !head.windows(value.len()).any(|w| w == value.as_bytes()),
+        "no Alt-Svc over HTTP/3: {head:x?}"
+    );
     let log = dir.join("access.log");
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     loop {
