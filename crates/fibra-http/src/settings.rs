@@ -55,6 +55,12 @@ pub struct Settings {
     pub keep_alive: bool,
     /// Value of the `Server` response header, or `None` to send none. Default: `None`.
     pub server_header: Option<String>,
+    /// An `Alt-Svc` value (RFC 7838) added, as `Server` is, to every HTTP/1.1 and HTTP/2
+    /// answer of the server's own handler that has none of its own: how a server with
+    /// HTTP/3 beside it tells clients where it is (`h3=":443"; ma=86400`). Written by the
+    /// connection, it leaves a prepared response (a cached file's) as it is. HTTP/3's own
+    /// answers never carry it. Default: `None`.
+    pub alt_svc: Option<http::HeaderValue>,
     /// Size of the buffer requests are read into. Connections read into one their worker
     /// lends and keep a buffer of their own only for bytes left over between reads (a
     /// partial head or body) or while their handler blocks. It grows up to `max_head_bytes`
@@ -100,6 +106,7 @@ impl Default for Settings {
             max_connections: 10_000,
             keep_alive: true,
             server_header: None,
+            alt_svc: None,
             read_buffer_bytes: 4 * 1024,
             access_log: false,
             access_log_sink: None,

@@ -344,3 +344,91 @@ fn expect_100_continue_is_answered_before_the_body_is_read() {
     let data = read_until(&mut s, |f| f.ty == DATA && f.stream == 1).unwrap();
     assert_eq!(data.payload, b"the body");
 }
+
+/// `Settings::alt_svc`: written by the connection on every answer over HTTP/2 and HTTP/1.1, a
+/// prepared response's too (it stays prepared), and left out where the
+/// handler gave its own.
+#[test]
+fn the_servers_alt_svc_goes_on_every_answer_unless_the_handler_has_one() {
+    use fibra_http::prepared::{Prepared, PreparedBody, PreparedHead, PreparedRef};
+    use std::sync::Arc;
+    struct Kept(PreparedHead, Bytes);
+    impl Prepared for Kept {
+        fn head(&self, _which: usize) -> &PreparedHead {
+            &self.0
+        }
+        fn body(&self, _which: usize) -> PreparedBody<'_> {
+            PreparedBody::Memory(&self.1)
+        }
+    }
+    let mut fields = http::HeaderMap::new();
+    fields.insert("etag", "\"kept\"".parse().unwrap());
+    let kept = PreparedRef::new(
+        Arc::new(Kept(PreparedHead::new(fields), Bytes::from_static(b"kept"))),
+        0,
+    );
+    let ours = "h3=\":4433\"; ma=86400";
+    let settings = Settings {
+        alt_svc: Some(http::HeaderValue::from_static("h3=\":4433\"; ma=86400")),
+        server_header: Some("fibra".into()),
+        ..Settings::default()
+    };
+    let srv = util::start(settings, move |req: Request| match req.uri().path() {
+        "/prepared" => Response::prepared(kept.clone()),
+        "/own" => Response::builder()
+            .header("alt-svc", "clear")
+            .body("own".into())
+            .unwrap(),
+        _ => Response::new("hello".into()),
+    });
+    runtime().block_on(async {
+        let mut c = client(srv.addr).await;
+        for _ in 0..2 {
+            let (_, headers, body) = exchange(&mut c, Method::GET, "/hello", None).await;
+            assert_eq!(body, b"hello");
+            assert_eq!(headers["alt-svc"], ours);
+            let (_, headers, body) = exchange(&mut c, Method::GET, "/prepared", None).await;
+            assert_eq!(body, b"kept");
+            assert_eq!(headers["alt-svc"], ours);
+            assert_eq!(headers["etag"], "\"kept\"");
+            let (_, headers, _) = exchange(&mut c, Method::GET, "/own", None).await;
+            let all: Vec<_> = headers.get_all("alt-svc").iter().collect();
+            assert_eq!(all, ["clear"]);
+        }
+    });
+    // HTTP/1.1, one connection, the same three answers twice (the second time from the
+    // cached head).
+    let mut s = std::net::TcpStream::connect(srv.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    for _ in 0..2 {
+        for path in ["/hello", "/prepared", "/own"] {
+            write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") {
+                s.read_exact(&mut byte).unwrap();
+                head.push(byte[0]);
+            }
+            let head = String::from_utf8(head).unwrap();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("Content-Length: "))
+                .unwrap()
+                .parse()
+                .unwrap();
+            let mut body = vec![0u8; len];
+            s.read_exact(&mut body).unwrap();
+            let alt: Vec<&str> = head
+                .lines()
+                .filter(|l| l.to_ascii_lowercase().starts_with("alt-svc:"))
+                .collect();
+            if path == "/own" {
+                assert_eq!(alt.len(), 1, "{head}");
+                assert!(alt[0].ends_with("clear"), "{head}");
+            } else {
+                assert_eq!(alt, [format!("Alt-Svc: {ours}")], "{head}");
+                assert!(head.contains("\r\nServer: fibra\r\n"), "{head}");
+            }
+        }
+    }
+}

@@ -350,6 +350,19 @@ fn put_framing(out: &mut Vec<u8>, framing: Framing) {
     }
 }
 
+/// Adds the field line `name` (with its `": "`) `value` to the head at the end of `out`,
+/// before its empty line. Out of line: only a server with something to add (its `Alt-Svc`)
+/// comes here, after the head was composed or copied as usual.
+#[cold]
+#[inline(never)]
+pub(crate) fn append_field(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+    debug_assert!(out.ends_with(b"\r\n\r\n"));
+    out.truncate(out.len() - 2);
+    out.extend_from_slice(name);
+    out.extend_from_slice(value);
+    out.extend_from_slice(b"\r\n\r\n");
+}
+
 /// Appends the `Server` field line.
 #[inline]
 fn put_server(out: &mut Vec<u8>, server: &str) {

@@ -191,6 +191,32 @@ fn the_body_type_is_written_unless_the_handler_set_one_and_is_part_of_the_cache_
 }
 
 #[test]
+fn a_field_appended_goes_before_the_empty_line() {
+    let fields = HeaderMap::new();
+    let mut out = b"before".to_vec();
+    let at = out.len();
+    put_head(
+        &mut out,
+        &head(
+            StatusCode::OK,
+            &fields,
+            Some("fibra"),
+            Framing::Length(2),
+            ConnHeader::Omit,
+            None,
+        ),
+    );
+    append_field(&mut out, b"Alt-Svc: ", b"h3=\":443\"; ma=86400");
+    let head = String::from_utf8(out[at..].to_vec()).unwrap();
+    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+    assert!(
+        head.ends_with("\r\nContent-Length: 2\r\nAlt-Svc: h3=\":443\"; ma=86400\r\n\r\n"),
+        "{head}"
+    );
+    assert_eq!(head.matches("\r\n\r\n").count(), 1);
+}
+
+#[test]
 fn a_repeated_head_is_copied_and_any_difference_composes_afresh() {
     let mut a = HeaderMap::new();
     a.insert("content-type", "text/plain".parse().unwrap());

@@ -11,7 +11,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use http::StatusCode;
 
 use super::buffered::{not_connected, Shared};
-use super::compose::{compose, put_head, put_raw_head, ConnHeader, Framing, HeadOut};
+use super::compose::{append_field, compose, put_head, put_raw_head, ConnHeader, Framing, HeadOut};
 use crate::error::ProtocolError;
 use crate::lazy::NO_HEADERS;
 use crate::lifecycle::ConnCtl;
@@ -312,6 +312,13 @@ pub(super) fn write_response<T: Transport>(
         };
         if put_head(&mut sh.wbuf, &head) {
             *close = true;
+        }
+    }
+    // The server's `Alt-Svc` (`--http3`), unless the handler gave its own: added to the head
+    // just written, so that the composer and its cache stay as they are without one.
+    if let Some(v) = &settings.alt_svc {
+        if !resp.headers().contains_key(http::header::ALT_SVC) {
+            append_field(&mut sh.wbuf, b"Alt-Svc: ", v.as_bytes());
         }
     }
     if let Kind::Upgrade(_) = resp.body.kind {

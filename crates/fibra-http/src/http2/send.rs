@@ -66,6 +66,15 @@ pub(super) fn send(
     let no_body = is_head || bodiless || len == Some(0);
     let content_type = body.content_type.take();
     let status = parts.status.as_u16();
+    // The server's `Alt-Svc` unless the handler gave its own (looked for only where there is
+    // one to add).
+    let alt_svc = settings.alt_svc.as_ref().filter(|_| {
+        let own = match &prepared {
+            Some(p) => p.head().fields(),
+            None => &parts.headers,
+        };
+        !own.contains_key(header::ALT_SVC)
+    });
     let encode = |out: &mut Vec<u8>| {
         hpack::encode_status(out, status);
         let seen = match &prepared {
@@ -104,6 +113,9 @@ pub(super) fn send(
         }
         if let Some(server) = settings.server_header.as_ref().filter(|_| !has_server) {
             hpack::encode_field(out, &header::SERVER, server.as_bytes(), false);
+        }
+        if let Some(v) = alt_svc {
+            hpack::encode_field(out, &header::ALT_SVC, v.as_bytes(), false);
         }
     };
     if no_body {

@@ -277,6 +277,8 @@ impl<A: Acceptor> Server<A> {
         keep_alive: bool,
         /// See [`Settings::server_header`].
         server_header: Option<String>,
+        /// See [`Settings::alt_svc`].
+        alt_svc: Option<http::HeaderValue>,
         /// See [`Settings::access_log`].
         access_log: bool,
     }
