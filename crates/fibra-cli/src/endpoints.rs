@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
-use fibra_http::http::{header, HeaderValue, Method, StatusCode, Version};
+use fibra_http::http::{header, HeaderValue, Method, StatusCode};
 use fibra_http::{ConnectionCount, Request, Response, ResponseBody};
 
 /// Upper bounds of the latency histogram's buckets, in seconds (and in nanoseconds).
@@ -133,8 +133,6 @@ pub struct Endpoints {
     connections: OnceLock<ConnectionCount>,
     /// More series for the scrape (the site file's per-site counts).
     extra: OnceLock<Box<dyn Fn() -> String + Send + Sync>>,
-    /// An `Alt-Svc` value added to every answer that has none (`--http3`).
-    alt_svc: OnceLock<HeaderValue>,
 }
 
 impl Endpoints {
@@ -146,21 +144,12 @@ impl Endpoints {
             draining: AtomicBool::new(false),
             connections: OnceLock::new(),
             extra: OnceLock::new(),
-            alt_svc: OnceLock::new(),
         })
-    }
-
-    /// Adds `Alt-Svc: value` to every answer that has none (set before [`wrap`](Self::wrap);
-    /// `None` leaves answers as they are).
-    pub fn set_alt_svc(&self, value: Option<HeaderValue>) {
-        if let Some(v) = value {
-            let _ = self.alt_svc.set(v);
-        }
     }
 
     /// Whether there is anything to answer (else the app runs unwrapped).
     pub fn any(&self) -> bool {
-        self.health.is_some() || self.metrics.is_some() || self.alt_svc.get().is_some()
+        self.health.is_some() || self.metrics.is_some()
     }
 
     /// From now on health answers 503. (Release, with the health check's Acquire: a client
@@ -194,28 +183,11 @@ impl Endpoints {
     }
 
     /// The answer to `req` when anything is configured: health, metrics, or the app (timed
-    /// for the metrics), with the `Alt-Svc` value unless it came over HTTP/3 (as Caddy: the
-    /// client is there already, and a prepared response, a cached file's, would have its
-    /// fields copied out to add one). Out of line: the closure in front of the app stays
-    /// small enough for the connection loop's inlining to stay as it was without any
-    /// endpoint (+17 instructions per pipelined request with this inside it).
+    /// for the metrics). Out of line: the closure in front of the app stays small enough for
+    /// the connection loop's inlining to stay as it was without any endpoint (+17
+    /// instructions per pipelined request with this inside it).
     #[inline(never)]
     fn answer<H>(&self, req: Request, app: &H) -> Response
-    where
-        H: Fn(Request) -> Response,
-    {
-        let over_h3 = req.version() == Version::HTTP_3;
-        let mut resp = self.respond(req, app);
-        if let Some(v) = self.alt_svc.get().filter(|_| !over_h3) {
-            resp.headers_mut()
-                .entry(header::ALT_SVC)
-                .or_insert_with(|| v.clone());
-        }
-        resp
-    }
-
-    /// Health, metrics, or the app (timed for the metrics).
-    fn respond<H>(&self, req: Request, app: &H) -> Response
     where
         H: Fn(Request) -> Response,
     {

@@ -317,9 +317,10 @@ impl ServerFlags {
             (true, Some(l)) => Some(l.local_addr()?),
             _ => None,
         };
-        let alt_svc = h3_addr.map(|a| crate::http3::alt_svc(a.port()));
+        // Written by the connections, as `Server` (a cached file's answer stays prepared);
+        // HTTP/3's own answers go without.
+        let server = server.alt_svc(h3_addr.map(|a| crate::http3::alt_svc(a.port())));
         let endpoints = crate::endpoints::Endpoints::new(self.health.clone(), self.metrics.clone());
-        endpoints.set_alt_svc(alt_svc);
         let handler = Arc::new(endpoints.clone().wrap(handler));
         let mut http3 = match (h3_addr, &resolver) {
             (Some(addr), Some(resolver)) => {
