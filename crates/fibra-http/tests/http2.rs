@@ -350,23 +350,7 @@ fn expect_100_continue_is_answered_before_the_body_is_read() {
 /// handler gave its own.
 #[test]
 fn the_servers_alt_svc_goes_on_every_answer_unless_the_handler_has_one() {
-    use fibra_http::prepared::{Prepared, PreparedBody, PreparedHead, PreparedRef};
-    use std::sync::Arc;
-    struct Kept(PreparedHead, Bytes);
-    impl Prepared for Kept {
-        fn head(&self, _which: usize) -> &PreparedHead {
-            &self.0
-        }
-        fn body(&self, _which: usize) -> PreparedBody<'_> {
-            PreparedBody::Memory(&self.1)
-        }
-    }
-    let mut fields = http::HeaderMap::new();
-    fields.insert("etag", "\"kept\"".parse().unwrap());
-    let kept = PreparedRef::new(
-        Arc::new(Kept(PreparedHead::new(fields), Bytes::from_static(b"kept"))),
-        0,
-    );
+    let kept = util::prepared(&[("etag", "\"kept\"")], b"kept");
     let ours = "h3=\":4433\"; ma=86400";
     let settings = Settings {
         alt_svc: Some(http::HeaderValue::from_static("h3=\":4433\"; ma=86400")),

@@ -3,6 +3,7 @@
 //! codecs it checks), the errors a client that breaks HTTP/3 gets, and a graceful shutdown.
 
 mod h3_util;
+mod util;
 
 use std::io::{Read, Write};
 use std::sync::{Arc, Mutex};

@@ -8,6 +8,7 @@
 //! is `tests/http3.rs`'s `a_qpack_encoder_stream_may_not_insert` (QPACK_ENCODER_STREAM_ERROR).
 
 mod h3_util;
+mod util;
 
 use std::io::Write;
 

@@ -8,6 +8,7 @@
 //! has happened yet and both streams go out as 0-RTT data, whatever the machine's load.
 
 mod h3_util;
+mod util;
 
 use std::io::Write;
 

@@ -8,10 +8,8 @@ use std::net::SocketAddr;
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
-use bytes::Bytes;
-
 use fibra::net::UdpSocket;
-use fibra_http::prepared::{Prepared, PreparedBody, PreparedHead, PreparedRef};
+use fibra_http::prepared::PreparedRef;
 use fibra_http::{serve_http3_connection_draining, Http3Drain, Request, Response, Settings};
 use fibra_quic::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use fibra_quic::rustls::RootCertStore;
@@ -48,23 +46,8 @@ pub const PREPARED_FIELDS: [(&str, &str); 3] = [
 
 /// A response prepared once and sent by reference (as a file cache sends its `200`s):
 /// [`PREPARED_FIELDS`] and the body "kept".
-pub static PREPARED: LazyLock<PreparedRef> = LazyLock::new(|| {
-    struct Kept(PreparedHead, Bytes);
-    impl Prepared for Kept {
-        fn head(&self, _which: usize) -> &PreparedHead {
-            &self.0
-        }
-        fn body(&self, _which: usize) -> PreparedBody<'_> {
-            PreparedBody::Memory(&self.1)
-        }
-    }
-    let mut fields = http::HeaderMap::new();
-    for (name, value) in PREPARED_FIELDS {
-        fields.append(name, value.parse().unwrap());
-    }
-    let kept = Kept(PreparedHead::new(fields), Bytes::from_static(b"kept"));
-    PreparedRef::new(Arc::new(kept), 0)
-});
+pub static PREPARED: LazyLock<PreparedRef> =
+    LazyLock::new(|| crate::util::prepared(&PREPARED_FIELDS, b"kept"));
 
 /// The app: `/hello` answers "hello", `/echo` its request body, `/trailer` the length of
 /// the request's `x-t` trailer field (after reading the body), `/prepared` [`PREPARED`],

@@ -6,7 +6,31 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
+use fibra_http::prepared::{Prepared, PreparedBody, PreparedHead, PreparedRef};
 use fibra_http::{Request, Response, Settings};
+
+/// A response prepared once, as a file cache prepares its `200`s: `fields` and `body`, kept
+/// behind one reference, to send with [`Response::prepared`].
+pub fn prepared(fields: &[(&str, &str)], body: &'static [u8]) -> PreparedRef {
+    struct Kept(PreparedHead, bytes::Bytes);
+    impl Prepared for Kept {
+        fn head(&self, _which: usize) -> &PreparedHead {
+            &self.0
+        }
+        fn body(&self, _which: usize) -> PreparedBody<'_> {
+            PreparedBody::Memory(&self.1)
+        }
+    }
+    let mut map = http::HeaderMap::new();
+    for (name, value) in fields {
+        map.append(
+            http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+            value.parse().unwrap(),
+        );
+    }
+    let kept = Kept(PreparedHead::new(map), bytes::Bytes::from_static(body));
+    PreparedRef::new(std::sync::Arc::new(kept), 0)
+}
 
 /// Generous client-side bound so a broken server fails a test instead of hanging it.
 pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(20);
