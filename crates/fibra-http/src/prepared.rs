@@ -95,22 +95,31 @@ impl PreparedHead {
             .as_bytes()
     }
 
-    /// The fields as an HPACK header block fragment: made by `encode` from the fields the
-    /// first time (by HTTP/2, which owns that wire format), then kept.
+    /// The fields in `encoding` (an HPACK header block fragment, or QPACK field lines without
+    /// the section's prefix): made by `encode` from the fields the first time (by the
+    /// protocol, which owns that wire format), then kept. Neither protocol's encoding uses a
+    /// dynamic table here, so the bytes mean the same in every head.
     #[inline]
-    pub(crate) fn hpack(&self, encode: impl FnOnce(&HeaderMap) -> Vec<u8>) -> &[u8] {
-        self.hpack
-            .get_or_init(|| encode(&self.fields).into_boxed_slice())
+    pub(crate) fn encoded(
+        &self,
+        encoding: Encoding,
+        encode: impl FnOnce(&HeaderMap) -> Vec<u8>,
+    ) -> &[u8] {
+        let kept = match encoding {
+            Encoding::Hpack => &self.hpack,
+            Encoding::Qpack => &self.qpack,
+        };
+        kept.get_or_init(|| encode(&self.fields).into_boxed_slice())
     }
+}
 
-    /// The fields as QPACK field lines (without the section's prefix): made by `encode` from
-    /// the fields the first time (by HTTP/3, which owns that wire format), then kept. HTTP/3
-    /// never uses the dynamic table, so the lines mean the same in every section.
-    #[inline]
-    pub(crate) fn qpack(&self, encode: impl FnOnce(&HeaderMap) -> Vec<u8>) -> &[u8] {
-        self.qpack
-            .get_or_init(|| encode(&self.fields).into_boxed_slice())
-    }
+/// The encodings of its fields a [`PreparedHead`] keeps besides the HTTP/1.1 lines.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Encoding {
+    /// HTTP/2's.
+    Hpack,
+    /// HTTP/3's.
+    Qpack,
 }
 
 impl fmt::Debug for PreparedHead {

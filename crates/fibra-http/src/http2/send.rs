@@ -18,9 +18,10 @@ use super::stream_io::StreamIo;
 use crate::date::with_date;
 use crate::digits::itoa_buf;
 use crate::going_away::GoingAwayList;
+use crate::prepared::Encoding;
 use crate::response::{
-    each_field, error_response, is_bodiless, send_body, BodyBytes, BodySink, BodyWriter, Kind,
-    Response, Seen, StreamFn, StreamSink,
+    each_field, error_response, is_bodiless, put_fields, send_body, BodyBytes, BodySink,
+    BodyWriter, Kind, Response, Seen, StreamFn, StreamSink,
 };
 use crate::settings::Settings;
 
@@ -77,24 +78,14 @@ pub(super) fn send(
     });
     let encode = |out: &mut Vec<u8>| {
         hpack::encode_status(out, status);
-        let seen = match &prepared {
-            // A prepared head's fields (never `Date`, `Server` or framing ones), encoded
-            // once and kept with it.
-            Some(p) => {
-                let fields = p.head().fields();
-                out.extend_from_slice(p.head().hpack(|f| {
-                    let mut block = Vec::new();
-                    encode_fields(&mut block, f);
-                    block
-                }));
-                Seen {
-                    content_type: content_type.is_some()
-                        && fields.contains_key(header::CONTENT_TYPE),
-                    ..Seen::default()
-                }
-            }
-            None => encode_fields(out, &parts.headers),
-        };
+        let seen = put_fields(
+            out,
+            prepared.as_ref(),
+            &parts.headers,
+            content_type.is_some(),
+            Encoding::Hpack,
+            encode_fields,
+        );
         let Seen {
             content_type: has_type,
             content_length: has_length,

@@ -18,9 +18,10 @@ use super::qpack::Encoder;
 use super::H3Error;
 use crate::date::with_date;
 use crate::digits::itoa_buf;
+use crate::prepared::Encoding;
 use crate::response::{
-    each_field, error_response, is_bodiless, send_body, BodyBytes, BodySink, BodyWriter, Kind,
-    Response, Seen, StreamFn, StreamSink,
+    each_field, error_response, is_bodiless, put_fields, send_body, BodyBytes, BodySink,
+    BodyWriter, Kind, Response, Seen, StreamFn, StreamSink,
 };
 use crate::settings::Settings;
 
@@ -43,11 +44,10 @@ pub(crate) struct Failed(pub(crate) io::Error, pub(crate) u64);
 /// fails midway is reset (H3_INTERNAL_ERROR): the client must not take a cut body whole.
 pub(crate) fn send(
     stream: SendStream,
-    response: Response,
+    mut response: Response,
     is_head: bool,
     settings: &Settings,
 ) -> Result<u64, Failed> {
-    let mut response = response;
     let prepared = response.take_prepared_head();
     let (parts, mut body) = response.into_parts();
     if let Kind::Upgrade(_) = body.kind {
@@ -65,24 +65,14 @@ pub(crate) fn send(
     frame::put_headers(&mut out, |out| {
         ENCODER.prefix(out);
         ENCODER.status(out, parts.status.as_u16());
-        let seen = match &prepared {
-            // A prepared head's fields (never `Date`, `Server` or framing ones), encoded
-            // once and kept with it, as HTTP/2 keeps its HPACK block.
-            Some(p) => {
-                let fields = p.head().fields();
-                out.extend_from_slice(p.head().qpack(|f| {
-                    let mut lines = Vec::new();
-                    encode_fields(&mut lines, f);
-                    lines
-                }));
-                Seen {
-                    content_type: content_type.is_some()
-                        && fields.contains_key(header::CONTENT_TYPE),
-                    ..Seen::default()
-                }
-            }
-            None => encode_fields(out, &parts.headers),
-        };
+        let seen = put_fields(
+            out,
+            prepared.as_ref(),
+            &parts.headers,
+            content_type.is_some(),
+            Encoding::Qpack,
+            encode_fields,
+        );
         let Seen {
             content_type: has_type,
             content_length: has_length,

@@ -4,6 +4,8 @@
 
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 
+use crate::prepared::{Encoding, PreparedRef};
+
 /// Which of the fields the server may add a handler set.
 #[derive(Default, Debug, Clone, Copy)]
 pub(crate) struct Seen {
@@ -15,6 +17,35 @@ pub(crate) struct Seen {
     pub(crate) date: bool,
     /// `server`.
     pub(crate) server: bool,
+}
+
+/// Appends a response's fields to `out` in one protocol's encoding: a prepared head's
+/// (never `Date`, `Server` or framing fields) as the block it keeps in `encoding`, made by
+/// `encode` the first time; otherwise `headers` through `encode`. Returns the fields the
+/// server would otherwise add that were there (`body_type`: whether the body names a media
+/// type, which a prepared head's own `Content-Type` then replaces).
+#[inline(always)]
+pub(crate) fn put_fields(
+    out: &mut Vec<u8>,
+    prepared: Option<&PreparedRef>,
+    headers: &HeaderMap,
+    body_type: bool,
+    encoding: Encoding,
+    encode: impl Fn(&mut Vec<u8>, &HeaderMap) -> Seen,
+) -> Seen {
+    let Some(p) = prepared else {
+        return encode(out, headers);
+    };
+    let head = p.head();
+    out.extend_from_slice(head.encoded(encoding, |f| {
+        let mut block = Vec::new();
+        encode(&mut block, f);
+        block
+    }));
+    Seen {
+        content_type: body_type && head.fields().contains_key(header::CONTENT_TYPE),
+        ..Seen::default()
+    }
 }
 
 /// Whether a response field belongs to one HTTP/1.1 connection, not to a message: a

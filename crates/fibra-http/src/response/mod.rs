@@ -49,7 +49,7 @@ mod writer;
 
 pub(crate) use body::Kind;
 pub use body::{FileRange, ResponseBody, StreamFn, UpgradeFn, INLINE_FILE_BYTES};
-pub(crate) use fields::{each_field, Seen};
+pub(crate) use fields::{each_field, put_fields, Seen};
 pub use send::Collected;
 pub(crate) use send::{append_file, send_body, BodyBytes, BodySink};
 pub use writer::BodyWriter;
