@@ -106,11 +106,7 @@ impl SentPackets {
             Bound::Excluded(&n) => self.entries.partition_point(|e| e.0 <= n),
             Bound::Unbounded => 0,
         };
-        let end = match range.end_bound() {
-            Bound::Included(&n) => Bound::Included(n),
-            Bound::Excluded(&n) => Bound::Excluded(n),
-            Bound::Unbounded => Bound::Unbounded,
-        };
+        let end = range.end_bound().cloned();
         self.entries
             .range(start..)
             .take_while(move |e| match end {
