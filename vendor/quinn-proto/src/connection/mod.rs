@@ -195,6 +195,12 @@ pub struct Connection {
     /// Until the call returns, each further such packet would arm it to the same time (see
     /// `PacketBuilder::finish_and_track`). `None` otherwise.
     loss_timer_armed_at: Option<Instant>,
+    /// (fibra) Tests: build no stream trains, to compare with the packets built with them.
+    #[cfg(test)]
+    pub(crate) stream_train_off: bool,
+    /// (fibra) Tests: the packets built as part of a stream train.
+    #[cfg(test)]
+    pub(crate) stream_train_packets: u64,
     /// Negotiated idle timeout
     idle_timeout: Option<Duration>,
     /// The time we send next bundled ACK
@@ -328,6 +334,10 @@ impl Connection {
             accepted_0rtt: false,
             permit_idle_reset: true,
             loss_timer_armed_at: None,
+            #[cfg(test)]
+            stream_train_off: false,
+            #[cfg(test)]
+            stream_train_packets: 0,
             idle_timeout: match config.max_idle_timeout {
                 None | Some(VarInt(0)) => None,
                 Some(dur) => Some(Duration::from_millis(dur.0)),
@@ -536,6 +546,8 @@ impl Connection {
         let mut pad_datagram = false;
         let mut pad_datagram_to_mtu = false;
         let mut congestion_blocked = false;
+        // (fibra) Whether the packets this call still builds are a train of stream packets.
+        let mut stream_train = false;
 
         // Iterate over all spaces and find data to send
         let mut space_idx = 0;
@@ -555,18 +567,25 @@ impl Connection {
                 segment_size.saturating_sub(self.predict_1rtt_overhead(Some(pn)));
 
             // Is there data or a close message to send in this space?
-            let can_send = self.space_can_send(space_id, frame_space_1rtt);
+            // (fibra) In a train of stream packets (below), only stream data can be left.
+            let can_send = if stream_train {
+                SendableFrames {
+                    acks: false,
+                    other: self.streams.can_send_stream_data(),
+                }
+            } else {
+                self.space_can_send(space_id, frame_space_1rtt)
+            };
             if can_send.is_empty() && (!close || self.spaces[space_id].crypto.is_none()) {
                 space_idx += 1;
                 continue;
             }
 
-            let mut ack_eliciting = !self.spaces[space_id].pending.is_empty(&self.streams)
-                || self.spaces[space_id].ping_pending
-                || self.spaces[space_id].immediate_ack_pending;
-            if space_id == SpaceId::Data {
-                ack_eliciting |= self.can_send_1rtt(frame_space_1rtt);
-            }
+            // (fibra) What `space_can_send` just computed as `other`: the same pending frames,
+            // PING, IMMEDIATE_ACK and, in the Data space, `can_send_1rtt`, with nothing changed
+            // in between. (It returns early, empty, only for a space without keys, and such a
+            // space never gets here.)
+            let ack_eliciting = can_send.other;
 
             pad_datagram_to_mtu |= space_id == SpaceId::Data && self.config.pad_to_mtu;
 
@@ -893,8 +912,11 @@ impl Connection {
                 }
             }
 
-            let sent =
-                self.populate_packet(now, space_id, buf, builder.max_size, builder.exact_number);
+            let sent = if stream_train {
+                self.populate_stream_packet(buf, builder.max_size)
+            } else {
+                self.populate_packet(now, space_id, buf, builder.max_size, builder.exact_number)
+            };
 
             // ACK-only packets should only be sent when explicitly allowed. If we write them due to
             // any other reason, there is a bug which leads to one component announcing write
@@ -916,6 +938,21 @@ impl Connection {
                 self.spaces[space_id].pending_acks.acks_sent();
                 self.timers.stop(Timer::MaxAckDelay);
                 self.next_bundled_ack_time = Some(now + self.next_bundled_ack_delay());
+            }
+
+            // (fibra) After a Data packet that held only stream frames, the next packets of
+            // this call can hold nothing else when nothing else is pending: see
+            // `stream_train_may_start`. Nothing this loop does from here on queues a frame of
+            // another kind, so the condition holds until the call returns.
+            if !stream_train
+                && space_id == SpaceId::Data
+                && builder.short_header
+                && !close
+                && !pad_datagram
+                && !pad_datagram_to_mtu
+                && sent.only_stream_frames()
+            {
+                stream_train = self.stream_train_may_start(now);
             }
 
             // Keep information about the packet around until it gets finalized
@@ -3162,6 +3199,55 @@ impl Connection {
             .push_back(EndpointEventInner::NeedIdentifiers(now, n));
     }
 
+    /// (fibra) Whether the next Data packets of this `poll_transmit` can be stream packets
+    /// only, built by [`Self::populate_stream_packet`] without asking each time for what
+    /// [`Self::populate_packet`] writes before and after its STREAM frames: true when none of
+    /// that is pending in the Data space (frames to retransmit or queued: flow control,
+    /// stream control, CRYPTO, connection IDs, tokens, HANDSHAKE_DONE, ACK_FREQUENCY), nor a
+    /// PING, an IMMEDIATE_ACK, an ACK to send at once or to bundle now, a path challenge or
+    /// response, a datagram, or a loss probe. `now` is the call's: none of these becomes
+    /// pending while it builds packets.
+    fn stream_train_may_start(&self, now: Instant) -> bool {
+        #[cfg(test)]
+        if self.stream_train_off {
+            return false;
+        }
+        let space = &self.spaces[SpaceId::Data];
+        space.loss_probes == 0
+            && !space.ping_pending
+            && !space.immediate_ack_pending
+            && !space.pending_acks.can_send()
+            && !(self.next_bundled_ack_time.is_some_and(|time| time <= now)
+                && space.pending_acks.can_send_with_other_frames())
+            && self.path.challenge.is_none()
+            && !self.path.challenge_pending
+            && self
+                .prev_path
+                .as_ref()
+                .is_none_or(|(_, path)| !path.challenge_pending)
+            && self.path_responses.is_empty()
+            && self.datagrams.outgoing.is_empty()
+            && space.pending.is_empty(&self.streams)
+            && space.crypto.is_some()
+    }
+
+    /// (fibra) A Data packet of a stream train (see [`Self::stream_train_may_start`]): the
+    /// STREAM frames [`Self::populate_packet`] would write when nothing else is pending.
+    fn populate_stream_packet(&mut self, buf: &mut Vec<u8>, max_size: usize) -> SentFrames {
+        let stream_frames =
+            self.streams
+                .write_stream_frames(buf, max_size, self.config.send_fairness);
+        self.stats.frame_tx.stream += stream_frames.len() as u64;
+        #[cfg(test)]
+        {
+            self.stream_train_packets += 1;
+        }
+        SentFrames {
+            stream_frames,
+            ..SentFrames::default()
+        }
+    }
+
     fn populate_packet(
         &mut self,
         now: Instant,
@@ -4097,6 +4183,16 @@ struct SentFrames {
 }
 
 impl SentFrames {
+    /// (fibra) Whether the packet holds STREAM frames and nothing else: no ACK, nothing to
+    /// retransmit but its stream data, no frame that is not retransmitted, no padding asked.
+    fn only_stream_frames(&self) -> bool {
+        !self.stream_frames.is_empty()
+            && self.largest_acked.is_none()
+            && self.retransmits.get().is_none()
+            && !self.non_retransmits
+            && !self.requires_padding
+    }
+
     /// Returns whether the packet contains only ACKs
     fn is_ack_only(&self, streams: &StreamsState) -> bool {
         self.largest_acked.is_some()
