@@ -28,7 +28,6 @@ use crate::{
         FixedLengthConnectionIdParser, Header, InitialHeader, InitialPacket, LongType, Packet,
         PacketNumber, PartialDecode, SpaceId,
     },
-    range_set::ArrayRangeSet,
     shared::{
         ConnectionEvent, ConnectionEventInner, ConnectionId, DatagramConnectionEvent, EcnCodepoint,
         EndpointEvent, EndpointEventInner,
@@ -195,6 +194,9 @@ pub struct Connection {
     /// Until the call returns, each further such packet would arm it to the same time (see
     /// `PacketBuilder::finish_and_track`). `None` otherwise.
     loss_timer_armed_at: Option<Instant>,
+    /// (fibra) The packet numbers an ACK frame newly acknowledges, ascending: kept between
+    /// frames so that collecting them allocates only while it grows.
+    newly_acked: Vec<u64>,
     /// (fibra) Tests: build no stream trains, to compare with the packets built with them.
     #[cfg(test)]
     pub(crate) stream_train_off: bool,
@@ -334,6 +336,7 @@ impl Connection {
             accepted_0rtt: false,
             permit_idle_reset: true,
             loss_timer_armed_at: None,
+            newly_acked: Vec::new(),
             #[cfg(test)]
             stream_train_off: false,
             #[cfg(test)]
@@ -1535,20 +1538,48 @@ impl Connection {
         };
 
         // Avoid DoS from unreasonably huge ack ranges by filtering out just the new acks.
-        let mut newly_acked = ArrayRangeSet::new();
+        // (fibra) Into a vector kept between frames, instead of a new `ArrayRangeSet` with
+        // one insertion per packet: the packets come out of each range ascending, and the
+        // ranges of a frame descending, so the vector is sorted only when the frame has more
+        // than one range with packets in it.
+        let mut newly_acked = mem::take(&mut self.newly_acked);
+        newly_acked.clear();
+        let mut ranges_with_packets = 0;
         for range in ack.iter() {
             self.packet_number_filter.check_ack(space, range.clone())?;
-            for (&pn, _) in self.spaces[space].sent_packets.range(range) {
-                newly_acked.insert_one(pn);
-            }
+            let before = newly_acked.len();
+            newly_acked.extend(
+                self.spaces[space]
+                    .sent_packets
+                    .range(range)
+                    .map(|(&pn, _)| pn),
+            );
+            ranges_with_packets += usize::from(newly_acked.len() > before);
         }
+        if ranges_with_packets > 1 {
+            newly_acked.sort_unstable();
+        }
+        let result = self.on_packets_acked(now, space, &ack, new_largest, &newly_acked);
+        self.newly_acked = newly_acked;
+        result
+    }
 
+    /// (fibra) The rest of [`Self::on_ack_received`], for the packets it newly acknowledges
+    /// (`newly_acked`, ascending, each once).
+    fn on_packets_acked(
+        &mut self,
+        now: Instant,
+        space: SpaceId,
+        ack: &frame::Ack,
+        new_largest: bool,
+        newly_acked: &[u64],
+    ) -> Result<(), TransportError> {
         if newly_acked.is_empty() {
             return Ok(());
         }
 
         let mut ack_eliciting_acked = false;
-        for packet in newly_acked.elts() {
+        for &packet in newly_acked {
             if let Some(info) = self.spaces[space].take(packet) {
                 if let Some(acked) = info.largest_acked {
                     // Assume ACKs for all packets below the largest acknowledged in `packet` have
@@ -1615,7 +1646,10 @@ impl Connection {
                 // reordering.
                 if new_largest {
                     let sent = self.spaces[space].largest_acked_packet_sent;
-                    self.process_ecn(now, space, newly_acked.len() as u64, ecn, sent);
+                    // (fibra) The number of ranges of consecutive packet numbers, as the
+                    // `ArrayRangeSet` this replaced counted them.
+                    let runs = 1 + newly_acked.windows(2).filter(|w| w[1] != w[0] + 1).count();
+                    self.process_ecn(now, space, runs as u64, ecn, sent);
                 }
             } else {
                 // We always start out sending ECN, so any ack that doesn't acknowledge it disables it.

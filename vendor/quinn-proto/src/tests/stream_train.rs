@@ -152,3 +152,42 @@ fn a_transfer_of_one_packet_builds_no_train() {
     assert_eq!(same_packets_with_and_without_trains(500, Meanwhile::Nothing), 0);
 }
 
+/// (fibra) `Connection::on_ack_received` collects the packets an ACK frame newly acknowledges
+/// in a vector kept between frames, sorted only when the frame has several ranges with
+/// packets in them. Losing every fifth packet of a burst gives the client's ACKs many ranges;
+/// the transfer completes, the losses are found, and every byte is acknowledged (the server
+/// sees its stream finished).
+#[test]
+fn acks_with_many_ranges_acknowledge_every_packet_once() {
+    let _guard = subscribe();
+    let mut pair = Pair::default_with_deterministic_pns();
+    let (client_ch, server_ch) = pair.connect();
+    let s = pair.server_streams(server_ch).open(Dir::Uni).unwrap();
+    let data: Vec<u8> = (0..300_000).map(|i| (i * 7) as u8).collect();
+    assert_eq!(pair.server_send(server_ch, s).write(&data).unwrap(), data.len());
+    pair.server_send(server_ch, s).finish().unwrap();
+
+    for _ in 0..3 {
+        pair.drive_server();
+        let before = pair.client.inbound.len();
+        let mut i = 0;
+        pair.client.inbound.retain(|_| {
+            i += 1;
+            i % 5 != 0
+        });
+        assert!(pair.client.inbound.len() < before, "a burst lost packets");
+        pair.drive_client();
+    }
+    pair.drive();
+
+    let stats = pair.server_conn_mut(server_ch).stats();
+    assert!(stats.path.lost_packets >= 3, "{stats:?}");
+    assert_matches!(pair.client_streams(client_ch).accept(Dir::Uni), Some(id) if id == s);
+    let got = stream_chunks(pair.client_recv(client_ch, s));
+    assert_eq!(&got[..], &data[..]);
+    let mut finished = false;
+    while let Some(event) = pair.server_conn_mut(server_ch).poll() {
+        finished |= matches!(event, Event::Stream(StreamEvent::Finished { id }) if id == s);
+    }
+    assert!(finished, "every byte of the stream acknowledged");
+}
