@@ -1579,6 +1579,9 @@ impl Connection {
         }
 
         let mut ack_eliciting_acked = false;
+        // (fibra) Stream data acknowledged by consecutive packets, merged (see
+        // `on_packet_acked`).
+        let mut acked_stream_data = None;
         for &packet in newly_acked {
             if let Some(info) = self.spaces[space].take(packet) {
                 if let Some(acked) = info.largest_acked {
@@ -1602,8 +1605,11 @@ impl Connection {
                 // Notify ack frequency that a packet was acked, because it might contain an ACK_FREQUENCY frame
                 self.ack_frequency.on_acked(packet);
 
-                self.on_packet_acked(now, info);
+                self.on_packet_acked(now, info, &mut acked_stream_data);
             }
+        }
+        if let Some(frame) = acked_stream_data {
+            self.streams.received_ack_of(frame);
         }
 
         self.path.congestion.on_end_acks(
@@ -1691,7 +1697,18 @@ impl Connection {
 
     // Not timing-aware, so it's safe to call this for inferred acks, such as arise from
     // high-latency handshakes
-    fn on_packet_acked(&mut self, now: Instant, info: SentPacket) {
+    /// `info` was acknowledged. (fibra) Its stream frames are merged into `acked_stream_data`
+    /// while each continues the one before in the same stream (as a bulk transfer's packets
+    /// do, one frame each); the caller passes the result to `received_ack_of` at the end, as
+    /// `on_packet_acked` does with what does not continue it. One call for a run of packets
+    /// leaves the stream as one per packet would: the same bytes acknowledged in order, the
+    /// FIN with the last of them.
+    fn on_packet_acked(
+        &mut self,
+        now: Instant,
+        info: SentPacket,
+        acked_stream_data: &mut Option<frame::StreamMeta>,
+    ) {
         self.remove_in_flight(&info);
         if info.ack_eliciting && self.path.challenge.is_none() {
             // Only pass ACKs to the congestion controller if we are not validating the current
@@ -1707,13 +1724,31 @@ impl Connection {
 
         // Update state for confirmed delivery of frames
         if let Some(retransmits) = info.retransmits.get() {
+            if !retransmits.reset_stream.is_empty() {
+                // (fibra) The stream data acknowledged before the reset, first.
+                if let Some(frame) = acked_stream_data.take() {
+                    self.streams.received_ack_of(frame);
+                }
+            }
             for (id, _) in retransmits.reset_stream.iter() {
                 self.streams.reset_acked(*id);
             }
         }
 
         for frame in info.stream_frames {
-            self.streams.received_ack_of(frame);
+            match acked_stream_data {
+                Some(run)
+                    if run.id == frame.id && run.offsets.end == frame.offsets.start && !run.fin =>
+                {
+                    run.offsets.end = frame.offsets.end;
+                    run.fin = frame.fin;
+                }
+                _ => {
+                    if let Some(before) = acked_stream_data.replace(frame) {
+                        self.streams.received_ack_of(before);
+                    }
+                }
+            }
         }
     }
 
@@ -2589,7 +2624,11 @@ impl Connection {
 
                 let space = &mut self.spaces[SpaceId::Initial];
                 if let Some(info) = space.take(0) {
-                    self.on_packet_acked(now, info);
+                    let mut acked_stream_data = None;
+                    self.on_packet_acked(now, info, &mut acked_stream_data);
+                    if let Some(frame) = acked_stream_data {
+                        self.streams.received_ack_of(frame);
+                    }
                 };
 
                 self.discard_space(now, SpaceId::Initial); // Make sure we clean up after any retransmitted Initials
