@@ -35,6 +35,7 @@ use crate::{
 mod util;
 use util::*;
 
+mod acks;
 mod stream_train;
 mod token;
 
