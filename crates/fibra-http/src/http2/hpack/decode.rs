@@ -85,7 +85,7 @@ impl Decoder {
     }
 
     /// The number of entries in the dynamic table.
-    #[cfg(any(test, feature = "fuzzing"))]
+    #[cfg(test)]
     pub(crate) fn table_len(&self) -> usize {
         self.table.len()
     }

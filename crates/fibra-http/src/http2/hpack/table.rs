@@ -245,7 +245,7 @@ impl Table {
     }
 
     /// The number of entries.
-    #[cfg(any(test, feature = "fuzzing"))]
+    #[cfg(test)]
     pub(super) fn len(&self) -> usize {
         self.entries.len()
     }
