@@ -224,12 +224,20 @@ pub(crate) fn put_headers(out: &mut Vec<u8>, encode: impl FnOnce(&mut Vec<u8>)) 
     out.extend_from_slice(&[0, 0]);
     encode(out);
     let len = (out.len() - slot - 2) as u64;
-    if varint::len(len) == 2 {
-        varint::put_in(&mut out[slot..slot + 2], len);
-    } else {
-        let mut head = Vec::with_capacity(varint::MAX_LEN);
-        varint::put(&mut head, len);
-        out.splice(slot..slot + 2, head);
+    match varint::len(len) {
+        2 => varint::put_in(&mut out[slot..slot + 2], len),
+        1 => {
+            // The section moves back a byte (without the heap: a short response's head is
+            // the common case).
+            out[slot] = len as u8;
+            out.copy_within(slot + 2.., slot + 1);
+            out.truncate(out.len() - 1);
+        }
+        n => {
+            let mut head = [0u8; varint::MAX_LEN];
+            varint::put_in(&mut head[..n], len);
+            out.splice(slot..slot + 2, head[..n].iter().copied());
+        }
     }
 }
 
