@@ -274,7 +274,8 @@ impl ResponseStream {
     pub fn read_head(&mut self) -> io::Result<ResponseHead> {
         loop {
             let section = match self.incoming.next(MAX_RESPONSE_SECTION).map_err(fail)? {
-                Next::Headers(section) => section,
+                // Copied out: decoding needs the client's decoder too.
+                Next::Headers(section) => self.incoming.section(section).to_vec(),
                 Next::End => return Err(malformed("the stream ended before a response")),
                 Next::Data | Next::Frame(..) => {
                     return Err(malformed("a frame before the response's HEADERS"))

@@ -4,6 +4,7 @@
 //! refused (RFC 9114 §7.2).
 
 use std::io::{self, Read};
+use std::ops::Range;
 
 use fibra_quic::RecvStream;
 
@@ -20,8 +21,10 @@ const MIN_ROOM: usize = 512;
 
 /// The next thing on a request stream.
 pub(crate) enum Next {
-    /// A HEADERS frame's field section.
-    Headers(Vec<u8>),
+    /// A HEADERS frame's field section: its place in the stream's buffer, which
+    /// [`Incoming::section`] gives until the next call that reads (the section is not copied
+    /// out: it is decoded at once, or compared with the connection's last one).
+    Headers(Range<usize>),
     /// DATA: its payload's bytes are [`Incoming::read_data`]'s to give.
     Data,
     /// Another frame the stream may carry, whole (a control stream's SETTINGS, GOAWAY,
@@ -73,6 +76,12 @@ impl Incoming {
             data_left: 0,
             fin: false,
         }
+    }
+
+    /// The bytes of a HEADERS section [`Incoming::next`] returned as [`Next::Headers`], valid
+    /// until the next call that reads.
+    pub(crate) fn section(&self, at: Range<usize>) -> &[u8] {
+        &self.buf[at]
     }
 
     /// The receiving half (to stop it).
@@ -128,11 +137,11 @@ impl Incoming {
                             return Err(Fail::Protocol(H3Error::FrameError));
                         }
                     }
-                    let payload = self.buf[self.pos..self.pos + len].to_vec();
+                    let payload = self.pos..self.pos + len;
                     self.pos += len;
                     return Ok(match kind {
                         FrameKind::Headers => Next::Headers(payload),
-                        kind => Next::Frame(kind, payload),
+                        kind => Next::Frame(kind, self.buf[payload].to_vec()),
                     });
                 }
             }

@@ -101,7 +101,12 @@ impl BodySource for StreamBody {
                     // The trailer section ends the request: nothing but the FIN may follow
                     // (RFC 9114 §4.1).
                     let mut decoder = Decoder::new(u64::MAX);
-                    match decode_trailers(&mut decoder, &section, self.max_section) {
+                    let decoded = decode_trailers(
+                        &mut decoder,
+                        self.incoming.section(section),
+                        self.max_section,
+                    );
+                    match decoded {
                         Ok(Some(t)) => self.trailers = Some(t),
                         Ok(None) => return Err(self.failed(Fail::Protocol(H3Error::MessageError))),
                         Err(e) => return Err(self.failed(Fail::Protocol(e))),

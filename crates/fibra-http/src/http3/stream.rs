@@ -85,24 +85,28 @@ where
         Err(Fail::Protocol(e)) => return Err(e),
     };
     let mut decoder = Decoder::new(u64::MAX);
-    let (parts, content_length) =
-        match decode_request_cached(&mut decoder, &section, max_section, last_heads)? {
-            Decoded::Request(parts, content_length) => (parts, content_length),
-            Decoded::Malformed => {
-                // A stream error (§4.1.2): this request only.
-                let _ = send_half.reset(H3Error::MessageError.code());
-                let _ = incoming.recv_mut().stop(H3Error::MessageError.code());
-                return Ok(());
+    let (parts, content_length) = match decode_request_cached(
+        &mut decoder,
+        incoming.section(section),
+        max_section,
+        last_heads,
+    )? {
+        Decoded::Request(parts, content_length) => (parts, content_length),
+        Decoded::Malformed => {
+            // A stream error (§4.1.2): this request only.
+            let _ = send_half.reset(H3Error::MessageError.code());
+            let _ = incoming.recv_mut().stop(H3Error::MessageError.code());
+            return Ok(());
+        }
+        Decoded::TooLarge => {
+            let response = refuse(settings, peer, HEAD_TOO_LARGE, "request head too large\n");
+            let _ = incoming.recv_mut().stop(H3Error::NoError.code());
+            if let Err(Failed(e, _)) = send(send_half, response, false, settings) {
+                log::debug!("HTTP/3 stream from {peer:?}: {e}");
             }
-            Decoded::TooLarge => {
-                let response = refuse(settings, peer, HEAD_TOO_LARGE, "request head too large\n");
-                let _ = incoming.recv_mut().stop(H3Error::NoError.code());
-                if let Err(Failed(e, _)) = send(send_half, response, false, settings) {
-                    log::debug!("HTTP/3 stream from {peer:?}: {e}");
-                }
-                return Ok(());
-            }
-        };
+            return Ok(());
+        }
+    };
     let is_head = parts.method == Method::HEAD;
     let logged = settings.logs_access().then(|| LoggedRequest::of(&parts));
     let declared_too_large = content_length.is_some_and(|n| n > settings.max_body_bytes);
