@@ -17,6 +17,8 @@
 # sample lands on the instruction after the one that waited: a load that waits on the
 # stores before it (store-to-load forwarding failed: a value built field by field and then
 # copied whole with wider loads) shows as a hot plain store or move right after that load.
+# Those samples say where the core waited, not what removing the wait saves: the out-of-order
+# core overlaps much of it (docs/lab/gaps-2026-11-30.md); check a fix with bench/ab_cpu.sh.
 # Samples come from a timer (no hardware counters in this virtual machine), so each function's
 # figure carries a few percent of noise; compare builds with runs made back to back.
 set -euo pipefail
