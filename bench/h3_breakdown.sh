@@ -26,6 +26,8 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
 # shellcheck source=bench/lib/measure.sh
 source "$here/lib/measure.sh"
+# shellcheck source=bench/lib/tls_site.sh
+source "$here/lib/tls_site.sh"
 h2=0 path=/1m.bin conns=32 streams=1 secs=12
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -45,30 +47,15 @@ for tool in "${tools[@]}"; do
     command -v "$tool" >/dev/null || { echo "$0: needs $tool" >&2; exit 1; }
 done
 [[ -x "$fibra" ]] || { echo "$0: build target/release/fibra first" >&2; exit 1; }
-out="$(mktemp -d)"
-pid=
-cleanup() {
-    [[ -n "$pid" ]] && kill "$pid" 2>/dev/null || true
-    wait 2>/dev/null || true
-    rm -rf "$out"
-}
-trap cleanup EXIT
+scratch
 
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=localhost \
-    -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" -addext "basicConstraints=CA:FALSE" \
-    -keyout "$out/key.pem" -out "$out/cert.pem" -days 2 2>/dev/null
-mkdir -p "$out/root"
-cp "$here/static/index.html" "$out/root/"
-head -c $((1 << 20)) /dev/urandom >"$out/root/1m.bin"
+self_signed "$out"
+files_root "$out"
 port=$(free_port)
 taskset -c 0 "$fibra" serve "$out/root" --workers 1 --port "$port" --tls-cert "$out/cert.pem" \
     --tls-key "$out/key.pem" --http3 >"$out/server.log" 2>&1 &
 pid=$!
-for _ in $(seq 100); do
-    grep -q "HTTP/3 on udp://" "$out/server.log" && break
-    sleep 0.1
-done
-grep -q "HTTP/3 on udp://" "$out/server.log" || { cat "$out/server.log" >&2; exit 1; }
+wait_http3 "$out/server.log" || exit 1
 
 url="https://127.0.0.1:$port$path"
 if [[ "$h2" = 1 ]]; then

@@ -24,6 +24,8 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
 # shellcheck source=bench/lib/measure.sh
 source "$here/lib/measure.sh"
+# shellcheck source=bench/lib/tls_site.sh
+source "$here/lib/tls_site.sh"
 pairs=12 secs=2 conns=100 streams=10 path=/plaintext files=0 quicgo=0
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -47,34 +49,19 @@ if [[ "$quicgo" = 1 ]]; then
     command -v go >/dev/null || { echo "$0: --against-quic-go needs go" >&2; exit 1; }
     (cd "$here/h3/quicgo" && GOFLAGS=-mod=mod GOTOOLCHAIN=local go build -o "$h3load" .)
 fi
-out="$(mktemp -d)"
-pid=
-cleanup() {
-    [[ -n "$pid" ]] && kill "$pid" 2>/dev/null || true
-    wait 2>/dev/null || true
-    rm -rf "$out"
-}
-trap cleanup EXIT
+scratch
 
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=localhost \
-    -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" -addext "basicConstraints=CA:FALSE" \
-    -keyout "$out/key.pem" -out "$out/cert.pem" -days 2 2>/dev/null
+self_signed "$out"
 port=$(free_port)
 tls=(--tls-cert "$out/cert.pem" --tls-key "$out/key.pem" --http3)
 if [[ "$files" = 1 ]]; then
-    mkdir -p "$out/root"
-    cp "$here/static/index.html" "$out/root/"
-    head -c $((1 << 20)) /dev/urandom >"$out/root/1m.bin"
+    files_root "$out"
     taskset -c 0 "$fibra" serve "$out/root" --workers 1 --port "$port" "${tls[@]}" >"$out/server.log" 2>&1 &
 else
     taskset -c 0 "$fibra" hello --workers 1 --port "$port" "${tls[@]}" >"$out/server.log" 2>&1 &
 fi
 pid=$!
-for _ in $(seq 100); do
-    grep -q "HTTP/3 on udp://" "$out/server.log" && break
-    sleep 0.1
-done
-grep -q "HTTP/3 on udp://" "$out/server.log" || { cat "$out/server.log" >&2; exit 1; }
+wait_http3 "$out/server.log" || exit 1
 url="https://127.0.0.1:$port$path"
 
 
