@@ -1,7 +1,4 @@
-use std::{
-    collections::{BinaryHeap, hash_map},
-    io,
-};
+use std::{collections::BinaryHeap, io};
 
 use bytes::Bytes;
 use thiserror::Error;
@@ -24,6 +21,7 @@ use send::{BytesSource, Send, SendState};
 pub use send::{FinishError, WriteError, Written};
 
 mod state;
+mod stream_map;
 #[allow(unreachable_pub)] // fuzzing only
 pub use state::StreamsState;
 
@@ -134,9 +132,9 @@ impl RecvStream<'_> {
     /// Discards unread data and notifies the peer to stop transmitting. Once stopped, further
     /// attempts to operate on a stream will yield `ClosedStream` errors.
     pub fn stop(&mut self, error_code: VarInt) -> Result<(), ClosedStream> {
-        let mut entry = match self.state.recv.entry(self.id) {
-            hash_map::Entry::Occupied(s) => s,
-            hash_map::Entry::Vacant(_) => return Err(ClosedStream { _private: () }),
+        // (fibra) A `StreamMap`'s entry (see `stream_map.rs`).
+        let Some(mut entry) = self.state.recv.occupied(self.id) else {
+            return Err(ClosedStream { _private: () });
         };
         let stream = get_or_insert_recv(self.state.stream_receive_window)(entry.get_mut());
 
@@ -168,7 +166,8 @@ impl RecvStream<'_> {
     /// After returning `Ok(Some(_))` once, stream state will be discarded and all future calls will
     /// return `Err(ClosedStream)`.
     pub fn received_reset(&mut self) -> Result<Option<VarInt>, ClosedStream> {
-        let hash_map::Entry::Occupied(entry) = self.state.recv.entry(self.id) else {
+        // (fibra) A `StreamMap`'s entry (see `stream_map.rs`).
+        let Some(entry) = self.state.recv.occupied(self.id) else {
             return Err(ClosedStream { _private: () });
         };
         let Some(s) = entry.get().as_ref().and_then(|s| s.as_open_recv()) else {

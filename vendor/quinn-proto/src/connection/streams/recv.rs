@@ -1,4 +1,3 @@
-use std::collections::hash_map::Entry;
 use std::mem;
 
 use thiserror::Error;
@@ -260,9 +259,9 @@ impl<'a> Chunks<'a> {
         streams: &'a mut StreamsState,
         pending: &'a mut Retransmits,
     ) -> Result<Self, ReadableError> {
-        let mut entry = match streams.recv.entry(id) {
-            Entry::Occupied(entry) => entry,
-            Entry::Vacant(_) => return Err(ReadableError::ClosedStream),
+        // (fibra) A `StreamMap`'s entry (see `stream_map.rs`).
+        let Some(mut entry) = streams.recv.occupied(id) else {
+            return Err(ReadableError::ClosedStream);
         };
 
         let mut recv =

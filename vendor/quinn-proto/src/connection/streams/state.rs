@@ -1,13 +1,9 @@
-use std::{
-    collections::{VecDeque, hash_map},
-    convert::TryFrom,
-    mem,
-};
+use std::{collections::VecDeque, convert::TryFrom, mem};
 
 use bytes::BufMut;
-use rustc_hash::FxHashMap;
 use tracing::{debug, error, trace};
 
+use super::stream_map::StreamMap;
 use super::{
     PendingStreamsQueue, Recv, Retransmits, Send, SendState, ShouldTransmit, StreamEvent,
     StreamHalf, ThinRetransmits,
@@ -69,8 +65,9 @@ impl StreamRecv {
 pub struct StreamsState {
     pub(super) side: Side,
     // Set of streams that are currently open, or could be immediately opened by the peer
-    pub(super) send: FxHashMap<StreamId, Option<Box<Send>>>,
-    pub(super) recv: FxHashMap<StreamId, Option<StreamRecv>>,
+    // (fibra) `StreamMap`s, not hash maps (see `stream_map.rs`).
+    pub(super) send: StreamMap<Option<Box<Send>>>,
+    pub(super) recv: StreamMap<Option<StreamRecv>>,
     pub(super) free_recv: Vec<StreamRecv>,
     pub(super) next: [u64; 2],
     /// Maximum number of locally-initiated streams that may be opened over the lifetime of the
@@ -155,8 +152,8 @@ impl StreamsState {
     ) -> Self {
         let mut this = Self {
             side,
-            send: FxHashMap::default(),
-            recv: FxHashMap::default(),
+            send: StreamMap::default(),
+            recv: StreamMap::default(),
             free_recv: Vec::new(),
             next: [0, 0],
             max: [0, 0],
@@ -387,13 +384,11 @@ impl StreamsState {
     }
 
     pub(crate) fn reset_acked(&mut self, id: StreamId) {
-        match self.send.entry(id) {
-            hash_map::Entry::Vacant(_) => {}
-            hash_map::Entry::Occupied(e) => {
-                if let Some(SendState::ResetSent) = e.get().as_ref().map(|s| s.state) {
-                    e.remove_entry();
-                    self.stream_freed(id, StreamHalf::Send);
-                }
+        // (fibra) A `StreamMap`'s entry (see `stream_map.rs`).
+        if let Some(e) = self.send.occupied(id) {
+            if let Some(SendState::ResetSent) = e.get().as_ref().map(|s| s.state) {
+                e.remove_entry();
+                self.stream_freed(id, StreamHalf::Send);
             }
         }
     }
@@ -695,9 +690,9 @@ impl StreamsState {
     }
 
     pub(crate) fn received_ack_of(&mut self, frame: frame::StreamMeta) {
-        let mut entry = match self.send.entry(frame.id) {
-            hash_map::Entry::Vacant(_) => return,
-            hash_map::Entry::Occupied(e) => e,
+        // (fibra) A `StreamMap`'s entry (see `stream_map.rs`).
+        let Some(mut entry) = self.send.occupied(frame.id) else {
+            return;
         };
 
         let stream = match entry.get_mut().as_mut() {
