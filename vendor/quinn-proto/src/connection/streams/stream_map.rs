@@ -72,6 +72,11 @@ impl<V> Kind<V> {
     }
 
     fn insert(&mut self, index: u64, value: V) -> Option<V> {
+        if self.slots.is_empty() && self.behind.is_empty() {
+            // Nothing kept: the ring starts here, also below where it was (the streams opened
+            // again from the first after 0-RTT data was rejected).
+            self.base = index;
+        }
         if index < self.base {
             return self.behind.insert(index, value);
         }
@@ -308,6 +313,24 @@ mod tests {
         assert_eq!(map.get(&id(1 << 50)), Some(&99));
         assert_eq!(map.remove(&id(1 << 50)), Some(99));
         assert_eq!(map.len(), 10);
+    }
+
+    /// Once every entry is gone, the ring starts again where the next one is, also below
+    /// where it was (local streams opened again from index 0 after 0-RTT was rejected).
+    #[test]
+    fn an_emptied_map_starts_again_anywhere() {
+        let mut map = StreamMap::default();
+        for n in 10..20 {
+            map.insert(id(n * 4), n);
+        }
+        for n in 10..20 {
+            assert_eq!(map.remove(&id(n * 4)), Some(n));
+        }
+        map.insert(id(0), 0);
+        map.insert(id(4), 1);
+        assert_eq!(map.kinds[0].slots.len(), 2);
+        assert!(map.kinds[0].behind.is_empty());
+        assert_eq!(map.get(&id(4)), Some(&1));
     }
 
     /// A stream left open while a million newer ones come and go: the ring stays within its
