@@ -112,10 +112,10 @@ impl<V> Kind<V> {
     }
 
     fn remove(&mut self, index: u64) -> Option<V> {
-        if index < self.base {
-            return self.behind.remove(&index);
-        }
-        let value = self.slots.get_mut((index - self.base) as usize)?.take()?;
+        let value = match index.checked_sub(self.base) {
+            Some(i) => self.slots.get_mut(usize::try_from(i).ok()?)?.take()?,
+            None => return self.behind.remove(&index),
+        };
         self.trim();
         Some(value)
     }
