@@ -1,6 +1,6 @@
 # Sourced by the scripts that load one fibra server over TLS and HTTP/3 (bench/h3_h2_cpu.sh,
 # bench/h3_breakdown.sh): a scratch directory cleaned up on exit, a throw-away certificate, a
-# root of files, and the wait for the server's HTTP/3 listener.
+# root of files, the wait for the server's HTTP/3 listener, and the check of a load's report.
 
 # scratch : sets `out` to a new temporary directory and `pid` to empty (the caller sets it to
 # the server's process ID); on exit, the server is stopped and the directory removed.
@@ -42,4 +42,12 @@ wait_http3() {
   done
   cat "$1" >&2
   return 1
+}
+
+# all_2xx REPORT : whether a load's report (h2load's, or `fibra bench`'s, which prints the same
+# lines) shows answers, every one 2xx, and no request failed, errored or timed out (both count
+# a non-2xx answer as failed).
+all_2xx() {
+  grep -qE "status codes: [1-9][0-9]* 2xx, 0 3xx, 0 4xx, 0 5xx" <<<"$1" \
+    && ! grep -qE "\b[1-9][0-9]* (failed|errored|timeout)" <<<"$1"
 }
