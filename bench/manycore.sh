@@ -7,7 +7,7 @@
 #   bench/manycore.sh pack [--archive PATH] [--fibra BINARY]
 #   bench/manycore.sh run ARCHIVE|DIR [--out DIR] [--dry-run] [--self-test]
 #       [--workers 1,2,4,8] [--load-cpus 8-15] [--duration SECS] [--rounds N]
-#       [--warmup SECS] [--budget SECS] [--port N] [--workdir DIR] [--keep]
+#       [--warmup SECS] [--budget SECS] [--port N] [--servers LIST] [--workdir DIR] [--keep]
 #
 # pack builds the release `fibra` (cargo build --release -p fibra-cli; or takes --fibra) and
 # pong (bench/pong/pong.c, cc -O2 -static), and packs them with nginx, wrk (with LuaJIT), awk,
@@ -27,6 +27,7 @@
 #   fibra-hello      fibra hello --workers W (one listener shared by the workers, the default)
 #   nginx            worker_processes W, return 200 (bench/manycore/nginx.conf.in)
 #   pong             pong -w W: W processes, one SO_REUSEPORT listener each
+# (--servers fibra-hello,pong measures a subset, in that order; pong must be in it)
 #   plain-c256       HTTP/1.1 keep-alive, 256 connections
 #   plain-c1000      the same with 1,000 connections
 #   pipeline16-c256  16 requests per write (bench/lua/pipeline.lua's pattern), 256 connections

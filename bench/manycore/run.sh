@@ -196,7 +196,7 @@ run() {
     [[ $1 == -h || $1 == --help ]] && { usage; exit 0; }
     local src=$1
     shift
-    local dry=0 only_test=0 keep=0 workdir=""
+    local dry=0 only_test=0 keep=0 workdir="" servers_arg=""
     local workers="" load_cpus="" duration="" rounds="" warmup=1 budget=480
     OUT="$PWD/manycore-out"
     [[ -f $ROOT/bench/manycore.sh ]] && OUT="$ROOT/target/manycore/out"
@@ -213,6 +213,7 @@ run() {
             --warmup) warmup=$2; shift 2 ;;
             --budget) budget=$2; shift 2 ;;
             --port) PORT=$2; shift 2 ;;
+            --servers) servers_arg=$2; shift 2 ;;
             --workdir) workdir=$2; shift 2 ;;
             --keep) keep=1; shift ;;
             -h|--help) usage; exit 0 ;;
@@ -230,6 +231,16 @@ run() {
     done
     [[ $workers =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "run: --workers $workers: W,W,... (each 1 or more)"
     [[ $load_cpus =~ ^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$ ]] || die "run: --load-cpus $load_cpus: a taskset list"
+    if [[ -n $servers_arg ]]; then
+        local -a chosen
+        IFS=, read -r -a chosen <<<"$servers_arg"
+        local s
+        for s in "${chosen[@]}"; do
+            [[ " ${SERVERS[*]} " == *" $s "* ]] || die "run: --servers: no server $s (${SERVERS[*]})"
+        done
+        [[ " ${chosen[*]} " == *" pong "* ]] || die "run: --servers must include pong: every ratio is to its figure"
+        SERVERS=("${chosen[@]}")
+    fi
     LOAD_CPUS=$load_cpus
     DURATION=$duration
     need tar gzip env id nproc date head tee tr mktemp
