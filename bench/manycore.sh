@@ -5,6 +5,7 @@
 # on a machine where none of the tools is installed.
 #
 #   bench/manycore.sh pack [--archive PATH] [--fibra BINARY]
+#   bench/manycore.sh merge --out DIR RUN_DIR...
 #   bench/manycore.sh run ARCHIVE|DIR [--out DIR] [--dry-run] [--self-test]
 #       [--workers 1,2,4,8] [--load-cpus 8-15] [--duration SECS] [--rounds N]
 #       [--warmup SECS] [--budget SECS] [--port N] [--servers LIST] [--workdir DIR] [--keep]
@@ -48,6 +49,9 @@
 # --duration 3, --rounds 3, --warmup 1 (about 440 s), --port 20000 (the first port tried).
 # On the many-core machine, from a checkout that holds the archive:
 #   bench/manycore.sh run target/manycore/manycore.tar.gz --out "$OUT"
+# merge puts several runs' runs.tsv together, each run's rounds numbered after the last
+# run's, into DIR/runs.tsv and DIR/summary.md: two short runs on a machine lent for a few
+# minutes then count as one of their rounds added up.
 # --dry-run is for a small machine: W=1, server on CPU 0, load on CPU 1, 2 s, 1 round (each
 # can still be overridden, and servers may share CPUs with the load, to try W > 1), every
 # response still checked; its figures are not results.
@@ -202,8 +206,45 @@ source "$PARTS/servers.sh"
 # shellcheck source=bench/manycore/run.sh
 source "$PARTS/run.sh"
 
+# merge --out DIR RUN_DIR...: see the header.
+merge() {
+    local out="" d
+    local -a dirs=()
+    while [[ $# -gt 0 ]]; do
+        case $1 in
+            --out) out=$2; shift 2 ;;
+            -*) die "merge: unknown argument $1 (--help)" ;;
+            *) dirs+=("$1"); shift ;;
+        esac
+    done
+    [[ -n $out ]] || die "merge: --out DIR"
+    ((${#dirs[@]} > 0)) || die "merge: which runs? (directories with runs.tsv)"
+    for d in "${dirs[@]}"; do
+        [[ -r $d/runs.tsv ]] || die "merge: no runs.tsv in $d"
+    done
+    need awk
+    mkdir -p "$out"
+    awk -F '\t' 'BEGIN { OFS = "\t" }
+        FNR == 1 { base = last; if (NR == 1) print; next }
+        { $1 += base; if ($1 > last) last = $1; print }' \
+        "${dirs[@]/%//runs.tsv}" >"$out/runs.tsv"
+    # Scenarios and servers in the order they first appear.
+    local scenarios servers
+    scenarios=$(awk -F '\t' 'NR > 1 && !s[$3]++ { printf "%s%s", n++ ? "," : "", $3 }' "$out/runs.tsv")
+    servers=$(awk -F '\t' 'NR > 1 && !s[$4]++ { printf "%s%s", n++ ? "," : "", $4 }' "$out/runs.tsv")
+    {
+        echo "Merged from ${#dirs[@]} run(s), $(awk -F '\t' 'NR > 1 && $1 > m { m = $1 } END { print m }' "$out/runs.tsv") rounds in all:" \
+            "medians (min–max) over rounds; the ratios are to pong's figure in the same round."
+        echo
+        awk -F '\t' -v scenarios="$scenarios" -v servers="$servers" \
+            -f "$PARTS/summary.awk" "$out/runs.tsv"
+    } >"$out/summary.md"
+    cat "$out/summary.md"
+}
+
 case ${1:-} in
     pack) shift; pack "$@" ;;
+    merge) shift; merge "$@" ;;
     run) shift; run "$@" ;;
     -h|--help) usage ;;
     *) usage >&2; exit 2 ;;

@@ -1,6 +1,6 @@
 # Summary of bench/manycore.sh's runs.tsv as a markdown table: per workers, scenario and
-# server, the median over rounds of req/s, server CPU µs per request and server cores busy,
-# each with its range (min–max), and req/s and CPU per request as ratios to pong's in the
+# server, the median over rounds of req/s, server CPU µs per request (and its user-space
+# part) and server cores busy, each with its range (min–max), and req/s and CPU per request as ratios to pong's in the
 # same round (median and range of the per-round ratios). Failed runs are left out of the
 # figures and listed under the table.
 # Usage: awk -F '\t' -v scenarios=A,B -v servers=X,Y,pong -f summary.awk runs.tsv
@@ -77,6 +77,7 @@ NR == 1 {
     }
     rps[w, sc, sv] = rps[w, sc, sv] " " $col["req_per_s"]
     cpu[w, sc, sv] = cpu[w, sc, sv] " " $col["cpu_us_per_req"]
+    user[w, sc, sv] = user[w, sc, sv] " " $col["user_us_per_req"]
     busy[w, sc, sv] = busy[w, sc, sv] " " $col["server_cores_busy"]
     round_rps[r, w, sc, sv] = $col["req_per_s"]
     round_cpu[r, w, sc, sv] = $col["cpu_us_per_req"]
@@ -87,8 +88,8 @@ END {
     nsc = split(scenarios, scs, ",")
     nsv = split(servers, svs, ",")
     isort(ws, nw)
-    print "| W | scenario | server | req/s | req/s ÷ pong | CPU µs/req | CPU ÷ pong | server cores busy |"
-    print "|---|---|---|---|---|---|---|---|"
+    print "| W | scenario | server | req/s | req/s ÷ pong | CPU µs/req | CPU ÷ pong | user µs/req | server cores busy |"
+    print "|---|---|---|---|---|---|---|---|---|"
     for (i = 1; i <= nw; i++) {
         w = ws[i]
         for (j = 1; j <= nsc; j++) {
@@ -105,10 +106,10 @@ END {
                         rc = rc " " round_cpu[r, w, sc, sv] / round_cpu[r, w, sc, "pong"]
                     }
                 }
-                printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", w, sc, sv,
+                printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", w, sc, sv,
                     cell(rps[w, sc, sv], ","), cell(rr, "%.2f"),
                     cell(cpu[w, sc, sv], "%.3f"), cell(rc, "%.2f"),
-                    cell(busy[w, sc, sv], "%.2f")
+                    cell(user[w, sc, sv], "%.3f"), cell(busy[w, sc, sv], "%.2f")
             }
         }
     }
