@@ -13,6 +13,8 @@
 # between servers making the same system calls. CACHESIM_I1=SIZE,WAYS,LINE overrides the L1i
 # geometry: with a tiny one (2048,2,64) its misses approximate the code lines a request touches. Deterministic enough to compare builds where
 # wall-clock runs on a shared machine are not (counts move by ~1 % between runs).
+# CACHESIM_OUT=FILE keeps cachegrind's output there, for `cg_annotate FILE` (where the
+# misses are, by function and line; divide by the request count printed first).
 set -euo pipefail
 
 # shellcheck source=bench/load.sh
@@ -24,6 +26,7 @@ trap 'rm -rf "$out"' EXIT
 run_loaded 8 "${CACHESIM_PATH:-/plaintext}" --tool=cachegrind --cache-sim=yes \
     --D1=32768,8,64 --I1="${CACHESIM_I1:-32768,8,64}" --LL=524288,8,64 \
     --cachegrind-out-file="$out/cg.out"
+[[ -z ${CACHESIM_OUT:-} ]] || cp "$out/cg.out" "$CACHESIM_OUT"
 python3 - "$requests" "$out/cg.out" <<'EOF'
 import sys
 requests = int(sys.argv[1])

@@ -6,9 +6,8 @@
 //! connection is closed (application code 0, no reason), as quinn does: a connection nobody
 //! can use any more should not wait for its idle timeout.
 
-use crate::state::{self, ConnRef, ConnState};
+use crate::state::{self, ConnRef, ConnState, StreamEntry, StreamWaiters, READER, WRITER};
 use crate::stream::{RecvStream, SendStream};
-use fibra::sync::Notify;
 use quinn_proto::{ConnectionError, Dir, StreamId};
 use std::io;
 use std::net::SocketAddr;
@@ -106,21 +105,16 @@ impl Connection {
     }
 
     fn both(&self, s: Registered) -> (SendStream, RecvStream) {
-        let recv = Registered {
-            writer: None,
-            ..s.clone()
-        };
-        (self.send(s), self.recv(recv))
+        let send = SendStream::new(self.inner.clone(), s.id, Arc::clone(&s.waiters));
+        (send, self.recv(s))
     }
 
     fn send(&self, s: Registered) -> SendStream {
-        let notify = s.writer.expect("a sending stream has a writer");
-        SendStream::new(self.inner.clone(), s.id, notify)
+        SendStream::new(self.inner.clone(), s.id, s.waiters)
     }
 
     fn recv(&self, s: Registered) -> RecvStream {
-        let notify = s.reader.expect("a receiving stream has a reader");
-        RecvStream::new(self.inner.clone(), s.id, notify, s.early)
+        RecvStream::new(self.inner.clone(), s.id, s.waiters, s.early)
     }
 
     fn accept(&self, dir: Dir) -> io::Result<Registered> {
@@ -266,28 +260,33 @@ impl Connection {
     }
 }
 
-/// A stream just accepted or opened, with the `Notify` of each half it has.
-#[derive(Clone)]
+/// A stream just accepted or opened, with its halves' waiters.
 struct Registered {
     id: StreamId,
     /// Opened by the peer with 0-RTT data.
     early: bool,
-    writer: Option<Arc<Notify>>,
-    reader: Option<Arc<Notify>>,
+    waiters: Arc<StreamWaiters>,
 }
 
-/// Gives stream `id`'s halves their `Notify`s, where the driver finds them to wake.
+/// Gives stream `id`'s halves their waiters, where the driver finds them to wake.
 fn register(c: &mut ConnState, id: StreamId, dir: Dir) -> Registered {
     let local = id.initiator() == c.conn.side();
-    let half = |map: &mut rustc_hash::FxHashMap<StreamId, Arc<Notify>>| {
-        let n = Arc::new(Notify::new());
-        map.insert(id, n.clone());
-        n
+    let live = match dir {
+        Dir::Bi => READER | WRITER,
+        Dir::Uni if local => WRITER,
+        Dir::Uni => READER,
     };
+    let waiters = Arc::new(StreamWaiters::default());
+    c.streams.insert(
+        id,
+        StreamEntry {
+            waiters: Arc::clone(&waiters),
+            live,
+        },
+    );
     Registered {
         id,
         early: c.early.remove(&id),
-        writer: (dir == Dir::Bi || local).then(|| half(&mut c.writers)),
-        reader: (dir == Dir::Bi || !local).then(|| half(&mut c.readers)),
+        waiters,
     }
 }

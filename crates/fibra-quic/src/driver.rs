@@ -21,11 +21,10 @@
 
 use crate::group::generation_of;
 use crate::io::{Inbox, Outbox};
-use crate::state::{self, ConnState, Shared, State};
+use crate::state::{self, ConnState, Shared, State, Wake, READER, WRITER};
 use crate::timers::Timers;
 use bytes::BytesMut;
 use fibra::net::UdpSocket;
-use fibra::sync::Notify;
 use quinn_proto::{ConnectionError, DatagramEvent, Event, Incoming, StreamEvent};
 use std::io;
 use std::net::SocketAddr;
@@ -88,7 +87,7 @@ struct Driver<'a> {
     outbox: Outbox,
     timers: Timers,
     /// Fibers to wake once the lock is released.
-    wake: Vec<Arc<Notify>>,
+    wake: Vec<Wake>,
     /// Connections whose deadline has passed (scratch).
     due: Vec<u64>,
     /// The dirty list being driven (scratch, swapped with `State::dirty`).
@@ -385,7 +384,7 @@ pub(crate) fn drive_conn(
     max_train: usize,
     outbox: &mut Outbox,
     shared: &Shared,
-    wake: &mut Vec<Arc<Notify>>,
+    wake: &mut Vec<Wake>,
 ) -> bool {
     let State {
         endpoint,
@@ -419,7 +418,7 @@ pub(crate) fn drive_conn(
         } else {
             incoming.push_back(id);
             c.queued = true;
-            wake.push(Arc::clone(&shared.accept));
+            wake.push(Wake::Notify(Arc::clone(&shared.accept)));
         }
     }
     let mut cut_short = false;
@@ -463,12 +462,12 @@ fn forward_endpoint_events(endpoint: &mut quinn_proto::Endpoint, c: &mut ConnSta
 }
 
 /// Turns one application event into state and wake-ups.
-fn app_event(c: &mut ConnState, event: Event, wake: &mut Vec<Arc<Notify>>) {
+fn app_event(c: &mut ConnState, event: Event, wake: &mut Vec<Wake>) {
     match event {
         Event::HandshakeDataReady | Event::DatagramReceived | Event::DatagramsUnblocked => {}
         Event::Connected => {
             c.connected = true;
-            wake.push(Arc::clone(&c.waiters.handshake));
+            wake.push(Wake::Notify(Arc::clone(&c.waiters.handshake)));
         }
         Event::ConnectionLost { reason } => {
             c.error.get_or_insert(reason);
@@ -483,20 +482,20 @@ fn app_event(c: &mut ConnState, event: Event, wake: &mut Vec<Arc<Notify>>) {
                 }
                 c.incoming(dir).push_back(stream);
             }
-            wake.push(Arc::clone(c.waiters.accept(dir)));
+            wake.push(Wake::Notify(Arc::clone(c.waiters.accept(dir))));
         }
         Event::Stream(StreamEvent::Available { dir }) => {
-            wake.push(Arc::clone(c.waiters.open(dir)));
+            wake.push(Wake::Notify(Arc::clone(c.waiters.open(dir))));
         }
         Event::Stream(StreamEvent::Readable { id }) => {
-            wake.extend(c.readers.get(&id).cloned());
+            wake.extend(c.stream_waiter(id, READER));
         }
         Event::Stream(StreamEvent::Writable { id }) => {
-            wake.extend(c.writers.get(&id).cloned());
+            wake.extend(c.stream_waiter(id, WRITER));
         }
         Event::Stream(StreamEvent::Finished { id } | StreamEvent::Stopped { id, .. }) => {
-            wake.extend(c.writers.get(&id).cloned());
-            wake.push(Arc::clone(&c.waiters.acked));
+            wake.extend(c.stream_waiter(id, WRITER));
+            wake.push(Wake::Notify(Arc::clone(&c.waiters.acked)));
         }
     }
 }

@@ -19,7 +19,8 @@
 //! A waiter parks on a `Notify` with a stored permit, so a wake-up that comes between its
 //! unlock and its park is kept, not lost:
 //! - per stream, one `Notify` for the reader and one for the writer (a `RecvStream` or
-//!   `SendStream` is not `Clone`, so each has at most one waiter). The driver calls
+//!   `SendStream` is not `Clone`, so each has at most one waiter), both in one
+//!   [`StreamWaiters`] allocation with one entry in the connection's map. The driver calls
 //!   `notify_one` on `Readable`/`Writable`/`Stopped`/`Finished` events and on connection loss;
 //! - per connection, one `Notify` each for the handshake, `accept_bi`, `accept_uni`,
 //!   `open_bi` and `open_uni` (a `Connection` is `Clone`, so these may have several
@@ -171,9 +172,51 @@ pub(crate) struct ConnState {
     /// Streams the peer opened with 0-RTT data (before the handshake was done) not yet
     /// accepted by the application.
     pub(crate) early: rustc_hash::FxHashSet<StreamId>,
-    /// The `Notify` of each stream's reader and writer with a live handle.
-    pub(crate) readers: FxHashMap<StreamId, Arc<Notify>>,
-    pub(crate) writers: FxHashMap<StreamId, Arc<Notify>>,
+    /// The waiters of each stream with a live handle, and which of its halves have one.
+    pub(crate) streams: FxHashMap<StreamId, StreamEntry>,
+}
+
+/// The `Notify` of each half of one stream: one allocation for both, shared by the
+/// stream's handles and its entry in [`ConnState::streams`].
+#[derive(Default)]
+pub(crate) struct StreamWaiters {
+    /// The `RecvStream`'s.
+    pub(crate) reader: Notify,
+    /// The `SendStream`'s.
+    pub(crate) writer: Notify,
+}
+
+/// A stream's entry in [`ConnState::streams`].
+pub(crate) struct StreamEntry {
+    pub(crate) waiters: Arc<StreamWaiters>,
+    /// [`READER`] and [`WRITER`]: the halves with a live handle. The entry goes with the
+    /// last of them.
+    pub(crate) live: u8,
+}
+
+/// A stream's receiving half, in [`StreamEntry::live`].
+pub(crate) const READER: u8 = 1;
+/// A stream's sending half, in [`StreamEntry::live`].
+pub(crate) const WRITER: u8 = 2;
+
+/// A waiter to wake once the lock is released.
+pub(crate) enum Wake {
+    /// A connection's or an endpoint's `Notify`.
+    Notify(Arc<Notify>),
+    /// A stream's reader.
+    Reader(Arc<StreamWaiters>),
+    /// A stream's writer.
+    Writer(Arc<StreamWaiters>),
+}
+
+impl Wake {
+    fn notify_one(&self) {
+        match self {
+            Wake::Notify(n) => n.notify_one(),
+            Wake::Reader(w) => w.reader.notify_one(),
+            Wake::Writer(w) => w.writer.notify_one(),
+        }
+    }
 }
 
 /// The connection-level waits (batons, see the module doc). Each an `Arc` so that the
@@ -207,7 +250,7 @@ impl ConnWaiters {
     }
 
     /// Adds one waiter of each kind to `wake` (each passes it on).
-    fn wake_all(&self, wake: &mut Vec<Arc<Notify>>) {
+    fn wake_all(&self, wake: &mut Vec<Wake>) {
         wake.extend(
             [
                 &self.handshake,
@@ -218,7 +261,7 @@ impl ConnWaiters {
                 &self.open_uni,
             ]
             .into_iter()
-            .cloned(),
+            .map(|n| Wake::Notify(Arc::clone(n))),
         );
     }
 }
@@ -278,8 +321,7 @@ impl State {
                 incoming_bi: VecDeque::new(),
                 incoming_uni: VecDeque::new(),
                 early: rustc_hash::FxHashSet::default(),
-                readers: FxHashMap::default(),
-                writers: FxHashMap::default(),
+                streams: FxHashMap::default(),
             },
         );
         self.by_handle.insert(handle, id);
@@ -315,13 +357,7 @@ impl State {
 
     /// Closes connection `id` from this side (a no-op once it is over) and adds its waiters
     /// to `wake`: they find it closed.
-    pub(crate) fn close_conn(
-        &mut self,
-        id: u64,
-        code: u64,
-        reason: &[u8],
-        wake: &mut Vec<Arc<Notify>>,
-    ) {
+    pub(crate) fn close_conn(&mut self, id: u64, code: u64, reason: &[u8], wake: &mut Vec<Wake>) {
         let Some(c) = self.conns.get_mut(&id) else {
             return;
         };
@@ -359,9 +395,38 @@ impl ConnState {
     }
 
     /// Adds every waiter of this connection to `wake`: it is over, or the driver stopped.
-    pub(crate) fn wake_everyone(&self, wake: &mut Vec<Arc<Notify>>) {
+    pub(crate) fn wake_everyone(&self, wake: &mut Vec<Wake>) {
         self.waiters.wake_all(wake);
-        wake.extend(self.readers.values().chain(self.writers.values()).cloned());
+        for entry in self.streams.values() {
+            if entry.live & READER != 0 {
+                wake.push(Wake::Reader(Arc::clone(&entry.waiters)));
+            }
+            if entry.live & WRITER != 0 {
+                wake.push(Wake::Writer(Arc::clone(&entry.waiters)));
+            }
+        }
+    }
+
+    /// Stream `id`'s waiters for `half` ([`READER`] or [`WRITER`]) if that half has a live
+    /// handle, to wake.
+    pub(crate) fn stream_waiter(&self, id: StreamId, half: u8) -> Option<Wake> {
+        let entry = self.streams.get(&id).filter(|e| e.live & half != 0)?;
+        let waiters = Arc::clone(&entry.waiters);
+        Some(if half == READER {
+            Wake::Reader(waiters)
+        } else {
+            Wake::Writer(waiters)
+        })
+    }
+
+    /// The handle of stream `id`'s `half` is gone: the entry goes with the last half.
+    pub(crate) fn release_stream(&mut self, id: StreamId, half: u8) {
+        if let std::collections::hash_map::Entry::Occupied(mut e) = self.streams.entry(id) {
+            e.get_mut().live &= !half;
+            if e.get().live == 0 {
+                e.remove();
+            }
+        }
     }
 
     /// The queue of accepted-by-quinn, not-yet-accepted-by-the-application streams.
@@ -409,6 +474,22 @@ impl ConnRef {
         f(st.conn(self.id)?)
     }
 
+    /// [`with`](ConnRef::with), then marks the connection for the driver's next round under
+    /// the same lock (also when `f` failed): for an operation that may have given it
+    /// something to send. The caller then [`kick`](ConnRef::kick)s the driver.
+    pub(crate) fn with_dirty<T>(
+        &self,
+        f: impl FnOnce(&mut ConnState) -> io::Result<T>,
+    ) -> io::Result<T> {
+        let mut st = self.shared.lock();
+        if let Some(e) = st.failed() {
+            return Err(e);
+        }
+        let r = f(st.conn(self.id)?);
+        st.mark_dirty(self.id);
+        r
+    }
+
     /// Tells the driver the connection changed (it may have packets to send).
     pub(crate) fn kick(&self) {
         self.shared.driver.notify_one();
@@ -431,7 +512,7 @@ impl Drop for ConnRef {
 }
 
 /// Wakes what a locked stretch collected, once the lock is released.
-pub(crate) fn wake(list: &mut Vec<Arc<Notify>>) {
+pub(crate) fn wake(list: &mut Vec<Wake>) {
     for n in list.drain(..) {
         n.notify_one();
     }

@@ -1,16 +1,16 @@
 //! [`SendStream`] and [`RecvStream`]: the halves of a QUIC stream as `std::io::Write` and
 //! `std::io::Read`, parking the calling fiber while flow control or missing data holds them.
 //!
-//! Each half has its own `Notify`, registered in the connection's state, which the driver
-//! wakes on the stream's events (see `state`'s waiter protocol). An operation that gives the
+//! Each half has its own `Notify` (the two in one `StreamWaiters`, registered in the
+//! connection's state), which the driver wakes on the stream's events (see `state`'s waiter
+//! protocol). An operation that gives the
 //! connection something to send (data, FIN, a reset, a stop, new flow-control credit after a
 //! read) marks the connection dirty and notifies the driver.
 
 use crate::config::varint;
 use crate::error::Error;
-use crate::state::ConnRef;
+use crate::state::{ConnRef, StreamWaiters, READER, WRITER};
 use bytes::Bytes;
-use fibra::sync::Notify;
 use quinn_proto::{FinishError, ReadError, ReadableError, StreamId, WriteError};
 use std::io::{self, Read, Write};
 use std::sync::Arc;
@@ -28,7 +28,8 @@ use std::sync::Arc;
 pub struct SendStream {
     conn: Arc<ConnRef>,
     id: StreamId,
-    notify: Arc<Notify>,
+    /// `writer` is this half's.
+    waiters: Arc<StreamWaiters>,
     /// Finished or reset by this side: no more writes.
     done: bool,
 }
@@ -40,7 +41,8 @@ pub struct SendStream {
 pub struct RecvStream {
     conn: Arc<ConnRef>,
     id: StreamId,
-    notify: Arc<Notify>,
+    /// `reader` is this half's.
+    waiters: Arc<StreamWaiters>,
     end: End,
     early: bool,
 }
@@ -58,11 +60,11 @@ enum End {
 }
 
 impl SendStream {
-    pub(crate) fn new(conn: Arc<ConnRef>, id: StreamId, notify: Arc<Notify>) -> SendStream {
+    pub(crate) fn new(conn: Arc<ConnRef>, id: StreamId, waiters: Arc<StreamWaiters>) -> SendStream {
         SendStream {
             conn,
             id,
-            notify,
+            waiters,
             done: false,
         }
     }
@@ -75,38 +77,87 @@ impl SendStream {
     /// Ends the stream: the peer reads to the end of what was written, then `Ok(0)`. Never
     /// waits. Fails if the stream was finished or reset already, or the peer stopped it.
     pub fn finish(&mut self) -> io::Result<()> {
-        let (cid, id) = (self.conn.id, self.id);
-        let r = self.conn.with(|c| {
+        let id = self.id;
+        let r = self.conn.with_dirty(|c| {
             if let Some(e) = c.lost() {
                 return Err(e);
             }
-            match c.conn.send_stream(id).finish() {
-                Ok(()) => Ok(()),
-                Err(FinishError::Stopped(code)) => Err(Error::Stopped {
-                    stream: id,
-                    code: code.into_inner(),
-                }
-                .into()),
-                Err(FinishError::ClosedStream) => Err(Error::StreamClosed { stream: id }.into()),
-            }
+            c.conn
+                .send_stream(id)
+                .finish()
+                .map_err(|e| finish_error(id, e))
         });
         self.done = true;
-        self.changed(cid);
+        self.conn.kick();
         r
+    }
+
+    /// Writes all of `last`, then ends the stream: `write_all(last)` and
+    /// [`finish`](SendStream::finish) in one locked step, with one wake-up of the endpoint's
+    /// driver, when flow control takes `last` at once (a short answer's frames). Parks while
+    /// flow control holds the rest back, as `write` does. On an error the stream takes no
+    /// more writes; what was written may have been sent.
+    pub fn finish_with(&mut self, mut last: &[u8]) -> io::Result<()> {
+        if self.done {
+            return Err(Error::StreamClosed { stream: self.id }.into());
+        }
+        let (cid, id) = (self.conn.id, self.id);
+        loop {
+            let finished = self.conn.wait_for(&self.waiters.writer, |st| {
+                if let Some(e) = st.failed() {
+                    return Err(e);
+                }
+                let c = st.conn(cid)?;
+                if let Some(e) = c.lost() {
+                    return Err(e);
+                }
+                let mut send = c.conn.send_stream(id);
+                let before = last.len();
+                let step = loop {
+                    if last.is_empty() {
+                        break send
+                            .finish()
+                            .map(|()| true)
+                            .map_err(|e| finish_error(id, e));
+                    }
+                    match send.write(last) {
+                        Ok(n) => last = &last[n..],
+                        // Some taken: let the driver send it before parking.
+                        Err(WriteError::Blocked) if last.len() < before => break Ok(false),
+                        Err(WriteError::Blocked) => return Ok(None),
+                        Err(e) => break Err(write_error(id, e)),
+                    }
+                };
+                st.mark_dirty(cid);
+                step.map(Some)
+            });
+            self.conn.kick();
+            match finished {
+                Ok(false) => continue,
+                Ok(true) => {
+                    self.done = true;
+                    return Ok(());
+                }
+                Err(e) => {
+                    self.done = true;
+                    return Err(e);
+                }
+            }
+        }
     }
 
     /// Abandons the stream (`RESET_STREAM` with `code`, below 2⁶²): unsent data is dropped
     /// and the peer's reads fail with the code. Never waits.
     pub fn reset(&mut self, code: u64) -> io::Result<()> {
-        let (cid, id) = (self.conn.id, self.id);
-        let r = self.conn.with(|c| {
+        let id = self.id;
+        let r = self.conn.with_dirty(|c| {
             c.conn
                 .send_stream(id)
                 .reset(varint(code))
                 .map_err(|_| Error::StreamClosed { stream: id }.into())
         });
         self.done = true;
-        self.changed(cid);
+        self.conn.kick();
         r
     }
 
@@ -138,7 +189,7 @@ impl SendStream {
         mut write: impl FnMut(&mut quinn_proto::SendStream<'_>) -> Result<T, WriteError>,
     ) -> io::Result<T> {
         let (cid, id) = (self.conn.id, self.id);
-        let done = self.conn.wait_for(&self.notify, |st| {
+        let done = self.conn.wait_for(&self.waiters.writer, |st| {
             if let Some(e) = st.failed() {
                 return Err(e);
             }
@@ -152,22 +203,36 @@ impl SendStream {
                     Ok(Some(done))
                 }
                 Err(WriteError::Blocked) => Ok(None),
-                Err(WriteError::Stopped(code)) => Err(Error::Stopped {
-                    stream: id,
-                    code: code.into_inner(),
-                }
-                .into()),
-                Err(WriteError::ClosedStream) => Err(Error::StreamClosed { stream: id }.into()),
+                Err(e) => Err(write_error(id, e)),
             }
         })?;
         self.conn.kick();
         Ok(done)
     }
+}
 
-    /// Marks the connection for the driver and wakes it.
-    fn changed(&self, cid: u64) {
-        self.conn.shared.lock().mark_dirty(cid);
-        self.conn.kick();
+/// The error for a write to stream `id` that quinn-proto refused (not `Blocked`: that one
+/// waits).
+fn write_error(id: StreamId, e: WriteError) -> io::Error {
+    match e {
+        WriteError::Stopped(code) => Error::Stopped {
+            stream: id,
+            code: code.into_inner(),
+        }
+        .into(),
+        WriteError::ClosedStream | WriteError::Blocked => Error::StreamClosed { stream: id }.into(),
+    }
+}
+
+/// The error for finishing stream `id` that quinn-proto refused.
+fn finish_error(id: StreamId, e: FinishError) -> io::Error {
+    match e {
+        FinishError::Stopped(code) => Error::Stopped {
+            stream: id,
+            code: code.into_inner(),
+        }
+        .into(),
+        FinishError::ClosedStream => Error::StreamClosed { stream: id }.into(),
     }
 }
 
@@ -195,7 +260,7 @@ impl Drop for SendStream {
             let Some(c) = st.conns.get_mut(&cid) else {
                 return;
             };
-            c.writers.remove(&id);
+            c.release_stream(id, WRITER);
             if self.done || c.error.is_some() {
                 return;
             }
@@ -227,13 +292,13 @@ impl RecvStream {
     pub(crate) fn new(
         conn: Arc<ConnRef>,
         id: StreamId,
-        notify: Arc<Notify>,
+        waiters: Arc<StreamWaiters>,
         early: bool,
     ) -> RecvStream {
         RecvStream {
             conn,
             id,
-            notify,
+            waiters,
             end: End::Open,
             early,
         }
@@ -255,15 +320,14 @@ impl RecvStream {
     /// Asks the peer to stop sending (`STOP_SENDING` with `code`, below 2⁶²) and drops what
     /// has arrived unread; later reads fail. Never waits.
     pub fn stop(&mut self, code: u64) -> io::Result<()> {
-        let (cid, id) = (self.conn.id, self.id);
-        let r = self.conn.with(|c| {
+        let id = self.id;
+        let r = self.conn.with_dirty(|c| {
             c.conn
                 .recv_stream(id)
                 .stop(varint(code))
                 .map_err(|_| Error::StreamClosed { stream: id }.into())
         });
         self.end = End::Stopped;
-        self.conn.shared.lock().mark_dirty(cid);
         self.conn.kick();
         r
     }
@@ -330,7 +394,7 @@ impl Read for RecvStream {
         }
         let (cid, id) = (self.conn.id, self.id);
         let mut kick = false;
-        let got = self.conn.wait_for(&self.notify, |st| {
+        let got = self.conn.wait_for(&self.waiters.reader, |st| {
             let failed = st.failed();
             let c = st.conn(cid)?;
             let (got, credit) = read_chunks(&mut c.conn, id, buf);
@@ -372,7 +436,7 @@ impl Drop for RecvStream {
             let Some(c) = st.conns.get_mut(&cid) else {
                 return;
             };
-            c.readers.remove(&id);
+            c.release_stream(id, READER);
             if self.end != End::Open || c.error.is_some() {
                 return;
             }

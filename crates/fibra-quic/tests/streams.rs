@@ -2,7 +2,8 @@
 //! through a small flow-control window, chunks handed over without a copy (`write_chunks`),
 //! a unidirectional stream, `open_bi` waiting for the
 //! peer's stream limit, a reset seen by the reader and a stop seen by the writer, each with
-//! its code.
+//! its code; `finish_with` (the last write and the end in one step), and each half of a
+//! stream still woken after the other half was dropped.
 
 mod util;
 
@@ -246,4 +247,90 @@ fn a_stopped_stream_fails_the_writer_with_its_code() {
         message.contains("stopped") && message.contains('9'),
         "{message}"
     );
+}
+
+#[test]
+fn finish_with_writes_what_is_left_and_ends_the_stream_through_a_small_window() {
+    let (small, large, exact, after) = run("finish_with", || {
+        let config = Config {
+            stream_receive_window: 64 * 1024,
+            ..Config::default()
+        };
+        let p = pair_with(&config);
+        echo_server(p.accepted.clone(), p.server.worker());
+        let small = round_trip_with_end(&p.conn, b"one write and the end");
+        // 64 times the peer's window: finish_with parks and goes on as flow control allows.
+        let data = pattern(4 << 20, 3);
+        let back = round_trip_with_end(&p.conn, &data);
+        // Once ended, the stream takes nothing more.
+        let (mut send, _recv) = p.conn.open_bi().unwrap();
+        send.finish_with(b"x").unwrap();
+        let after = (
+            send.finish_with(b"y").is_err(),
+            send.write(b"z").is_err(),
+            send.finish().is_err(),
+        );
+        (small, back.len(), back == data, after)
+    });
+    assert_eq!(small, b"one write and the end");
+    assert_eq!(large, 4 << 20);
+    assert!(exact, "the echoed bytes differ");
+    assert_eq!(after, (true, true, true), "writes after the end fail");
+}
+
+/// Sends `data` with `finish_with` on a new stream of `conn` and reads the reply to its end.
+fn round_trip_with_end(conn: &Connection, data: &[u8]) -> Vec<u8> {
+    let (mut send, mut recv) = conn.open_bi().unwrap();
+    let reader = fibra::spawn(move || {
+        let mut back = Vec::new();
+        recv.read_to_end(&mut back).unwrap();
+        back
+    });
+    send.finish_with(data).unwrap();
+    reader.join().unwrap()
+}
+
+/// The two halves of a stream share one registration; dropping one must leave the other
+/// woken by flow control (a half that is never woken again would hang, and `run` fails it).
+#[test]
+fn each_half_of_a_stream_is_woken_after_the_other_is_dropped() {
+    let (sent_alone, read_alone) = run("halves", || {
+        let config = Config {
+            stream_receive_window: 64 * 1024,
+            ..Config::default()
+        };
+        let p = pair_with(&config);
+        let accepted = p.accepted.clone();
+        let worker = p.server.worker();
+        let server = fibra::fiber::Builder::new()
+            .worker(worker)
+            .spawn(move || {
+                // First stream: count what the client writes after it dropped its reader.
+                let (_send, mut recv) = accepted.accept_bi().unwrap();
+                let mut got = Vec::new();
+                recv.read_to_end(&mut got).unwrap();
+                // Second: answer 4 MiB to a client that dropped its writer.
+                let (mut send, mut recv) = accepted.accept_bi().unwrap();
+                let mut request = Vec::new();
+                recv.read_to_end(&mut request).unwrap();
+                assert_eq!(request, b"go");
+                send.write_all(&pattern(4 << 20, 9)).unwrap();
+                send.finish().unwrap();
+                got.len()
+            })
+            .unwrap();
+        let (mut send, recv) = p.conn.open_bi().unwrap();
+        drop(recv);
+        send.write_all(&pattern(4 << 20, 8)).unwrap();
+        send.finish().unwrap();
+        drop(send);
+        let (mut send, mut recv) = p.conn.open_bi().unwrap();
+        send.finish_with(b"go").unwrap();
+        drop(send);
+        let mut back = Vec::new();
+        recv.read_to_end(&mut back).unwrap();
+        (server.join().unwrap(), back == pattern(4 << 20, 9))
+    });
+    assert_eq!(sent_alone, 4 << 20, "the writer whose reader was dropped");
+    assert!(read_alone, "the reader whose writer was dropped");
 }

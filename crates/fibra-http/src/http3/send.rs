@@ -2,7 +2,7 @@
 //! connection-specific fields of an HTTP/1.1 response left out, `Date` and `Server` added,
 //! QPACK-encoded with the static table and literals), then its body as DATA frames through
 //! HTTP/3's [`BodySink`], then the stream's FIN. A small body goes out in the same write as
-//! the head.
+//! the head and the FIN.
 
 use std::cell::RefCell;
 use std::fs::File;
@@ -97,6 +97,7 @@ pub(crate) fn send(
         stream: Some(stream),
         pending: out,
         sent: 0,
+        staged: 0,
     };
     let result = if is_head || bodiless || len == Some(0) {
         Ok(true)
@@ -105,11 +106,9 @@ pub(crate) fn send(
     };
     let ended = result.and_then(|_| {
         let pending = std::mem::take(&mut sink.pending);
-        let stream = sink.out()?;
-        if !pending.is_empty() {
-            stream.write_all(&pending)?;
-        }
-        stream.finish()
+        sink.out()?.finish_with(&pending)?;
+        sink.sent += sink.staged;
+        Ok(())
     });
     match ended {
         Ok(()) => Ok(sink.sent),
@@ -146,6 +145,8 @@ struct Http3Body {
     pending: Vec<u8>,
     /// Body bytes handed over so far (the access log's count).
     sent: u64,
+    /// Body bytes in `pending`, handed over with the stream's end.
+    staged: u64,
 }
 
 impl Http3Body {
@@ -180,7 +181,16 @@ impl Http3Body {
 
 impl BodySink for Http3Body {
     fn bytes(&mut self, data: BodyBytes<'_>) -> io::Result<()> {
-        self.data(data.as_slice())
+        let data = data.as_slice();
+        if !data.is_empty() && self.pending.len() + data.len() <= CHUNK {
+            // A whole small body: it goes out with the head and the stream's end, in one
+            // write (`SendStream::finish_with`).
+            frame::put_data_head(&mut self.pending, data.len() as u64);
+            self.pending.extend_from_slice(data);
+            self.staged += data.len() as u64;
+            return Ok(());
+        }
+        self.data(data)
     }
 
     fn file(&mut self, file: &File, offset: u64, len: u64) -> io::Result<bool> {
@@ -220,6 +230,7 @@ impl BodySink for Http3Body {
                 stream: self.stream.take(),
                 pending: std::mem::take(&mut self.pending),
                 sent: 0,
+                staged: 0,
             },
             buf: Vec::new(),
         });
