@@ -345,9 +345,14 @@ impl RecvStream {
     }
 }
 
-/// Copies what stream `id` has in order into `buf`; returns what it found and whether
-/// quinn-proto wants to send new flow-control credit.
-fn read_chunks(conn: &mut quinn_proto::Connection, id: StreamId, buf: &mut [u8]) -> (Got, bool) {
+/// Hands `put` up to `max` bytes of what stream `id` has, in order (`max` above 0); returns
+/// what it found and whether quinn-proto wants to send new flow-control credit.
+fn read_chunks(
+    conn: &mut quinn_proto::Connection,
+    id: StreamId,
+    max: usize,
+    put: &mut impl FnMut(&[u8]),
+) -> (Got, bool) {
     let mut stream = conn.recv_stream(id);
     let mut chunks = match stream.read(true) {
         Ok(chunks) => chunks,
@@ -358,10 +363,10 @@ fn read_chunks(conn: &mut quinn_proto::Connection, id: StreamId, buf: &mut [u8])
     };
     let mut n = 0;
     let mut end = End::Open;
-    while n < buf.len() {
-        match chunks.next(buf.len() - n) {
+    while n < max {
+        match chunks.next(max - n) {
             Ok(Some(chunk)) => {
-                buf[n..n + chunk.bytes.len()].copy_from_slice(&chunk.bytes);
+                put(&chunk.bytes);
                 n += chunk.bytes.len();
             }
             Ok(None) => {
@@ -384,11 +389,20 @@ fn read_chunks(conn: &mut quinn_proto::Connection, id: StreamId, buf: &mut [u8])
     (got, credit)
 }
 
-impl Read for RecvStream {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if buf.is_empty() {
+impl RecvStream {
+    /// Appends up to `max` bytes to `buf`, as `read` would put them in a slice: parks until
+    /// some arrive, `Ok(0)` at the end of the stream. Only what arrived is written to
+    /// `buf`'s spare capacity, which need not be zeroed first (a request's buffer is mostly
+    /// room it never uses).
+    pub fn read_to(&mut self, buf: &mut Vec<u8>, max: usize) -> io::Result<usize> {
+        if max == 0 {
             return Ok(0);
         }
+        self.read_with(max, |bytes| buf.extend_from_slice(bytes))
+    }
+
+    /// `read`'s and `read_to`'s work: up to `max` bytes (above 0) handed to `put`.
+    fn read_with(&mut self, max: usize, mut put: impl FnMut(&[u8])) -> io::Result<usize> {
         if self.end != End::Open {
             return self.ended();
         }
@@ -397,7 +411,7 @@ impl Read for RecvStream {
         let got = self.conn.wait_for(&self.waiters.reader, |st| {
             let failed = st.failed();
             let c = st.conn(cid)?;
-            let (got, credit) = read_chunks(&mut c.conn, id, buf);
+            let (got, credit) = read_chunks(&mut c.conn, id, max, &mut put);
             let lost = c.lost();
             if credit {
                 st.mark_dirty(cid);
@@ -425,6 +439,19 @@ impl Read for RecvStream {
             }
             Got::Blocked => unreachable!("a blocked read waits"),
         }
+    }
+}
+
+impl Read for RecvStream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        let mut at = 0;
+        self.read_with(buf.len(), |bytes| {
+            buf[at..at + bytes.len()].copy_from_slice(bytes);
+            at += bytes.len();
+        })
     }
 }
 

@@ -2,8 +2,9 @@
 //! through a small flow-control window, chunks handed over without a copy (`write_chunks`),
 //! a unidirectional stream, `open_bi` waiting for the
 //! peer's stream limit, a reset seen by the reader and a stop seen by the writer, each with
-//! its code; `finish_with` (the last write and the end in one step), and each half of a
-//! stream still woken after the other half was dropped.
+//! its code; `finish_with` (the last write and the end in one step), `read_to` (appending
+//! to a buffer without zeroing its room), and each half of a stream still woken after the
+//! other half was dropped.
 
 mod util;
 
@@ -333,4 +334,54 @@ fn each_half_of_a_stream_is_woken_after_the_other_is_dropped() {
     });
     assert_eq!(sent_alone, 4 << 20, "the writer whose reader was dropped");
     assert!(read_alone, "the reader whose writer was dropped");
+}
+
+#[test]
+fn read_to_appends_what_arrives_up_to_its_limit_through_a_small_window() {
+    let (exact, calls, zero, kept) = run("read_to", || {
+        let config = Config {
+            stream_receive_window: 64 * 1024,
+            ..Config::default()
+        };
+        let p = pair_with(&config);
+        echo_server(p.accepted.clone(), p.server.worker());
+        let data = pattern(1 << 20, 4);
+        let (mut send, mut recv) = p.conn.open_bi().unwrap();
+        let sent = data.clone();
+        let writer = fibra::spawn(move || {
+            send.write_all(&sent).unwrap();
+            send.finish().unwrap();
+        });
+        // What is there stays; each call appends at most 1,000 bytes.
+        let mut back = b"kept".to_vec();
+        let zero = recv.read_to(&mut back, 0).unwrap();
+        let mut calls = 0;
+        loop {
+            let before = back.len();
+            let n = recv.read_to(&mut back, 1_000).unwrap();
+            assert!(
+                n <= 1_000 && back.len() == before + n,
+                "{n} bytes, {before} -> {}",
+                back.len()
+            );
+            if n == 0 {
+                break;
+            }
+            calls += 1;
+        }
+        writer.join().unwrap();
+        (
+            back[4..] == data[..],
+            calls,
+            zero,
+            back.starts_with(b"kept"),
+        )
+    });
+    assert!(exact, "the bytes read differ");
+    assert!(
+        calls >= 1_049,
+        "1 MiB in reads of at most 1,000 bytes took {calls}"
+    );
+    assert_eq!(zero, 0, "a read of at most 0 bytes");
+    assert!(kept, "what the buffer held stays in front");
 }

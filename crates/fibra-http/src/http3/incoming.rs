@@ -3,7 +3,7 @@
 //! unknown and reserved frames skipped, and the frames a client may not send on the stream
 //! refused (RFC 9114 §7.2).
 
-use std::io::{self, Read};
+use std::io;
 use std::ops::Range;
 
 use fibra_quic::RecvStream;
@@ -53,8 +53,9 @@ impl From<io::Error> for Fail {
 pub(crate) struct Incoming {
     recv: RecvStream,
     carrier: Carrier,
-    /// Bytes read are `buf[..end]`; past `end` is room for the next read, zeroed once
-    /// when the buffer grew (never again: a request stream's reads cost no memset).
+    /// Bytes read are `buf[..end]` (`end` is always `buf.len()`); its spare capacity is room
+    /// for the next read, which writes only what arrives (never zeroed: a request's head
+    /// uses a few lines of the room it is given).
     buf: Vec<u8>,
     end: usize,
     pos: usize,
@@ -212,18 +213,22 @@ impl Incoming {
         if self.pos == self.end {
             self.pos = 0;
             self.end = 0;
+            self.buf.clear();
         } else if self.pos > READ_SIZE {
             self.buf.copy_within(self.pos..self.end, 0);
             self.end -= self.pos;
             self.pos = 0;
+            self.buf.truncate(self.end);
         }
-        if self.buf.len() - self.end < MIN_ROOM {
-            // Grows (zeroing only the new part): from FIRST_READ, doubling, to READ_SIZE of
-            // room, so a small request never pays for a large buffer.
-            let room = (2 * self.buf.len()).clamp(FIRST_READ, READ_SIZE);
-            self.buf.resize(self.end + room, 0);
+        if self.buf.capacity() - self.end < MIN_ROOM {
+            // Grows: from FIRST_READ, doubling, to READ_SIZE of room, so a small request
+            // never pays for a large buffer.
+            let room = (2 * self.buf.capacity()).clamp(FIRST_READ, READ_SIZE);
+            self.buf.reserve(room);
         }
-        let n = self.recv.read(&mut self.buf[self.end..])?;
+        let room = (self.buf.capacity() - self.end).min(READ_SIZE);
+        let n = self.recv.read_to(&mut self.buf, room)?;
+        debug_assert_eq!(self.buf.len(), self.end + n);
         self.end += n;
         if n == 0 {
             self.fin = true;
