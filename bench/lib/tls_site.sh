@@ -1,6 +1,7 @@
 # Sourced by the scripts that load one fibra server over TLS and HTTP/3 (bench/h3_h2_cpu.sh,
-# bench/h3_breakdown.sh): a scratch directory cleaned up on exit, a throw-away certificate, a
-# root of files, the wait for the server's HTTP/3 listener, and the check of a load's report.
+# bench/h3_breakdown.sh, bench/h3_instr.sh): a scratch directory cleaned up on exit, a
+# throw-away certificate, a root of files, the wait for the server's HTTP/3 listener, and the
+# check of a load's report.
 
 # scratch : sets `out` to a new temporary directory and `pid` to empty (the caller sets it to
 # the server's process ID); on exit, the server is stopped and the directory removed.
