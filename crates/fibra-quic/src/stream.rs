@@ -9,7 +9,7 @@
 
 use crate::config::varint;
 use crate::error::Error;
-use crate::state::{ConnRef, StreamWaiters, READER, WRITER};
+use crate::state::{ConnRef, ConnState, State, StreamWaiters, READER, WRITER};
 use bytes::Bytes;
 use quinn_proto::{FinishError, ReadError, ReadableError, StreamId, WriteError};
 use std::io::{self, Read, Write};
@@ -104,14 +104,7 @@ impl SendStream {
         let (cid, id) = (self.conn.id, self.id);
         loop {
             let finished = self.conn.wait_for(&self.waiters.writer, |st| {
-                if let Some(e) = st.failed() {
-                    return Err(e);
-                }
-                let c = st.conn(cid)?;
-                if let Some(e) = c.lost() {
-                    return Err(e);
-                }
-                let mut send = c.conn.send_stream(id);
+                let mut send = live_conn(st, cid)?.conn.send_stream(id);
                 let before = last.len();
                 let step = loop {
                     if last.is_empty() {
@@ -190,14 +183,7 @@ impl SendStream {
     ) -> io::Result<T> {
         let (cid, id) = (self.conn.id, self.id);
         let done = self.conn.wait_for(&self.waiters.writer, |st| {
-            if let Some(e) = st.failed() {
-                return Err(e);
-            }
-            let c = st.conn(cid)?;
-            if let Some(e) = c.lost() {
-                return Err(e);
-            }
-            match write(&mut c.conn.send_stream(id)) {
+            match write(&mut live_conn(st, cid)?.conn.send_stream(id)) {
                 Ok(done) => {
                     st.mark_dirty(cid);
                     Ok(Some(done))
@@ -211,28 +197,45 @@ impl SendStream {
     }
 }
 
+/// Connection `cid`, for a write to one of its streams: fails once the endpoint's driver has
+/// stopped or the connection is over.
+fn live_conn(st: &mut State, cid: u64) -> io::Result<&mut ConnState> {
+    if let Some(e) = st.failed() {
+        return Err(e);
+    }
+    let c = st.conn(cid)?;
+    match c.lost() {
+        Some(e) => Err(e),
+        None => Ok(c),
+    }
+}
+
 /// The error for a write to stream `id` that quinn-proto refused (not `Blocked`: that one
 /// waits).
 fn write_error(id: StreamId, e: WriteError) -> io::Error {
     match e {
-        WriteError::Stopped(code) => Error::Stopped {
-            stream: id,
-            code: code.into_inner(),
-        }
-        .into(),
-        WriteError::ClosedStream | WriteError::Blocked => Error::StreamClosed { stream: id }.into(),
+        WriteError::Stopped(code) => refused(id, Some(code)),
+        WriteError::ClosedStream | WriteError::Blocked => refused(id, None),
     }
 }
 
 /// The error for finishing stream `id` that quinn-proto refused.
 fn finish_error(id: StreamId, e: FinishError) -> io::Error {
     match e {
-        FinishError::Stopped(code) => Error::Stopped {
+        FinishError::Stopped(code) => refused(id, Some(code)),
+        FinishError::ClosedStream => refused(id, None),
+    }
+}
+
+/// The peer stopped stream `id` with `stopped`'s code, or (`None`) the stream is closed.
+fn refused(id: StreamId, stopped: Option<quinn_proto::VarInt>) -> io::Error {
+    match stopped {
+        Some(code) => Error::Stopped {
             stream: id,
             code: code.into_inner(),
         }
         .into(),
-        FinishError::ClosedStream => Error::StreamClosed { stream: id }.into(),
+        None => Error::StreamClosed { stream: id }.into(),
     }
 }
 

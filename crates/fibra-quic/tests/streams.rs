@@ -13,7 +13,7 @@ use fibra_quic::{Config, Connection, Error, SendStream};
 use std::io::{Read, Write};
 use std::sync::Arc;
 use std::time::Duration;
-use util::{pair, pair_with, pattern, run};
+use util::{pair, pair_with, pattern, run, Pair};
 
 /// Serves `conn`: echoes every bidirectional stream it accepts, each in its own fiber on the
 /// endpoint's worker, until the connection ends.
@@ -39,6 +39,15 @@ fn echo_server(conn: Connection, worker: usize) {
             }
         })
         .unwrap();
+}
+
+/// A connection whose streams each hold at most 64 KiB unread, on both sides: a few MiB make
+/// a writer wait for flow control many times.
+fn small_window_pair() -> Pair {
+    pair_with(&Config {
+        stream_receive_window: 64 * 1024,
+        ..Config::default()
+    })
 }
 
 /// Sends `data` on a new stream of `conn`, finishes it, and reads the reply to its end.
@@ -95,11 +104,7 @@ fn fifty_concurrent_bidirectional_streams_each_echo() {
 #[test]
 fn four_mib_through_a_64_kib_window_arrive_byte_exact() {
     let (len, exact) = run("4 MiB", || {
-        let config = Config {
-            stream_receive_window: 64 * 1024,
-            ..Config::default()
-        };
-        let p = pair_with(&config);
+        let p = small_window_pair();
         echo_server(p.accepted.clone(), p.server.worker());
         let data = pattern(4 << 20, 7);
         let back = round_trip(&p.conn, &data);
@@ -112,11 +117,7 @@ fn four_mib_through_a_64_kib_window_arrive_byte_exact() {
 #[test]
 fn chunks_written_without_copying_arrive_in_order_through_a_small_window() {
     let (len, exact, emptied) = run("chunks", || {
-        let config = Config {
-            stream_receive_window: 64 * 1024,
-            ..Config::default()
-        };
-        let p = pair_with(&config);
+        let p = small_window_pair();
         echo_server(p.accepted.clone(), p.server.worker());
         let data = pattern(1 << 20, 5);
         // Uneven pieces, an empty one among them, together 16x the peer's window.
@@ -253,11 +254,7 @@ fn a_stopped_stream_fails_the_writer_with_its_code() {
 #[test]
 fn finish_with_writes_what_is_left_and_ends_the_stream_through_a_small_window() {
     let (small, large, exact, after) = run("finish_with", || {
-        let config = Config {
-            stream_receive_window: 64 * 1024,
-            ..Config::default()
-        };
-        let p = pair_with(&config);
+        let p = small_window_pair();
         echo_server(p.accepted.clone(), p.server.worker());
         let small = round_trip_with_end(&p.conn, b"one write and the end");
         // 64 times the peer's window: finish_with parks and goes on as flow control allows.
@@ -296,11 +293,7 @@ fn round_trip_with_end(conn: &Connection, data: &[u8]) -> Vec<u8> {
 #[test]
 fn each_half_of_a_stream_is_woken_after_the_other_is_dropped() {
     let (sent_alone, read_alone) = run("halves", || {
-        let config = Config {
-            stream_receive_window: 64 * 1024,
-            ..Config::default()
-        };
-        let p = pair_with(&config);
+        let p = small_window_pair();
         let accepted = p.accepted.clone();
         let worker = p.server.worker();
         let server = fibra::fiber::Builder::new()
@@ -339,11 +332,7 @@ fn each_half_of_a_stream_is_woken_after_the_other_is_dropped() {
 #[test]
 fn read_to_appends_what_arrives_up_to_its_limit_through_a_small_window() {
     let (exact, calls, zero, kept) = run("read_to", || {
-        let config = Config {
-            stream_receive_window: 64 * 1024,
-            ..Config::default()
-        };
-        let p = pair_with(&config);
+        let p = small_window_pair();
         echo_server(p.accepted.clone(), p.server.worker());
         let data = pattern(1 << 20, 4);
         let (mut send, mut recv) = p.conn.open_bi().unwrap();
