@@ -53,11 +53,10 @@ impl From<io::Error> for Fail {
 pub(crate) struct Incoming {
     recv: RecvStream,
     carrier: Carrier,
-    /// Bytes read are `buf[..end]` (`end` is always `buf.len()`); its spare capacity is room
-    /// for the next read, which writes only what arrives (never zeroed: a request's head
-    /// uses a few lines of the room it is given).
+    /// The bytes read; its spare capacity is room for the next read, which writes only what
+    /// arrives (never zeroed: a request's head uses a few lines of the room it is given).
     buf: Vec<u8>,
-    end: usize,
+    /// Where the bytes not yet used start.
     pos: usize,
     /// Payload bytes of the current DATA frame not yet handed out.
     data_left: u64,
@@ -72,7 +71,6 @@ impl Incoming {
             recv,
             carrier,
             buf: Vec::new(),
-            end: 0,
             pos: 0,
             data_left: 0,
             fin: false,
@@ -98,14 +96,14 @@ impl Incoming {
         let unread = std::mem::take(&mut self.data_left);
         self.skip(unread)?;
         loop {
-            let head = match frame::parse_head(&self.buf[self.pos..self.end], max_section) {
+            let head = match frame::parse_head(&self.buf[self.pos..], max_section) {
                 Ok(Some(head)) => head,
                 Ok(None) => {
                     if self.fill()? {
                         continue;
                     }
                     // FIN: between frames it ends the request, inside one it is malformed.
-                    return if self.pos == self.end {
+                    return if self.pos == self.buf.len() {
                         Ok(Next::End)
                     } else {
                         Err(Fail::Protocol(H3Error::FrameError))
@@ -133,7 +131,7 @@ impl Incoming {
                     // to the payload first: `fill` may move what is past it to the front.
                     let len = head.len as usize;
                     self.pos = start;
-                    while self.end - self.pos < len {
+                    while self.buf.len() - self.pos < len {
                         if !self.fill()? {
                             return Err(Fail::Protocol(H3Error::FrameError));
                         }
@@ -153,7 +151,7 @@ impl Incoming {
     /// first.
     pub(crate) fn stream_type(&mut self) -> Result<Option<StreamType>, Fail> {
         loop {
-            if let Some((ty, n)) = stream_type::parse(&self.buf[self.pos..self.end]) {
+            if let Some((ty, n)) = stream_type::parse(&self.buf[self.pos..]) {
                 self.pos += n;
                 return Ok(Some(ty));
             }
@@ -166,12 +164,12 @@ impl Incoming {
     /// Reads and hands over whatever the stream carries next, unframed (a QPACK
     /// instruction stream); an empty slice at the stream's end.
     pub(crate) fn raw(&mut self) -> Result<&[u8], Fail> {
-        if self.pos == self.end && !self.fill()? {
+        if self.pos == self.buf.len() && !self.fill()? {
             return Ok(&[]);
         }
         let start = self.pos;
-        self.pos = self.end;
-        Ok(&self.buf[start..self.end])
+        self.pos = self.buf.len();
+        Ok(&self.buf[start..])
     }
 
     /// Reads payload bytes of the current DATA frame into `out`; 0 once the frame is used up.
@@ -179,10 +177,10 @@ impl Incoming {
         if self.data_left == 0 || out.is_empty() {
             return Ok(0);
         }
-        if self.pos == self.end && !self.fill()? {
+        if self.pos == self.buf.len() && !self.fill()? {
             return Err(Fail::Protocol(H3Error::FrameError));
         }
-        let n = (self.end - self.pos)
+        let n = (self.buf.len() - self.pos)
             .min(out.len())
             .min(usize::try_from(self.data_left).unwrap_or(usize::MAX));
         out[..n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
@@ -195,10 +193,10 @@ impl Incoming {
     /// first is H3_FRAME_ERROR (a frame cut short).
     fn skip(&mut self, mut len: u64) -> Result<(), Fail> {
         while len > 0 {
-            if self.pos == self.end && !self.fill()? {
+            if self.pos == self.buf.len() && !self.fill()? {
                 return Err(Fail::Protocol(H3Error::FrameError));
             }
-            let n = (self.end - self.pos).min(usize::try_from(len).unwrap_or(usize::MAX));
+            let n = (self.buf.len() - self.pos).min(usize::try_from(len).unwrap_or(usize::MAX));
             self.pos += n;
             len -= n as u64;
         }
@@ -210,26 +208,22 @@ impl Incoming {
         if self.fin {
             return Ok(false);
         }
-        if self.pos == self.end {
+        if self.pos == self.buf.len() {
             self.pos = 0;
-            self.end = 0;
             self.buf.clear();
         } else if self.pos > READ_SIZE {
-            self.buf.copy_within(self.pos..self.end, 0);
-            self.end -= self.pos;
+            self.buf.drain(..self.pos);
             self.pos = 0;
-            self.buf.truncate(self.end);
         }
-        if self.buf.capacity() - self.end < MIN_ROOM {
+        let end = self.buf.len();
+        if self.buf.capacity() - end < MIN_ROOM {
             // Grows: from FIRST_READ, doubling, to READ_SIZE of room, so a small request
             // never pays for a large buffer.
             let room = (2 * self.buf.capacity()).clamp(FIRST_READ, READ_SIZE);
             self.buf.reserve(room);
         }
-        let room = (self.buf.capacity() - self.end).min(READ_SIZE);
+        let room = (self.buf.capacity() - end).min(READ_SIZE);
         let n = self.recv.read_to(&mut self.buf, room)?;
-        debug_assert_eq!(self.buf.len(), self.end + n);
-        self.end += n;
         if n == 0 {
             self.fin = true;
         }
