@@ -355,6 +355,15 @@ impl State {
         }
     }
 
+    /// Connection `id` for a handle's operation: the driver's failure once it has stopped,
+    /// else [`conn`](State::conn).
+    pub(crate) fn running_conn(&mut self, id: u64) -> io::Result<&mut ConnState> {
+        if let Some(e) = self.failed() {
+            return Err(e);
+        }
+        self.conn(id)
+    }
+
     /// Closes connection `id` from this side (a no-op once it is over) and adds its waiters
     /// to `wake`: they find it closed.
     pub(crate) fn close_conn(&mut self, id: u64, code: u64, reason: &[u8], wake: &mut Vec<Wake>) {
@@ -467,11 +476,7 @@ impl ConnRef {
 
     /// Runs `f` on the connection under the lock, failing once the driver has stopped.
     pub(crate) fn with<T>(&self, f: impl FnOnce(&mut ConnState) -> io::Result<T>) -> io::Result<T> {
-        let mut st = self.shared.lock();
-        if let Some(e) = st.failed() {
-            return Err(e);
-        }
-        f(st.conn(self.id)?)
+        f(self.shared.lock().running_conn(self.id)?)
     }
 
     /// [`with`](ConnRef::with), then marks the connection for the driver's next round under
@@ -482,10 +487,7 @@ impl ConnRef {
         f: impl FnOnce(&mut ConnState) -> io::Result<T>,
     ) -> io::Result<T> {
         let mut st = self.shared.lock();
-        if let Some(e) = st.failed() {
-            return Err(e);
-        }
-        let r = f(st.conn(self.id)?);
+        let r = f(st.running_conn(self.id)?);
         st.mark_dirty(self.id);
         r
     }

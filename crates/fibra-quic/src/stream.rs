@@ -200,10 +200,7 @@ impl SendStream {
 /// Connection `cid`, for a write to one of its streams: fails once the endpoint's driver has
 /// stopped or the connection is over.
 fn live_conn(st: &mut State, cid: u64) -> io::Result<&mut ConnState> {
-    if let Some(e) = st.failed() {
-        return Err(e);
-    }
-    let c = st.conn(cid)?;
+    let c = st.running_conn(cid)?;
     match c.lost() {
         Some(e) => Err(e),
         None => Ok(c),
