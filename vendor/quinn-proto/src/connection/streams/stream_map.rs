@@ -56,18 +56,35 @@ impl<V> Default for StreamMap<V> {
     }
 }
 
+/// Where an index's entry would be kept.
+enum Place {
+    /// `slots[i]`, if the ring reaches that far.
+    Ring(usize),
+    /// In `behind`.
+    Behind,
+}
+
 impl<V> Kind<V> {
-    fn get(&self, index: u64) -> Option<&V> {
+    /// Where `index`'s entry would be; `None` for an index too far ahead of the ring to have
+    /// one (its offset does not fit a `usize`).
+    fn place(&self, index: u64) -> Option<Place> {
         match index.checked_sub(self.base) {
-            Some(i) => self.slots.get(usize::try_from(i).ok()?)?.as_ref(),
-            None => self.behind.get(&index),
+            Some(i) => usize::try_from(i).ok().map(Place::Ring),
+            None => Some(Place::Behind),
+        }
+    }
+
+    fn get(&self, index: u64) -> Option<&V> {
+        match self.place(index)? {
+            Place::Ring(i) => self.slots.get(i)?.as_ref(),
+            Place::Behind => self.behind.get(&index),
         }
     }
 
     fn get_mut(&mut self, index: u64) -> Option<&mut V> {
-        match index.checked_sub(self.base) {
-            Some(i) => self.slots.get_mut(usize::try_from(i).ok()?)?.as_mut(),
-            None => self.behind.get_mut(&index),
+        match self.place(index)? {
+            Place::Ring(i) => self.slots.get_mut(i)?.as_mut(),
+            Place::Behind => self.behind.get_mut(&index),
         }
     }
 
@@ -112,9 +129,9 @@ impl<V> Kind<V> {
     }
 
     fn remove(&mut self, index: u64) -> Option<V> {
-        let value = match index.checked_sub(self.base) {
-            Some(i) => self.slots.get_mut(usize::try_from(i).ok()?)?.take()?,
-            None => return self.behind.remove(&index),
+        let value = match self.place(index)? {
+            Place::Ring(i) => self.slots.get_mut(i)?.take()?,
+            Place::Behind => return self.behind.remove(&index),
         };
         self.trim();
         Some(value)
