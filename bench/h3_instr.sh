@@ -73,11 +73,7 @@ fi
 taskset -c 0 valgrind "${tool[@]}" "${server[@]}" >"$out/server.log" 2>&1 &
 pid=$!
 # Under valgrind the server takes a few seconds to come up.
-for _ in $(seq 300); do
-    grep -q "HTTP/3 on udp://" "$out/server.log" && break
-    sleep 0.1
-done
-wait_http3 "$out/server.log" || exit 1
+wait_http3 "$out/server.log" 40 || exit 1
 
 url="https://127.0.0.1:$port$path"
 load() {

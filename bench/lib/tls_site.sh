@@ -33,11 +33,11 @@ files_root() {
   head -c $((1 << 20)) /dev/urandom >"$1/root/1m.bin"
 }
 
-# wait_http3 LOG : waits (10 s at most) until the server's log LOG says its HTTP/3 listener
-# is up; otherwise prints the log and fails.
+# wait_http3 LOG [SECS] : waits (SECS, default 10, at most) until the server's log LOG says
+# its HTTP/3 listener is up; otherwise prints the log and fails.
 wait_http3() {
   local _
-  for _ in $(seq 100); do
+  for _ in $(seq $((${2:-10} * 10))); do
     grep -q "HTTP/3 on udp://" "$1" && return 0
     sleep 0.1
   done
