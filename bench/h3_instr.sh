@@ -21,6 +21,8 @@
 # instructions and instructions per response. --cache runs `valgrind --tool=cachegrind
 # --cache-sim=yes` instead (32 KiB L1s, 512 KiB last level, as bench/cachesim.sh) for the
 # whole run, warm-up and start-up included, and prints each event per response.
+# H3_INSTR_OUT=FILE keeps valgrind's output there (for `callgrind_annotate FILE`; divide by
+# the response count printed first).
 # Needs valgrind, openssl, python3, taskset.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -88,6 +90,7 @@ all_2xx "$report" || { echo "$0: the load did not get 2xx answers only:" >&2; ec
 kill -TERM "$pid"
 wait "$pid" || true
 pid=""
+[[ -z ${H3_INSTR_OUT:-} ]] || cp "$out/vg.out" "$H3_INSTR_OUT"
 measured=$(grep -oE "[0-9]+ succeeded" <<<"$report" | grep -oE "[0-9]+")
 # With --cache the whole run counts: the warm-up's answers too.
 responses=$measured

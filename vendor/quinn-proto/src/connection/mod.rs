@@ -203,6 +203,9 @@ pub struct Connection {
     /// (fibra) Tests: the packets built as part of a stream train.
     #[cfg(test)]
     pub(crate) stream_train_packets: u64,
+    /// (fibra) Tests: the ACK frames bundled into packets of a stream train.
+    #[cfg(test)]
+    pub(crate) stream_train_acks: u64,
     /// Negotiated idle timeout
     idle_timeout: Option<Duration>,
     /// The time we send next bundled ACK
@@ -341,6 +344,8 @@ impl Connection {
             stream_train_off: false,
             #[cfg(test)]
             stream_train_packets: 0,
+            #[cfg(test)]
+            stream_train_acks: 0,
             idle_timeout: match config.max_idle_timeout {
                 None | Some(VarInt(0)) => None,
                 Some(dur) => Some(Duration::from_millis(dur.0)),
@@ -916,7 +921,7 @@ impl Connection {
             }
 
             let sent = if stream_train {
-                self.populate_stream_packet(buf, builder.max_size)
+                self.populate_stream_packet(now, buf, builder.max_size)
             } else {
                 self.populate_packet(now, space_id, buf, builder.max_size, builder.exact_number)
             };
@@ -943,10 +948,11 @@ impl Connection {
                 self.next_bundled_ack_time = Some(now + self.next_bundled_ack_delay());
             }
 
-            // (fibra) After a Data packet that held only stream frames, the next packets of
-            // this call can hold nothing else when nothing else is pending: see
-            // `stream_train_may_start`. Nothing this loop does from here on queues a frame of
-            // another kind, so the condition holds until the call returns.
+            // (fibra) After a Data packet that held only stream frames (and perhaps ACKs),
+            // the next packets of this call can hold nothing else (but a bundled ACK) when
+            // nothing else is pending: see `stream_train_may_start`. Nothing this loop does
+            // from here on queues a frame of another kind, so the condition holds until the
+            // call returns.
             if !stream_train
                 && space_id == SpaceId::Data
                 && builder.short_header
@@ -955,7 +961,7 @@ impl Connection {
                 && !pad_datagram_to_mtu
                 && sent.only_stream_frames()
             {
-                stream_train = self.stream_train_may_start(now);
+                stream_train = self.stream_train_may_start();
             }
 
             // Keep information about the packet around until it gets finalized
@@ -3274,13 +3280,15 @@ impl Connection {
 
     /// (fibra) Whether the next Data packets of this `poll_transmit` can be stream packets
     /// only, built by [`Self::populate_stream_packet`] without asking each time for what
-    /// [`Self::populate_packet`] writes before and after its STREAM frames: true when none of
-    /// that is pending in the Data space (frames to retransmit or queued: flow control,
-    /// stream control, CRYPTO, connection IDs, tokens, HANDSHAKE_DONE, ACK_FREQUENCY), nor a
-    /// PING, an IMMEDIATE_ACK, an ACK to send at once or to bundle now, a path challenge or
-    /// response, a datagram, or a loss probe. `now` is the call's: none of these becomes
-    /// pending while it builds packets.
-    fn stream_train_may_start(&self, now: Instant) -> bool {
+    /// [`Self::populate_packet`] writes before its STREAM frames: true when none of that is
+    /// pending in the Data space (frames to retransmit or queued: flow control, stream
+    /// control, CRYPTO, connection IDs, tokens, HANDSHAKE_DONE, ACK_FREQUENCY), nor a PING,
+    /// an IMMEDIATE_ACK, an ACK to send at once, a path challenge or response, a datagram, or
+    /// a loss probe. None of these becomes pending while the call builds packets. (An ACK
+    /// due to be bundled after the STREAM frames, where there is room, does not stop a train:
+    /// `populate_stream_packet` bundles it as `populate_packet` would. In a bulk transfer
+    /// one is due most of the time, and full packets have no room for it.)
+    fn stream_train_may_start(&self) -> bool {
         #[cfg(test)]
         if self.stream_train_off {
             return false;
@@ -3290,8 +3298,6 @@ impl Connection {
             && !space.ping_pending
             && !space.immediate_ack_pending
             && !space.pending_acks.can_send()
-            && !(self.next_bundled_ack_time.is_some_and(|time| time <= now)
-                && space.pending_acks.can_send_with_other_frames())
             && self.path.challenge.is_none()
             && !self.path.challenge_pending
             && self
@@ -3305,19 +3311,68 @@ impl Connection {
     }
 
     /// (fibra) A Data packet of a stream train (see [`Self::stream_train_may_start`]): the
-    /// STREAM frames [`Self::populate_packet`] would write when nothing else is pending.
-    fn populate_stream_packet(&mut self, buf: &mut Vec<u8>, max_size: usize) -> SentFrames {
-        let stream_frames =
-            self.streams
-                .write_stream_frames(buf, max_size, self.config.send_fairness);
-        self.stats.frame_tx.stream += stream_frames.len() as u64;
+    /// frames [`Self::populate_packet`] would write when nothing else is pending: STREAM
+    /// frames, and the ACKs due to be bundled if there is room after them.
+    fn populate_stream_packet(
+        &mut self,
+        now: Instant,
+        buf: &mut Vec<u8>,
+        max_size: usize,
+    ) -> SentFrames {
+        let pre_payload_len = buf.len();
+        let mut sent = SentFrames {
+            stream_frames: self.streams.write_stream_frames(
+                buf,
+                max_size,
+                self.config.send_fairness,
+            ),
+            ..SentFrames::default()
+        };
+        self.stats.frame_tx.stream += sent.stream_frames.len() as u64;
+        let any_frames_sent = buf.len() > pre_payload_len;
+        self.bundle_acks(
+            now,
+            SpaceId::Data,
+            &mut sent,
+            buf,
+            max_size,
+            any_frames_sent,
+        );
         #[cfg(test)]
         {
             self.stream_train_packets += 1;
+            self.stream_train_acks += u64::from(sent.largest_acked.is_some());
         }
-        SentFrames {
-            stream_frames,
-            ..SentFrames::default()
+        sent
+    }
+
+    /// Bundles the pending ACKs after a packet's other frames, if there is room, once
+    /// `next_bundled_ack_time` has come. (fibra: upstream's rule, moved out of
+    /// `populate_packet` to be shared with `populate_stream_packet`.)
+    fn bundle_acks(
+        &mut self,
+        now: Instant,
+        space_id: SpaceId,
+        sent: &mut SentFrames,
+        buf: &mut Vec<u8>,
+        max_size: usize,
+        any_frames_sent: bool,
+    ) {
+        let space = &mut self.spaces[space_id];
+        if any_frames_sent
+            && sent.largest_acked.is_none()
+            && self.next_bundled_ack_time.is_some_and(|time| time <= now)
+            && space.pending_acks.can_send_with_other_frames()
+        {
+            Self::try_populate_acks(
+                now,
+                self.receiving_ecn,
+                sent,
+                space,
+                buf,
+                &mut self.stats,
+                max_size,
+            );
         }
     }
 
@@ -3587,21 +3642,7 @@ impl Connection {
         // but sending multiple ACKs for a single incoming packet is a waste of peer's resources,
         // so we have next_bundled_ack_time to control when to send ACKs.
         let any_frames_sent = buf.len() > pre_payload_len;
-        if any_frames_sent
-            && sent.largest_acked.is_none()
-            && self.next_bundled_ack_time.is_some_and(|time| time <= now)
-            && space.pending_acks.can_send_with_other_frames()
-        {
-            Self::try_populate_acks(
-                now,
-                self.receiving_ecn,
-                &mut sent,
-                space,
-                buf,
-                &mut self.stats,
-                max_size,
-            );
-        }
+        self.bundle_acks(now, space_id, &mut sent, buf, max_size, any_frames_sent);
 
         sent
     }
@@ -4256,11 +4297,11 @@ struct SentFrames {
 }
 
 impl SentFrames {
-    /// (fibra) Whether the packet holds STREAM frames and nothing else: no ACK, nothing to
-    /// retransmit but its stream data, no frame that is not retransmitted, no padding asked.
+    /// (fibra) Whether the packet holds STREAM frames and nothing else but perhaps ACKs:
+    /// nothing to retransmit but its stream data, no frame that is not retransmitted, no
+    /// padding asked.
     fn only_stream_frames(&self) -> bool {
         !self.stream_frames.is_empty()
-            && self.largest_acked.is_none()
             && self.retransmits.get().is_none()
             && !self.non_retransmits
             && !self.requires_padding

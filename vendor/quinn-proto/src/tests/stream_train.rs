@@ -45,12 +45,17 @@ enum Meanwhile {
     ClientSends,
     /// The server resets a second stream with pending data after its first burst.
     Reset,
+    /// Before the transfer, the client sends a packet of data that the server does not
+    /// acknowledge at once: when the server starts sending, an ACK is due to be bundled
+    /// where a packet has room.
+    ClientFirst,
 }
 
 /// The server sends `len` bytes on a unidirectional stream (and a second one of 1,000 bytes
 /// when `meanwhile` resets it); returns the frames of every packet the client received after
-/// the handshake, and how many packets the server built as part of a train.
-fn transfer(trains: bool, len: usize, meanwhile: Meanwhile) -> (Vec<Vec<Seen>>, u64) {
+/// the handshake, how many packets the server built as part of a train, and how many ACK
+/// frames it bundled into them.
+fn transfer(trains: bool, len: usize, meanwhile: Meanwhile) -> (Vec<Vec<Seen>>, u64, u64) {
     let _guard = subscribe();
     let mut pair = Pair::default_with_deterministic_pns();
     // The client's packet numbers too: the server's ACK frames, and so the room left in
@@ -61,6 +66,12 @@ fn transfer(trains: bool, len: usize, meanwhile: Meanwhile) -> (Vec<Vec<Seen>>, 
     config.transport_config(Arc::new(transport));
     let (client_ch, server_ch) = pair.connect_with(config);
     pair.server_conn_mut(server_ch).stream_train_off = !trains;
+    if let Meanwhile::ClientFirst = meanwhile {
+        let c = pair.client_streams(client_ch).open(Dir::Uni).unwrap();
+        pair.client_send(client_ch, c).write(&[3; 100]).unwrap();
+        pair.drive_client();
+        pair.drive_server();
+    }
     pair.client.capture_inbound_packets = true;
 
     let s = pair.server_streams(server_ch).open(Dir::Uni).unwrap();
@@ -70,7 +81,10 @@ fn transfer(trains: bool, len: usize, meanwhile: Meanwhile) -> (Vec<Vec<Seen>>, 
     let second = match meanwhile {
         Meanwhile::Reset => {
             let t = pair.server_streams(server_ch).open(Dir::Uni).unwrap();
-            assert_eq!(pair.server_send(server_ch, t).write(&[1; 1000]).unwrap(), 1000);
+            assert_eq!(
+                pair.server_send(server_ch, t).write(&[1; 1000]).unwrap(),
+                1000
+            );
             Some(t)
         }
         _ => None,
@@ -79,7 +93,7 @@ fn transfer(trains: bool, len: usize, meanwhile: Meanwhile) -> (Vec<Vec<Seen>>, 
     // The first burst, as much as the congestion window allows.
     pair.drive_server();
     match meanwhile {
-        Meanwhile::Nothing => {}
+        Meanwhile::Nothing | Meanwhile::ClientFirst => {}
         Meanwhile::Ping => pair.server_conn_mut(server_ch).ping(),
         Meanwhile::ClientSends => {
             let c = pair.client_streams(client_ch).open(Dir::Uni).unwrap();
@@ -107,47 +121,66 @@ fn transfer(trains: bool, len: usize, meanwhile: Meanwhile) -> (Vec<Vec<Seen>>, 
     assert_eq!(got, data);
 
     let packets = mem::take(&mut pair.client.captured_packets);
-    let train_packets = pair.server_conn_mut(server_ch).stream_train_packets;
-    (packets.into_iter().map(seen).collect(), train_packets)
+    let server = pair.server_conn_mut(server_ch);
+    let (train_packets, train_acks) = (server.stream_train_packets, server.stream_train_acks);
+    (
+        packets.into_iter().map(seen).collect(),
+        train_packets,
+        train_acks,
+    )
 }
 
-fn same_packets_with_and_without_trains(len: usize, meanwhile: Meanwhile) -> u64 {
-    let (with, train_packets) = transfer(true, len, meanwhile);
-    let (without, none) = transfer(false, len, meanwhile);
+/// Compares the packets of a transfer with trains and without; returns how many packets were
+/// built in trains, and how many ACK frames were bundled into them.
+fn same_packets_with_and_without_trains(len: usize, meanwhile: Meanwhile) -> (u64, u64) {
+    let (with, train_packets, train_acks) = transfer(true, len, meanwhile);
+    let (without, none, _) = transfer(false, len, meanwhile);
     assert_eq!(none, 0);
     assert_eq!(with.len(), without.len(), "packets received");
     for (i, (a, b)) in with.iter().zip(&without).enumerate() {
         assert_eq!(a, b, "packet {i} of {}", with.len());
     }
-    train_packets
+    (train_packets, train_acks)
 }
 
 #[test]
 fn a_bulk_transfer_goes_out_in_trains_with_the_same_frames() {
-    let trained = same_packets_with_and_without_trains(300_000, Meanwhile::Nothing);
+    let (trained, _) = same_packets_with_and_without_trains(300_000, Meanwhile::Nothing);
     // 300 kB is about 210 packets; all but the first of each transmit call are a train's.
     assert!(trained > 100, "{trained} packets in trains");
 }
 
 #[test]
 fn a_ping_asked_for_mid_transfer_goes_out_as_without_trains() {
-    let trained = same_packets_with_and_without_trains(300_000, Meanwhile::Ping);
+    let (trained, _) = same_packets_with_and_without_trains(300_000, Meanwhile::Ping);
     assert!(trained > 100, "{trained} packets in trains");
 }
 
 #[test]
 fn acks_for_the_clients_data_go_out_as_without_trains() {
-    let trained = same_packets_with_and_without_trains(300_000, Meanwhile::ClientSends);
+    let (trained, _) = same_packets_with_and_without_trains(300_000, Meanwhile::ClientSends);
     assert!(trained > 100, "{trained} packets in trains");
+}
+
+/// An ACK due to be bundled does not keep a train from starting: the train bundles it where
+/// a packet has room (here the last one), as the packets without trains do.
+#[test]
+fn an_ack_due_to_be_bundled_goes_out_in_a_train_as_without() {
+    let (trained, acks) = same_packets_with_and_without_trains(10_000, Meanwhile::ClientFirst);
+    assert!(trained > 3, "{trained} packets in trains");
+    assert_eq!(acks, 1, "ACK frames bundled into trains");
 }
 
 #[test]
 fn a_reset_mid_transfer_goes_out_as_without_trains() {
-    let trained = same_packets_with_and_without_trains(300_000, Meanwhile::Reset);
+    let (trained, _) = same_packets_with_and_without_trains(300_000, Meanwhile::Reset);
     assert!(trained > 100, "{trained} packets in trains");
 }
 
 #[test]
 fn a_transfer_of_one_packet_builds_no_train() {
-    assert_eq!(same_packets_with_and_without_trains(500, Meanwhile::Nothing), 0);
+    assert_eq!(
+        same_packets_with_and_without_trains(500, Meanwhile::Nothing),
+        (0, 0)
+    );
 }
