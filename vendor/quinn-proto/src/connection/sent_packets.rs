@@ -76,6 +76,17 @@ impl SentPackets {
 
     /// Stops tracking packet `number` and returns it, if it was tracked.
     pub(super) fn remove(&mut self, number: &u64) -> Option<SentPacket> {
+        // The oldest packet (most acknowledgements, in order): taken off the front, with no
+        // search, no vacant entry left behind and no look at the back, which stays live.
+        if self.entries.front().is_some_and(|e| e.0 == *number) {
+            let (_, packet) = self.entries.pop_front()?;
+            self.live -= usize::from(packet.is_some());
+            while self.entries.front().is_some_and(|e| e.1.is_none()) {
+                self.entries.pop_front();
+            }
+            self.compact_if_sparse();
+            return packet;
+        }
         let i = self.position(*number)?;
         let packet = self.entries[i].1.take()?;
         self.live -= 1;
@@ -85,10 +96,16 @@ impl SentPackets {
         while self.entries.back().is_some_and(|e| e.1.is_none()) {
             self.entries.pop_back();
         }
+        self.compact_if_sparse();
+        Some(packet)
+    }
+
+    /// Drops the vacant entries once they outnumber the live ones (plus `SLACK`).
+    #[inline(always)]
+    fn compact_if_sparse(&mut self) {
         if self.entries.len() > 2 * self.live + SLACK {
             self.entries.retain(|e| e.1.is_some());
         }
-        Some(packet)
     }
 
     /// The packet numbered `number`, if it is tracked.
