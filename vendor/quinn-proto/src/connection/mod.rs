@@ -1741,7 +1741,9 @@ impl Connection {
             }
         }
 
-        for frame in info.stream_frames {
+        // (fibra) Read in place: moving the frames out of the `TinyVec` (`into_iter`) cost
+        // more than the run they extend.
+        for frame in info.stream_frames.iter() {
             match acked_stream_data {
                 Some(run)
                     if run.id == frame.id && run.offsets.end == frame.offsets.start && !run.fin =>
@@ -1750,7 +1752,7 @@ impl Connection {
                     run.fin = frame.fin;
                 }
                 _ => {
-                    if let Some(before) = acked_stream_data.replace(frame) {
+                    if let Some(before) = acked_stream_data.replace(frame.clone()) {
                         self.streams.received_ack_of(before);
                     }
                 }
