@@ -177,6 +177,8 @@ fn h3_streams_add_up() {
     // Each request's HEADERS frame names `localhost:PORT` and `/plaintext`: 20 bytes at least.
     let sent = v["traffic"]["sent"].as_u64().unwrap();
     assert!(sent >= 2000 * 20, "{v}");
+    // Every body counted, though not copied: 13 bytes each ("Hello, World!").
+    assert_eq!(v["traffic"]["body"], 2000 * 13, "{v}");
 
     // A path the server does not have: every answer is a 404, none lost.
     let missing = format!("https://localhost:{}/missing", hello.port());

@@ -252,6 +252,30 @@ fn serve_sends_a_file_of_several_chunks_over_http3_byte_for_byte() {
     assert_eq!(&head[..3], &[0x00, 0x00, 0xc0 | 25], "`:status 200` first");
     assert_eq!(body.len(), content.len());
     assert!(body == content, "the file's bytes, in order");
+
+    // `fibra bench --h3` counts such bodies without copying them: every byte of each.
+    let url = format!("https://127.0.0.1:{}/big.bin", udp.port());
+    let out = fibra(&[
+        "bench",
+        "--h3",
+        "-n",
+        "12",
+        "-c",
+        "2",
+        "-m",
+        "2",
+        "-t",
+        "1",
+        "--insecure",
+        "--json",
+        &url,
+    ])
+    .stderr(Stdio::null())
+    .output()
+    .expect("run fibra bench");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("bench's JSON");
+    assert_eq!(v["requests"]["succeeded"], 12, "{v}");
+    assert_eq!(v["traffic"]["body"], 12 * content.len() as u64, "{v}");
     drop(child);
 }
 

@@ -401,7 +401,18 @@ impl RecvStream {
         self.read_with(max, |bytes| buf.extend_from_slice(bytes))
     }
 
-    /// `read`'s and `read_to`'s work: up to `max` bytes (above 0) handed to `put`.
+    /// Drops up to `max` bytes of what has arrived, waiting until some do; returns how many,
+    /// `Ok(0)` at the end of the stream. Nothing is copied: for a reader that only counts
+    /// what it receives (a load generator reading bodies).
+    pub fn discard(&mut self, max: usize) -> io::Result<usize> {
+        if max == 0 {
+            return Ok(0);
+        }
+        self.read_with(max, |_| {})
+    }
+
+    /// `read`'s, `read_to`'s and `discard`'s work: up to `max` bytes (above 0) handed to
+    /// `put`.
     fn read_with(&mut self, max: usize, mut put: impl FnMut(&[u8])) -> io::Result<usize> {
         if self.end != End::Open {
             return self.ended();

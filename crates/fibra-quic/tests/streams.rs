@@ -374,3 +374,38 @@ fn read_to_appends_what_arrives_up_to_its_limit_through_a_small_window() {
     assert_eq!(zero, 0, "a read of at most 0 bytes");
     assert!(kept, "what the buffer held stays in front");
 }
+
+#[test]
+fn discard_drops_what_arrives_up_to_its_limit_and_the_stream_goes_on() {
+    let (total, most, zero, after) = run("discard", || {
+        let p = small_window_pair();
+        echo_server(p.accepted.clone(), p.server.worker());
+        let data = pattern(1 << 20, 6);
+        let (mut send, mut recv) = p.conn.open_bi().unwrap();
+        let sent = data.clone();
+        let writer = fibra::spawn(move || {
+            send.write_all(&sent).unwrap();
+            send.finish().unwrap();
+        });
+        let zero = recv.discard(0).unwrap();
+        // The first 700,000 bytes dropped, in calls of at most 5,000; the rest read.
+        let (mut total, mut most) = (0, 0);
+        while total < 700_000 {
+            let n = recv.discard(5_000.min(700_000 - total)).unwrap();
+            assert!(n > 0, "the stream ended after {total} bytes");
+            most = most.max(n);
+            total += n;
+        }
+        let mut rest = Vec::new();
+        recv.read_to_end(&mut rest).unwrap();
+        writer.join().unwrap();
+        // Nothing is left to drop at the end of the stream.
+        let after = recv.discard(1_000).unwrap();
+        (total, most, zero, (rest == data[700_000..], after))
+    });
+    assert_eq!(total, 700_000);
+    assert!(most <= 5_000, "a call dropped {most} bytes");
+    assert_eq!(zero, 0, "a discard of at most 0 bytes");
+    assert!(after.0, "the bytes after the dropped ones, in order");
+    assert_eq!(after.1, 0, "at the end of the stream");
+}

@@ -21,8 +21,9 @@ use super::stats::{self, Problem};
 use super::target::Target;
 use super::tls::{self, Verify};
 
-/// Where a response's body is read into.
-const BODY_CHUNK: usize = 16 * 1024;
+/// The most body bytes counted per read (they are dropped, not copied: one read takes what
+/// has arrived, up to this).
+const BODY_CHUNK: usize = 256 * 1024;
 
 /// What every `--h3` connection sends.
 #[derive(Debug, Clone)]
@@ -146,13 +147,12 @@ fn run_connection(
 /// the time is spent (false) or the connection breaks (true). Every request taken is
 /// counted here, answered or lost.
 fn stream_loop(shared: &Shared, load: &H3Load, client: &Http3Client) -> bool {
-    let mut body = vec![0u8; BODY_CHUNK];
     loop {
         if shared.take(1) == 0 {
             return false;
         }
         let sent = Instant::now();
-        let outcome = exchange(load, client, &mut body);
+        let outcome = exchange(load, client);
         let now = Instant::now();
         if let Err((_, id, e)) = &outcome {
             if client.unprocessed(*id, e) {
@@ -182,8 +182,9 @@ fn stream_loop(shared: &Shared, load: &H3Load, client: &Http3Client) -> bool {
 /// answer had arrived (`None` once it had, or if it got no stream), and the error.
 type Failed = (Problem, Option<u64>, io::Error);
 
-/// One request and its response: the status, after the body has ended.
-fn exchange(load: &H3Load, client: &Http3Client, body: &mut [u8]) -> Result<u16, Failed> {
+/// One request and its response: the status, after the body has ended. The body is
+/// counted, not copied (`discard_body`).
+fn exchange(load: &H3Load, client: &Http3Client) -> Result<u16, Failed> {
     let mut response = client
         .send(&load.request, &[])
         .map_err(|e| (Problem::Write, None, e))?;
@@ -197,7 +198,9 @@ fn exchange(load: &H3Load, client: &Http3Client, body: &mut [u8]) -> Result<u16,
     };
     let head = response.read_head().map_err(|e| read(e, Some(id)))?;
     loop {
-        let n = response.read_body(body).map_err(|e| read(e, None))?;
+        let n = response
+            .discard_body(BODY_CHUNK)
+            .map_err(|e| read(e, None))?;
         if n == 0 {
             return Ok(head.status.as_u16());
         }

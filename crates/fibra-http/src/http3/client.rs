@@ -292,11 +292,33 @@ impl ResponseStream {
     /// Reads body bytes into `buf`; 0 at the end of the body (trailers, if any, are read
     /// and dropped). Call after [`ResponseStream::read_head`].
     pub fn read_body(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if !self.in_body || buf.is_empty() {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        self.next_body_bytes(|incoming| incoming.read_data(buf))
+    }
+
+    /// [`ResponseStream::read_body`] for a reader that only counts the body: drops up to
+    /// `max` body bytes without copying them anywhere and returns how many; 0 at the end of
+    /// the body.
+    pub fn discard_body(&mut self, max: usize) -> io::Result<usize> {
+        if max == 0 {
+            return Ok(0);
+        }
+        self.next_body_bytes(|incoming| incoming.discard_data(max))
+    }
+
+    /// The next body bytes `take` gets from the current DATA frame, moving on to the next
+    /// frame while it gets none; 0 at the end of the body.
+    fn next_body_bytes(
+        &mut self,
+        mut take: impl FnMut(&mut Incoming) -> Result<usize, Fail>,
+    ) -> io::Result<usize> {
+        if !self.in_body {
             return Ok(0);
         }
         loop {
-            let n = self.incoming.read_data(buf).map_err(fail)?;
+            let n = take(&mut self.incoming).map_err(fail)?;
             if n > 0 {
                 return Ok(n);
             }

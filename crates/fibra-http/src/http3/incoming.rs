@@ -189,6 +189,38 @@ impl Incoming {
         Ok(n)
     }
 
+    /// [`Incoming::read_data`] without the copy: drops up to `max` payload bytes of the
+    /// current DATA frame (the ones already buffered first, then straight from the stream,
+    /// never past the frame's end) and returns how many.
+    pub(crate) fn discard_data(&mut self, max: usize) -> Result<usize, Fail> {
+        if self.data_left == 0 || max == 0 {
+            return Ok(0);
+        }
+        let limit = usize::try_from(self.data_left)
+            .unwrap_or(usize::MAX)
+            .min(max);
+        let buffered = self.buf.len() - self.pos;
+        let n = if buffered > 0 {
+            let n = buffered.min(limit);
+            self.pos += n;
+            n
+        } else {
+            let n = if self.fin {
+                0
+            } else {
+                self.recv.discard(limit)?
+            };
+            if n == 0 {
+                // The stream ended inside the frame.
+                self.fin = true;
+                return Err(Fail::Protocol(H3Error::FrameError));
+            }
+            n
+        };
+        self.data_left -= n as u64;
+        Ok(n)
+    }
+
     /// Consumes `len` bytes of the stream unread (a payload skipped); the stream ending
     /// first is H3_FRAME_ERROR (a frame cut short).
     fn skip(&mut self, mut len: u64) -> Result<(), Fail> {
