@@ -234,7 +234,7 @@ fn serve_sends_a_file_of_several_chunks_over_http3_byte_for_byte() {
     let certs = Certs::new("http3-file");
     let root = certs.dir.join("root");
     std::fs::create_dir_all(&root).unwrap();
-    // Three 64 KiB DATA frames and a short one; every byte different from its neighbours.
+    // A full 128 KiB DATA frame and a shorter one; every byte different from its neighbours.
     let content: Vec<u8> = (0..200_003u32).map(|i| (i * 7 + i / 251) as u8).collect();
     std::fs::write(root.join("big.bin"), &content).unwrap();
     let (cert, key) = (certs.path("cert.pem"), certs.path("key.pem"));
