@@ -9,7 +9,7 @@
 mod util;
 
 use fibra::sync::Notify;
-use fibra_quic::{Config, Connection, Error, SendStream};
+use fibra_quic::{Config, Connection, Error, RecvStream, SendStream};
 use std::io::{Read, Write};
 use std::sync::Arc;
 use std::time::Duration;
@@ -48,6 +48,21 @@ fn small_window_pair() -> Pair {
         stream_receive_window: 64 * 1024,
         ..Config::default()
     })
+}
+
+/// A new stream on `p` (with `echo_server` answering): a fiber of its own sends
+/// `pattern(1 MiB, seed)` on it and finishes it. Returns the data, the stream's receiving
+/// half, and that fiber.
+fn echoing_a_mebibyte(p: &Pair, seed: u8) -> (Vec<u8>, RecvStream, fibra::JoinHandle<()>) {
+    echo_server(p.accepted.clone(), p.server.worker());
+    let data = pattern(1 << 20, seed);
+    let (mut send, recv) = p.conn.open_bi().unwrap();
+    let sent = data.clone();
+    let writer = fibra::spawn(move || {
+        send.write_all(&sent).unwrap();
+        send.finish().unwrap();
+    });
+    (data, recv, writer)
 }
 
 /// Sends `data` on a new stream of `conn`, finishes it, and reads the reply to its end.
@@ -333,14 +348,7 @@ fn each_half_of_a_stream_is_woken_after_the_other_is_dropped() {
 fn read_to_appends_what_arrives_up_to_its_limit_through_a_small_window() {
     let (exact, calls, zero, kept) = run("read_to", || {
         let p = small_window_pair();
-        echo_server(p.accepted.clone(), p.server.worker());
-        let data = pattern(1 << 20, 4);
-        let (mut send, mut recv) = p.conn.open_bi().unwrap();
-        let sent = data.clone();
-        let writer = fibra::spawn(move || {
-            send.write_all(&sent).unwrap();
-            send.finish().unwrap();
-        });
+        let (data, mut recv, writer) = echoing_a_mebibyte(&p, 4);
         // What is there stays; each call appends at most 1,000 bytes.
         let mut back = b"kept".to_vec();
         let zero = recv.read_to(&mut back, 0).unwrap();
@@ -379,14 +387,7 @@ fn read_to_appends_what_arrives_up_to_its_limit_through_a_small_window() {
 fn discard_drops_what_arrives_up_to_its_limit_and_the_stream_goes_on() {
     let (total, most, zero, after) = run("discard", || {
         let p = small_window_pair();
-        echo_server(p.accepted.clone(), p.server.worker());
-        let data = pattern(1 << 20, 6);
-        let (mut send, mut recv) = p.conn.open_bi().unwrap();
-        let sent = data.clone();
-        let writer = fibra::spawn(move || {
-            send.write_all(&sent).unwrap();
-            send.finish().unwrap();
-        });
+        let (data, mut recv, writer) = echoing_a_mebibyte(&p, 6);
         let zero = recv.discard(0).unwrap();
         // The first 700,000 bytes dropped, in calls of at most 5,000; the rest read.
         let (mut total, mut most) = (0, 0);
