@@ -81,23 +81,27 @@ impl SentPackets {
         if self.entries.front().is_some_and(|e| e.0 == *number) {
             let (_, packet) = self.entries.pop_front()?;
             self.live -= usize::from(packet.is_some());
-            while self.entries.front().is_some_and(|e| e.1.is_none()) {
-                self.entries.pop_front();
-            }
+            self.drop_vacant_front();
             self.compact_if_sparse();
             return packet;
         }
         let i = self.position(*number)?;
         let packet = self.entries[i].1.take()?;
         self.live -= 1;
-        while self.entries.front().is_some_and(|e| e.1.is_none()) {
-            self.entries.pop_front();
-        }
+        self.drop_vacant_front();
         while self.entries.back().is_some_and(|e| e.1.is_none()) {
             self.entries.pop_back();
         }
         self.compact_if_sparse();
         Some(packet)
+    }
+
+    /// Drops the vacant entries at the front, so that the first entry, if any, is live.
+    #[inline(always)]
+    fn drop_vacant_front(&mut self) {
+        while self.entries.front().is_some_and(|e| e.1.is_none()) {
+            self.entries.pop_front();
+        }
     }
 
     /// Drops the vacant entries once they outnumber the live ones (plus `SLACK`).
