@@ -116,7 +116,7 @@ impl Driver<'_> {
                         recv_errors = 0;
                         received = true;
                         let mut st = self.shared.lock();
-                        handle_datagrams(&mut st, self.shared, &self.inbox, &mut self.outbox);
+                        handle_datagrams(&mut st, self.shared, &mut self.inbox, &mut self.outbox);
                     }
                     // One error is news about one peer (an ICMP report); many in a row, a
                     // broken socket.
@@ -252,15 +252,12 @@ impl Driver<'_> {
 
 /// Feeds the datagrams `inbox` holds to quinn-proto, but for those another member of the
 /// endpoint's group owns: those go to it.
-fn handle_datagrams(st: &mut State, shared: &Shared, inbox: &Inbox, outbox: &mut Outbox) {
+fn handle_datagrams(st: &mut State, shared: &Shared, inbox: &mut Inbox, outbox: &mut Outbox) {
     let now = Instant::now();
     let peer = shared.membership.as_ref().and_then(|m| m.group.peer());
-    for (from, entry, segment) in inbox.entries() {
-        // One copy per entry: quinn-proto keeps pieces of a packet (stream data) until the
-        // application reads them, so it cannot borrow the receive buffer. A GRO entry's
-        // datagrams share that copy.
-        let mut data = BytesMut::from(entry);
-        let size = segment.unwrap_or(entry.len()).max(1);
+    // A GRO entry's datagrams share its buffer.
+    inbox.take(|from, mut data, segment| {
+        let size = segment.unwrap_or(data.len()).max(1);
         while !data.is_empty() {
             let datagram = data.split_to(size.min(data.len()));
             if let Some(peer) = &peer {
@@ -281,7 +278,7 @@ fn handle_datagrams(st: &mut State, shared: &Shared, inbox: &Inbox, outbox: &mut
             }
             handle_datagram(st, now, from, datagram, outbox);
         }
-    }
+    });
 }
 
 /// Feeds one datagram to quinn-proto and routes what comes of it.

@@ -4,6 +4,7 @@
 //!
 //! Both belong to the driver alone: the system calls run outside the shared state's lock.
 
+use bytes::{Bytes, BytesMut};
 use fibra::net::{InDatagram, OutDatagram, UdpSocket};
 use std::collections::VecDeque;
 use std::io;
@@ -19,18 +20,32 @@ const MAX_TRAIN_BYTES: usize = 65_507;
 
 /// Receive buffers: [`BATCH`] of 2 KiB without GRO, 8 of 64 KiB with it (a coalesced entry
 /// can hold up to 64 KiB of datagrams), and what the last receive put in them.
+///
+/// quinn-proto keeps pieces of a packet (stream data) until the application reads them, so it
+/// takes each datagram as a `BytesMut` of its own. A large entry (a GRO batch of
+/// [`HAND_OVER`] bytes or more) is handed over in its buffer, and the slot gets a new one that
+/// is not zeroed: no copy of the bulk of a download or an upload. A small one is copied out
+/// and its slot received into again, so that a datagram a stream holds on to pins its own
+/// bytes and not a 64 KiB buffer.
 pub(crate) struct Inbox {
     bufs: Vec<Vec<u8>>,
-    /// Per filled entry: its buffer, sender, length, GRO segment size.
-    filled: Vec<(usize, SocketAddr, usize, Option<usize>)>,
+    /// The bytes each slot receives into.
+    size: usize,
+    /// Per filled entry: its buffer, sender, GRO segment size.
+    filled: Vec<(usize, SocketAddr, Option<usize>)>,
 }
+
+/// The smallest entry [`Inbox::take`] hands over in its buffer rather than copying: a
+/// datagram held on to pins at most four times its size.
+const HAND_OVER: usize = 16 * 1024;
 
 impl Inbox {
     /// Buffers for a socket with GRO on (`gro`) or off.
     pub(crate) fn new(gro: bool) -> Inbox {
         let (count, size) = if gro { (8, 65536) } else { (BATCH, 2048) };
         Inbox {
-            bufs: vec![vec![0u8; size]; count],
+            bufs: (0..count).map(|_| Vec::with_capacity(size)).collect(),
+            size,
             filled: Vec::with_capacity(count),
         }
     }
@@ -40,11 +55,17 @@ impl Inbox {
     /// send us.
     pub(crate) fn receive(&mut self, socket: &UdpSocket) -> io::Result<usize> {
         self.filled.clear();
+        for slot in &mut self.bufs {
+            // Empty, with room for `size` bytes (`new` and `take` give it that).
+            slot.clear();
+        }
         let count = self.bufs.len();
         let mut bufs = self.bufs.iter_mut();
-        // On the stack: no allocation per receive.
-        let mut batch: [InDatagram<'_>; BATCH] = std::array::from_fn(|_| {
-            InDatagram::new(bufs.next().map_or(&mut [][..], |b| b.as_mut_slice()))
+        // On the stack: no allocation per receive. Each entry receives into its slot's spare
+        // capacity: not zeroed.
+        let mut batch: [InDatagram<'_>; BATCH] = std::array::from_fn(|_| match bufs.next() {
+            Some(slot) => InDatagram::appending(slot),
+            None => InDatagram::new(&mut []),
         });
         let n = match socket.try_recv_many(&mut batch[..count]) {
             Ok(n) => n,
@@ -53,18 +74,29 @@ impl Inbox {
         };
         for (i, d) in batch[..n].iter().enumerate() {
             if let (Some(from), false) = (d.addr(), d.truncated()) {
-                self.filled.push((i, from, d.received(), d.segment_size()));
+                self.filled.push((i, from, d.segment_size()));
             }
         }
         Ok(n)
     }
 
-    /// The entries the last [`receive`](Inbox::receive) filled: sender, bytes, and the GRO
-    /// segment size where several datagrams were coalesced.
-    pub(crate) fn entries(&self) -> impl Iterator<Item = (SocketAddr, &[u8], Option<usize>)> + '_ {
-        self.filled
-            .iter()
-            .map(move |&(i, from, len, segment)| (from, &self.bufs[i][..len], segment))
+    /// Takes the entries the last [`receive`](Inbox::receive) filled, one at a time through
+    /// `each`: sender, bytes, and the GRO segment size where several datagrams were
+    /// coalesced. A slot whose buffer was handed over gets a new one with room for a full entry.
+    pub(crate) fn take(&mut self, mut each: impl FnMut(SocketAddr, BytesMut, Option<usize>)) {
+        for &(i, from, segment) in &self.filled {
+            let slot = &mut self.bufs[i];
+            let data = if slot.len() >= HAND_OVER {
+                // Both conversions keep the `Vec`'s allocation (`Bytes` wraps it, and gives it
+                // back to `BytesMut` when it is the only owner, as here): no copy.
+                let full = std::mem::replace(slot, Vec::with_capacity(self.size));
+                BytesMut::from(Bytes::from(full))
+            } else {
+                BytesMut::from(&slot[..])
+            };
+            each(from, data, segment);
+        }
+        self.filled.clear();
     }
 }
 
@@ -224,5 +256,62 @@ mod tests {
         let mut buf = [0u8; 2048];
         let (len, _) = to.recv_from(&mut buf).unwrap();
         assert_eq!(len, 1452);
+    }
+
+    /// Receives into `inbox` until `want` entries came (a bounded wait), and takes them.
+    fn receive_entries(inbox: &mut Inbox, to: &UdpSocket, want: usize) -> Vec<BytesMut> {
+        let mut got = Vec::new();
+        for _ in 0..1000 {
+            if inbox.receive(to).unwrap() > 0 {
+                inbox.take(|_, data, _| got.push(data));
+            }
+            if got.len() >= want {
+                return got;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        panic!("{} of {want} entries arrived", got.len());
+    }
+
+    /// A GRO entry of 16 KiB or more goes to quinn-proto in the buffer it was received in
+    /// (its slot gets a new one), a small datagram as a copy of its own size (a stream that
+    /// holds on to it pins its bytes, not 64 KiB); the bytes are the ones sent either way,
+    /// also in the slot's new buffer.
+    #[test]
+    fn a_large_entry_is_handed_over_and_a_small_one_copied() {
+        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let to = UdpSocket::bind("127.0.0.1:0").unwrap();
+        to.set_recv_buffer_size(1 << 20).unwrap();
+        let gro = to.set_gro(true).unwrap();
+        let mut inbox = Inbox::new(gro);
+        let addr = to.local_addr().unwrap();
+
+        let small: Vec<u8> = (0..100u8).collect();
+        socket
+            .try_send_many(&[OutDatagram::to(addr, &small)])
+            .unwrap();
+        let got = receive_entries(&mut inbox, &to, 1);
+        assert_eq!(&got[0][..], &small[..]);
+        assert_eq!(got[0].capacity(), small.len(), "a copy of its own size");
+
+        if !gro || socket.max_gso_segments() < 20 {
+            return; // No coalesced entries here: every datagram is small.
+        }
+        for round in 0..3u8 {
+            let train: Vec<u8> = (0..20 * 1200).map(|i| (i % 251) as u8 ^ round).collect();
+            let d = OutDatagram::to(addr, &train).with_segment_size(1200);
+            assert_eq!(socket.try_send_many(&[d]).unwrap(), 1);
+            let got = receive_entries(&mut inbox, &to, 1);
+            assert_eq!(got.len(), 1, "one coalesced entry");
+            assert_eq!(&got[0][..], &train[..], "round {round}");
+            assert!(
+                got[0].capacity() >= 65536,
+                "handed over in its 64 KiB buffer"
+            );
+            assert!(inbox
+                .bufs
+                .iter()
+                .all(|b| b.is_empty() && b.capacity() >= 65536));
+        }
     }
 }

@@ -271,3 +271,57 @@ fn gro_reports_the_segment_size_and_without_it_the_datagrams_are_the_same() {
         })
     });
 }
+
+/// An entry made with `InDatagram::appending` receives onto the end of its `Vec`, in the
+/// spare capacity, and the `Vec` grows by what came: by no more than its room when the
+/// datagram is longer (then the entry says it was truncated).
+#[test]
+fn appending_entries_receive_into_a_vecs_spare_capacity() {
+    within("udp appending", || {
+        rt().block_on(|| {
+            let tx = loopback();
+            let rx = loopback();
+            let to = rx.local_addr().unwrap();
+            let long = payload(1500, 3);
+            let mut roomy = b"ab".to_vec();
+            roomy.reserve_exact(2000);
+            let mut cramped: Vec<u8> = Vec::with_capacity(100);
+            let room = cramped.capacity();
+            assert!(room < long.len());
+            send_all(
+                &tx,
+                &[OutDatagram::to(to, b"hello"), OutDatagram::to(to, &long)],
+            );
+            let mut got = 0;
+            for _ in 0..100 {
+                let mut batch = match got {
+                    0 => vec![
+                        InDatagram::appending(&mut roomy),
+                        InDatagram::appending(&mut cramped),
+                    ],
+                    _ => vec![InDatagram::appending(&mut cramped)],
+                };
+                let n = rx.recv_many(&mut batch).unwrap();
+                for d in &batch[..n] {
+                    match got {
+                        0 => {
+                            assert_eq!(d.data(), b"hello");
+                            assert!(!d.truncated());
+                        }
+                        _ => {
+                            assert_eq!(d.data(), &long[..room]);
+                            assert!(d.truncated());
+                        }
+                    }
+                    got += 1;
+                }
+                if got == 2 {
+                    break;
+                }
+            }
+            assert_eq!(got, 2);
+            assert_eq!(roomy, b"abhello");
+            assert_eq!(cramped, &long[..room]);
+        })
+    });
+}

@@ -94,18 +94,57 @@ impl<'a> OutDatagram<'a> {
 ///
 /// An entry keeps its buffer between calls: make a batch once and receive into it again and
 /// again. Only the entries `recv_many` reports filled have meaningful results.
+///
+/// An entry may also receive into a `Vec`'s spare capacity
+/// ([`appending`](InDatagram::appending)): nothing is zeroed or copied, and the `Vec` can be
+/// handed on as it is (to a `BytesMut`, say) with what it received.
 #[derive(Debug)]
 pub struct InDatagram<'a> {
-    pub(super) buf: &'a mut [u8],
+    pub(super) buf: Target<'a>,
     pub(super) len: usize,
     pub(super) addr: Option<SocketAddr>,
     pub(super) segment_size: Option<usize>,
     pub(super) truncated: bool,
 }
 
+/// Where an [`InDatagram`] receives.
+#[derive(Debug)]
+pub(super) enum Target<'a> {
+    /// Into this slice, from its start.
+    Slice(&'a mut [u8]),
+    /// Onto the end of this `Vec`, into its spare capacity (the receive extends its length).
+    Vec(&'a mut Vec<u8>),
+}
+
 impl<'a> InDatagram<'a> {
     /// An entry that receives into `buf`.
     pub fn new(buf: &'a mut [u8]) -> InDatagram<'a> {
+        InDatagram::with(Target::Slice(buf))
+    }
+
+    /// An entry that appends what it receives to `vec`, into the capacity it has spare
+    /// (`vec.capacity() - vec.len()` bytes at most: reserve room first). The spare memory is
+    /// neither zeroed nor copied: the kernel writes the datagram in place, and `vec`'s length
+    /// grows by what it received.
+    ///
+    /// ```
+    /// # use fibra::net::{InDatagram, OutDatagram, UdpSocket};
+    /// let a = UdpSocket::bind("127.0.0.1:0")?;
+    /// let b = UdpSocket::bind("127.0.0.1:0")?;
+    /// a.send_to(b"hello", b.local_addr()?)?;
+    /// let mut vec = Vec::with_capacity(2048);
+    /// let mut batch = [InDatagram::appending(&mut vec)];
+    /// b.recv_many(&mut batch)?;
+    /// assert_eq!(batch[0].data(), b"hello");
+    /// drop(batch);
+    /// assert_eq!(vec, b"hello");
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn appending(vec: &'a mut Vec<u8>) -> InDatagram<'a> {
+        InDatagram::with(Target::Vec(vec))
+    }
+
+    fn with(buf: Target<'a>) -> InDatagram<'a> {
         InDatagram {
             buf,
             len: 0,
@@ -117,7 +156,11 @@ impl<'a> InDatagram<'a> {
 
     /// The bytes received (all segments, with GRO).
     pub fn data(&self) -> &[u8] {
-        &self.buf[..self.len]
+        match &self.buf {
+            Target::Slice(s) => &s[..self.len],
+            // The receive appended them.
+            Target::Vec(v) => &v[v.len() - self.len..],
+        }
     }
 
     /// How many bytes were received.

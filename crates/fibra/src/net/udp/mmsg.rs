@@ -7,7 +7,7 @@
 //! system call in the same function: nothing a header points to moves or is freed while the
 //! kernel reads or writes it.
 
-use super::datagram::InDatagram;
+use super::datagram::{InDatagram, Target};
 use socket2::SockAddr;
 use std::io;
 use std::mem::size_of;
@@ -151,9 +151,18 @@ pub(super) fn recv(fd: RawFd, dgrams: &mut [InDatagram<'_>]) -> io::Result<usize
     // for which all-zero bytes are a valid value.
     let mut b: RecvBatch = unsafe { std::mem::zeroed() };
     for (iov, d) in b.iovs.iter_mut().zip(dgrams.iter_mut()) {
-        *iov = libc::iovec {
-            iov_base: d.buf.as_mut_ptr().cast(),
-            iov_len: d.buf.len(),
+        *iov = match &mut d.buf {
+            Target::Slice(s) => libc::iovec {
+                iov_base: s.as_mut_ptr().cast(),
+                iov_len: s.len(),
+            },
+            Target::Vec(v) => {
+                let spare = v.spare_capacity_mut();
+                libc::iovec {
+                    iov_base: spare.as_mut_ptr().cast(),
+                    iov_len: spare.len(),
+                }
+            }
         };
     }
     for i in 0..n {
@@ -185,7 +194,15 @@ pub(super) fn recv(fd: RawFd, dgrams: &mut [InDatagram<'_>]) -> io::Result<usize
     let got = r as usize;
     for (i, d) in dgrams[..got].iter_mut().enumerate() {
         let h = &b.hdrs[i];
-        d.len = h.msg_len as usize;
+        // The bytes the kernel copied (no MSG_TRUNC flag was passed), never more than the
+        // iovec's room.
+        d.len = (h.msg_len as usize).min(b.iovs[i].iov_len);
+        if let Target::Vec(v) = &mut d.buf {
+            // SAFETY: the kernel wrote `d.len` bytes at the start of `v`'s spare capacity
+            // (the iovec above, at most its length), so the first `len + d.len` bytes are
+            // initialised; `v` was not touched since, being borrowed by `dgrams`.
+            unsafe { v.set_len(v.len() + d.len) };
+        }
         d.truncated = h.msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
         d.addr = socket_addr(&b.names[i], h.msg_hdr.msg_namelen);
         d.segment_size = gro_segment_size(&h.msg_hdr);
