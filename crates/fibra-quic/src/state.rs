@@ -115,6 +115,9 @@ pub(crate) struct State {
     pub(crate) incoming: VecDeque<u64>,
     /// Connections changed since the driver last looked (each at most once: `ConnState::dirty`).
     pub(crate) dirty: Vec<u64>,
+    /// Writers whose [`SendStream::wait_sent`](crate::SendStream::wait_sent) is over, oldest
+    /// first, to be woken a few per round (`driver::SENT_WAKES_PER_ROUND`).
+    pub(crate) sent_ready: VecDeque<Arc<StreamWaiters>>,
     /// No new connections: `Endpoint::close` was called or every `Endpoint` handle dropped.
     pub(crate) closed: bool,
     /// Every `Endpoint` handle is gone: the driver ends once no connection is left. (While
@@ -174,6 +177,10 @@ pub(crate) struct ConnState {
     pub(crate) early: rustc_hash::FxHashSet<StreamId>,
     /// The waiters of each stream with a live handle, and which of its halves have one.
     pub(crate) streams: FxHashMap<StreamId, StreamEntry>,
+    /// Streams whose writer waits in [`SendStream::wait_sent`](crate::SendStream::wait_sent)
+    /// for its unsent bytes to fall to a mark: checked each time the driver has made the
+    /// connection's packets.
+    pub(crate) sent_watch: Vec<(StreamId, u64)>,
 }
 
 /// The `Notify` of each half of one stream: one allocation for both, shared by the
@@ -275,6 +282,7 @@ impl State {
             next_id: 0,
             incoming: VecDeque::new(),
             dirty: Vec::new(),
+            sent_ready: VecDeque::new(),
             closed: false,
             released: false,
             failure: None,
@@ -322,6 +330,7 @@ impl State {
                 incoming_uni: VecDeque::new(),
                 early: rustc_hash::FxHashSet::default(),
                 streams: FxHashMap::default(),
+                sent_watch: Vec::new(),
             },
         );
         self.by_handle.insert(handle, id);

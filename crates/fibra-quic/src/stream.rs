@@ -154,6 +154,36 @@ impl SendStream {
         r
     }
 
+    /// Parks until no more than `max_unsent` of the bytes written are still waiting for
+    /// their first packet, or the peer stopped the stream (the next write says so), or the
+    /// connection is over (an error). Never waits for acknowledgements, only for the
+    /// endpoint's driver to make packets, which flow and congestion control may hold back.
+    ///
+    /// Flow control lets a writer run as far ahead as the peer's window (a megabyte or more);
+    /// the driver then makes packets of data written long before, out of the cache. A writer
+    /// that produces data as it goes (a file read chunk by chunk) waits here before making
+    /// the next chunk, so that its data is made into packets while the cache still holds it.
+    pub fn wait_sent(&mut self, max_unsent: u64) -> io::Result<()> {
+        let (cid, id) = (self.conn.id, self.id);
+        self.conn.wait_for(&self.waiters.writer, |st| {
+            let c = live_conn(st, cid)?;
+            let send = c.conn.send_stream(id);
+            let unsent = match (send.stopped(), send.unsent()) {
+                (Ok(None), Ok(unsent)) => unsent,
+                // Stopped, finished and acknowledged, or reset: nothing to wait for.
+                _ => return Ok(Some(())),
+            };
+            if unsent <= max_unsent {
+                return Ok(Some(()));
+            }
+            match c.sent_watch.iter_mut().find(|(s, _)| *s == id) {
+                Some(watch) => watch.1 = max_unsent,
+                None => c.sent_watch.push((id, max_unsent)),
+            }
+            Ok(None)
+        })
+    }
+
     /// Writes `chunks` in order without copying them: the stream keeps each `Bytes` until
     /// the peer has acknowledged it (quinn-proto's `write_chunks`). Parks while flow control
     /// takes nothing more, and returns once every chunk is written (each is then empty). On

@@ -3,8 +3,8 @@
 //! a unidirectional stream, `open_bi` waiting for the
 //! peer's stream limit, a reset seen by the reader and a stop seen by the writer, each with
 //! its code; `finish_with` (the last write and the end in one step), `read_to` (appending
-//! to a buffer without zeroing its room), and each half of a stream still woken after the
-//! other half was dropped.
+//! to a buffer without zeroing its room), each half of a stream still woken after the
+//! other half was dropped, and `wait_sent` (a writer waiting for its data to go out).
 
 mod util;
 
@@ -409,4 +409,87 @@ fn discard_drops_what_arrives_up_to_its_limit_and_the_stream_goes_on() {
     assert_eq!(zero, 0, "a discard of at most 0 bytes");
     assert!(after.0, "the bytes after the dropped ones, in order");
     assert_eq!(after.1, 0, "at the end of the stream");
+}
+
+/// `wait_sent` returns once the bytes written went out in packets, without waiting for the
+/// reader (here it reads only afterwards); it returns at once on a stream the peer stopped
+/// (the next write says why), and fails once the connection is closed.
+#[test]
+fn wait_sent_returns_once_the_data_went_out_and_never_hangs_on_a_stopped_stream() {
+    run("wait_sent", || {
+        let p = pair();
+        let data = pattern(1 << 20, 5);
+        let (mut send, _recv) = p.conn.open_bi().unwrap();
+        let mut chunks: Vec<bytes::Bytes> = data
+            .chunks(128 * 1024)
+            .map(bytes::Bytes::copy_from_slice)
+            .collect();
+        send.write_chunks(&mut chunks).unwrap();
+        send.wait_sent(0).unwrap();
+        send.wait_sent(64 * 1024).unwrap();
+        send.finish().unwrap();
+        let (_s, mut recv) = p.accepted.accept_bi().unwrap();
+        let mut got = Vec::new();
+        recv.read_to_end(&mut got).unwrap();
+        assert!(got == data, "the mebibyte arrived as written");
+
+        let (mut send, _recv) = p.conn.open_bi().unwrap();
+        send.write_all(b"first").unwrap();
+        let (_s, mut recv) = p.accepted.accept_bi().unwrap();
+        let mut five = [0u8; 5];
+        recv.read_exact(&mut five).unwrap();
+        recv.stop(9).unwrap();
+        // Writes succeed until the STOP_SENDING arrives. Bounded.
+        let mut stopped = false;
+        for _ in 0..60_000 {
+            if send.write_all(b"more").is_err() {
+                stopped = true;
+                break;
+            }
+            fibra::time::sleep(Duration::from_millis(1));
+        }
+        assert!(stopped, "the writer never saw the stop");
+        send.wait_sent(0).unwrap();
+
+        let (mut send, _recv) = p.conn.open_bi().unwrap();
+        send.write_all(b"last").unwrap();
+        p.conn.close(0, b"bye");
+        assert!(send.wait_sent(0).is_err(), "the connection is closed");
+    });
+}
+
+/// Twenty writers that each wait for their last chunk to go out before making the next
+/// (a file sent chunk by chunk): the driver wakes only a few of them a round, and every
+/// stream still arrives whole.
+#[test]
+fn twenty_writers_pacing_themselves_with_wait_sent_all_finish_byte_exact() {
+    run("wait_sent x20", || {
+        let p = pair();
+        echo_server(p.accepted.clone(), p.server.worker());
+        let streams: Vec<_> = (0..20u8)
+            .map(|seed| {
+                let data = pattern(512 * 1024, seed);
+                let (mut send, mut recv) = p.conn.open_bi().unwrap();
+                let sent = data.clone();
+                let writer = fibra::spawn(move || {
+                    for chunk in sent.chunks(64 * 1024) {
+                        send.write_chunks(&mut [bytes::Bytes::copy_from_slice(chunk)])
+                            .unwrap();
+                        send.wait_sent(16 * 1024).unwrap();
+                    }
+                    send.finish().unwrap();
+                });
+                let reader = fibra::spawn(move || {
+                    let mut back = Vec::new();
+                    recv.read_to_end(&mut back).unwrap();
+                    back
+                });
+                (data, writer, reader)
+            })
+            .collect();
+        for (data, writer, reader) in streams {
+            writer.join().unwrap();
+            assert!(reader.join().unwrap() == data, "a stream came back altered");
+        }
+    });
 }

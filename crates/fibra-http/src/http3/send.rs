@@ -216,11 +216,12 @@ impl BodySink for Http3Body {
             self.sent += n as u64;
             at += n as u64;
             if at < end {
-                // Let the connection's driver make packets of this chunk before the next is
-                // read: copied into packets now, it is still in the cache. (Flow control
-                // would let a whole file be read ahead, and each chunk be cold by the time
-                // it is sent.)
-                fibra::yield_now();
+                // Wait for the connection's driver to make packets of most of this chunk
+                // before the next is read: copied into packets soon after it was read, it is
+                // still in the cache. (Flow control would let a whole file be read ahead,
+                // and each chunk be cold by the time it is sent.) Half a chunk left keeps a
+                // lone download's packets flowing while the next one is read.
+                self.out()?.wait_sent(FILE_CHUNK as u64 / 2)?;
             }
         }
         Ok(true)

@@ -201,6 +201,11 @@ impl SendBuffer {
         self.unacked_len == 0
     }
 
+    /// (fibra) Bytes written and not yet sent once (retransmissions aside)
+    pub(super) fn unsent_len(&self) -> u64 {
+        self.offset - self.unsent
+    }
+
     /// Whether there's data to send
     ///
     /// There may be sent unacknowledged data even when this is false.

@@ -37,6 +37,7 @@ use util::*;
 
 mod acks;
 mod stream_train;
+mod unsent;
 mod token;
 
 #[cfg(all(target_family = "wasm", target_os = "unknown"))]

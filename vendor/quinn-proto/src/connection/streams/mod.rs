@@ -381,6 +381,22 @@ impl<'a> SendStream<'a> {
 
         Ok(stream.as_ref().map(|s| s.priority).unwrap_or_default())
     }
+
+    /// Bytes the application wrote that have not been sent yet, not even once (data
+    /// awaiting retransmission is not counted): how far the writer is ahead of the packets.
+    /// (fibra) A writer that waits for this to fall before it reads its next chunk hands
+    /// over data the packets are made from while it is still in the cache.
+    ///
+    /// # Panics
+    /// - when applied to a receive stream
+    pub fn unsent(&self) -> Result<u64, ClosedStream> {
+        let stream = self
+            .state
+            .send
+            .get(&self.id)
+            .ok_or(ClosedStream { _private: () })?;
+        Ok(stream.as_ref().map_or(0, |s| s.pending.unsent_len()))
+    }
 }
 
 /// A queue of streams with pending outgoing data, sorted by priority
