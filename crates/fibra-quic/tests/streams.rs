@@ -240,24 +240,30 @@ fn a_reset_stream_fails_the_reader_with_its_code() {
     );
 }
 
+/// A new stream on `p` that the server's side stops with code 9 after reading its first
+/// bytes: writes until the STOP_SENDING arrives (a bounded wait), and returns the stream
+/// and the error its write got.
+fn stopped_by_the_peer(p: &Pair) -> (SendStream, std::io::Error) {
+    let (mut send, _recv) = p.conn.open_bi().unwrap();
+    send.write_all(b"first").unwrap();
+    let (_s, mut recv) = p.accepted.accept_bi().unwrap();
+    let mut five = [0u8; 5];
+    recv.read_exact(&mut five).unwrap();
+    recv.stop(9).unwrap();
+    for _ in 0..60_000 {
+        match send.write_all(b"more") {
+            Ok(()) => fibra::time::sleep(Duration::from_millis(1)),
+            Err(e) => return (send, e),
+        }
+    }
+    panic!("the writer never saw the stop");
+}
+
 #[test]
 fn a_stopped_stream_fails_the_writer_with_its_code() {
     let (message, code) = run("stop", || {
-        let p = pair();
-        let (mut send, _recv) = p.conn.open_bi().unwrap();
-        send.write_all(b"first").unwrap();
-        let (_s, mut recv) = p.accepted.accept_bi().unwrap();
-        let mut five = [0u8; 5];
-        recv.read_exact(&mut five).unwrap();
-        recv.stop(9).unwrap();
-        // Writes succeed until the STOP_SENDING arrives. Bounded.
-        for _ in 0..60_000 {
-            match send.write_all(b"more") {
-                Ok(()) => fibra::time::sleep(Duration::from_millis(1)),
-                Err(e) => return (e.to_string(), Error::of(&e).and_then(Error::code)),
-            }
-        }
-        panic!("the writer never saw the stop");
+        let (_send, e) = stopped_by_the_peer(&pair());
+        (e.to_string(), Error::of(&e).and_then(Error::code))
     });
     assert_eq!(code, Some(9), "{message}");
     assert!(
@@ -433,22 +439,7 @@ fn wait_sent_returns_once_the_data_went_out_and_never_hangs_on_a_stopped_stream(
         recv.read_to_end(&mut got).unwrap();
         assert!(got == data, "the mebibyte arrived as written");
 
-        let (mut send, _recv) = p.conn.open_bi().unwrap();
-        send.write_all(b"first").unwrap();
-        let (_s, mut recv) = p.accepted.accept_bi().unwrap();
-        let mut five = [0u8; 5];
-        recv.read_exact(&mut five).unwrap();
-        recv.stop(9).unwrap();
-        // Writes succeed until the STOP_SENDING arrives. Bounded.
-        let mut stopped = false;
-        for _ in 0..60_000 {
-            if send.write_all(b"more").is_err() {
-                stopped = true;
-                break;
-            }
-            fibra::time::sleep(Duration::from_millis(1));
-        }
-        assert!(stopped, "the writer never saw the stop");
+        let (mut send, _) = stopped_by_the_peer(&p);
         send.wait_sent(0).unwrap();
 
         let (mut send, _recv) = p.conn.open_bi().unwrap();
