@@ -21,7 +21,7 @@
 
 use crate::group::generation_of;
 use crate::io::{Inbox, Outbox};
-use crate::state::{self, ConnState, Shared, State, StreamWaiters, Wake, READER, WRITER};
+use crate::state::{self, ConnState, Shared, State, Wake, READER, WRITER};
 use crate::timers::Timers;
 use bytes::BytesMut;
 use fibra::net::UdpSocket;
@@ -258,8 +258,7 @@ impl Driver<'_> {
             }
         }
         let due = st.sent_ready.len().min(SENT_WAKES_PER_ROUND);
-        self.wake
-            .extend(st.sent_ready.drain(..due).map(Wake::Writer));
+        self.wake.extend(st.sent_ready.drain(..due));
         !st.dirty.is_empty() || !st.sent_ready.is_empty()
     }
 }
@@ -470,25 +469,16 @@ pub(crate) fn drive_conn(
 /// Queues for waking the writers in [`SendStream::wait_sent`](crate::SendStream::wait_sent)
 /// whose stream's unsent bytes fell to their mark (or that have nothing more to wait for),
 /// once packets were made.
-fn take_sent_watchers(c: &mut ConnState, sent_ready: &mut VecDeque<Arc<StreamWaiters>>) {
-    let ConnState {
-        conn,
-        sent_watch,
-        streams,
-        ..
-    } = c;
-    sent_watch.retain(|&(id, mark)| {
-        let send = conn.send_stream(id);
-        let waiting = matches!(
-            (send.stopped(), send.unsent()),
-            (Ok(None), Ok(unsent)) if unsent > mark
-        );
+fn take_sent_watchers(c: &mut ConnState, sent_ready: &mut VecDeque<Wake>) {
+    let mut watch = std::mem::take(&mut c.sent_watch);
+    watch.retain(|&(id, mark)| {
+        let waiting = c.unsent_above(id, mark);
         if !waiting {
-            let entry = streams.get(&id).filter(|e| e.live & WRITER != 0);
-            sent_ready.extend(entry.map(|e| Arc::clone(&e.waiters)));
+            sent_ready.extend(c.stream_waiter(id, WRITER));
         }
         waiting
     });
+    c.sent_watch = watch;
 }
 
 /// Hands the connection's endpoint events to the endpoint, and the endpoint's answers back.

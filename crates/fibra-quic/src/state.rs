@@ -117,7 +117,7 @@ pub(crate) struct State {
     pub(crate) dirty: Vec<u64>,
     /// Writers whose [`SendStream::wait_sent`](crate::SendStream::wait_sent) is over, oldest
     /// first, to be woken a few per round (`driver::SENT_WAKES_PER_ROUND`).
-    pub(crate) sent_ready: VecDeque<Arc<StreamWaiters>>,
+    pub(crate) sent_ready: VecDeque<Wake>,
     /// No new connections: `Endpoint::close` was called or every `Endpoint` handle dropped.
     pub(crate) closed: bool,
     /// Every `Endpoint` handle is gone: the driver ends once no connection is left. (While
@@ -423,6 +423,18 @@ impl ConnState {
                 wake.push(Wake::Writer(Arc::clone(&entry.waiters)));
             }
         }
+    }
+
+    /// Whether stream `id`'s writer still has more than `mark` bytes that no packet has
+    /// carried yet: what [`SendStream::wait_sent`](crate::SendStream::wait_sent) waits on.
+    /// False once there is nothing to wait for: the peer stopped the stream, or quinn-proto
+    /// has forgotten it (finished and acknowledged, or reset).
+    pub(crate) fn unsent_above(&mut self, id: StreamId, mark: u64) -> bool {
+        let send = self.conn.send_stream(id);
+        matches!(
+            (send.stopped(), send.unsent()),
+            (Ok(None), Ok(unsent)) if unsent > mark
+        )
     }
 
     /// Stream `id`'s waiters for `half` ([`READER`] or [`WRITER`]) if that half has a live

@@ -167,13 +167,7 @@ impl SendStream {
         let (cid, id) = (self.conn.id, self.id);
         self.conn.wait_for(&self.waiters.writer, |st| {
             let c = live_conn(st, cid)?;
-            let send = c.conn.send_stream(id);
-            let unsent = match (send.stopped(), send.unsent()) {
-                (Ok(None), Ok(unsent)) => unsent,
-                // Stopped, finished and acknowledged, or reset: nothing to wait for.
-                _ => return Ok(Some(())),
-            };
-            if unsent <= max_unsent {
+            if !c.unsent_above(id, max_unsent) {
                 return Ok(Some(()));
             }
             match c.sent_watch.iter_mut().find(|(s, _)| *s == id) {
