@@ -46,7 +46,8 @@ fn origin_ns() -> u64 {
 }
 
 /// The current tick, rounded up (as [`ticks_at`] rounds).
-pub(crate) fn ticks_now() -> u64 {
+#[cfg(test)]
+fn ticks_now() -> u64 {
     let origin = origin_ns();
     clock_ns().saturating_sub(origin).div_ceil(1_000_000).max(1)
 }
@@ -56,7 +57,34 @@ pub(crate) fn ticks_now() -> u64 {
 /// deadline is reached only once its instant has passed; comparing two rounded-up values
 /// would fire up to a tick early.
 pub(crate) fn ticks_passed() -> u64 {
-    clock_ns().saturating_sub(origin_ns()) / 1_000_000
+    ticks_passed_at(clock_ns())
+}
+
+/// [`ticks_passed`] at `ns`, a reading of [`clock_ns`] made earlier.
+fn ticks_passed_at(ns: u64) -> u64 {
+    ns.saturating_sub(origin_ns()) / 1_000_000
+}
+
+/// The worker's clock for one scheduler round, from a single read of the monotonic clock:
+/// the ticks that have passed ([`ticks_passed`]) and the `Instant` (derived from the same
+/// read, so the round costs one clock read instead of two).
+pub(crate) fn round_clock() -> (u64, Instant) {
+    let ns = clock_ns();
+    (ticks_passed_at(ns), instant_at(ns))
+}
+
+/// The `Instant` of a [`clock_ns`] reading `ns`: a process-wide pair of readings of both
+/// clocks, the `Instant` taken first, plus the nanoseconds since. Both read
+/// `CLOCK_MONOTONIC`, so the result is at most the time between the pair's two reads (well
+/// under a microsecond) earlier than `Instant::now()` would have been at `ns`, and never
+/// later.
+fn instant_at(ns: u64) -> Instant {
+    static BASE: OnceLock<(Instant, u64)> = OnceLock::new();
+    let &(at, base_ns) = BASE.get_or_init(|| {
+        let at = Instant::now();
+        (at, clock_ns())
+    });
+    at + Duration::from_nanos(ns.saturating_sub(base_ns))
 }
 
 /// Converts an instant to ticks, rounding up so a timer never fires early.
@@ -75,24 +103,18 @@ pub(crate) fn ticks_at(at: Instant) -> u64 {
     at_ns.div_ceil(1_000_000).max(1)
 }
 
-/// `d` in whole milliseconds, rounded up, in 64-bit arithmetic (`as_nanos` is a `u128`, and
-/// dividing one is a library call on every park with a timeout).
-fn ceil_ms(d: Duration) -> u64 {
-    d.as_secs()
-        .saturating_mul(1000)
-        .saturating_add(u64::from(d.subsec_nanos().div_ceil(1_000_000)))
-}
-
-/// The tick `d` from now. Reads the real clock: the worker's cached one may be a little behind,
-/// and a timeout must never fire early.
-pub(crate) fn ticks_after(d: Duration) -> u64 {
-    let ms = ceil_ms(d).min(u64::MAX / 2);
-    ticks_now().saturating_add(ms.max(1))
+/// The tick `ns` nanoseconds from now (a socket keeps its timeouts in nanoseconds). Reads
+/// the real clock: the worker's cached one may be a little behind, and a timeout must never
+/// fire early. One rounding up, of the sum: the deadline's tick is the first one that has
+/// fully passed only after the instant it stands for.
+pub(crate) fn ticks_after(ns: u64) -> u64 {
+    let now = clock_ns().saturating_sub(origin_ns());
+    now.saturating_add(ns).div_ceil(1_000_000).max(1)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{ceil_ms, ticks_after, ticks_at, ticks_now, ticks_passed};
+    use super::{round_clock, ticks_after, ticks_at, ticks_now, ticks_passed};
     use std::time::{Duration, Instant};
 
     #[test]
@@ -100,7 +122,7 @@ mod tests {
         let before = ticks_now();
         let at = Instant::now() + Duration::from_secs(5);
         let via_instant = ticks_at(at);
-        let via_duration = ticks_after(Duration::from_secs(5));
+        let via_duration = ticks_after(5_000_000_000);
         // Both are 5,000 ticks after a "now" read between `before` and the end of this test,
         // and never before the instant they stand for.
         assert!(via_instant >= before + 5_000, "{via_instant} vs {before}");
@@ -117,10 +139,46 @@ mod tests {
 
     #[test]
     #[cfg_attr(miri, ignore)] // reads the real clock in a loop
+    fn a_deadline_in_nanoseconds_is_reached_only_after_them() {
+        for ns in [1, 999_999, 1_000_000, 1_000_001, 2_500_000] {
+            let start = Instant::now();
+            let deadline = ticks_after(ns);
+            // Bounded: the deadline is at most 4 ms away.
+            while ticks_passed() < deadline {
+                assert!(
+                    start.elapsed() < Duration::from_secs(5),
+                    "the clock stalled"
+                );
+            }
+            assert!(start.elapsed() >= Duration::from_nanos(ns));
+        }
+        // Saturates rather than wrapping.
+        assert!(ticks_after(u64::MAX) >= u64::MAX / 1_000_000);
+    }
+
+    #[test]
+    fn the_round_clock_reads_both_clocks_at_one_instant() {
+        for _ in 0..100 {
+            let (ticks_before, before) = (ticks_passed(), Instant::now());
+            let (ticks, at) = round_clock();
+            let (after, ticks_after_it) = (Instant::now(), ticks_passed());
+            // The derived instant is never later than the real clock at the read, and earlier
+            // only by the time between the two reads of the process-wide base pair.
+            assert!(at <= after, "{at:?} after {after:?}");
+            assert!(
+                at + Duration::from_millis(1) >= before,
+                "{at:?} far before {before:?}"
+            );
+            assert!((ticks_before..=ticks_after_it).contains(&ticks));
+        }
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore)] // reads the real clock in a loop
     fn a_deadline_is_reached_only_after_its_duration() {
         for _ in 0..20 {
             let start = Instant::now();
-            let deadline = ticks_after(Duration::from_millis(1));
+            let deadline = ticks_after(1_000_000);
             // Bounded: the deadline is at most 3 ms away.
             while ticks_passed() < deadline {
                 assert!(
@@ -134,23 +192,5 @@ mod tests {
                 start.elapsed()
             );
         }
-    }
-
-    #[test]
-    fn milliseconds_round_up_like_the_u128_division() {
-        for d in [
-            Duration::ZERO,
-            Duration::from_nanos(1),
-            Duration::from_nanos(999_999),
-            Duration::from_millis(1),
-            Duration::from_nanos(1_000_001),
-            Duration::new(5, 0),
-            Duration::new(5, 1),
-            Duration::new(86_400 * 365, 999_999_999),
-        ] {
-            let want = u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap();
-            assert_eq!(ceil_ms(d), want, "{d:?}");
-        }
-        assert_eq!(ceil_ms(Duration::MAX), u64::MAX);
     }
 }

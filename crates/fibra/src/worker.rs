@@ -169,8 +169,9 @@ impl Worker {
     }
 
     fn refresh_clock(&self) {
-        self.local.now.set(Instant::now());
-        self.local.now_ticks.set(timer::ticks_passed());
+        let (ticks, now) = timer::round_clock();
+        self.local.now.set(now);
+        self.local.now_ticks.set(ticks);
     }
 
     /// Runs fiber `key` until it parks, yields or ends. Inside a loop coroutine (`ctx`), a

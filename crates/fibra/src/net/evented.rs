@@ -117,6 +117,20 @@ impl<S: AsRawFd, const DATAGRAM: bool> Evented<S, DATAGRAM> {
         })
     }
 
+    /// The tick at which a wait in `dir` that starts now times out (0: no timeout).
+    #[inline]
+    fn deadline(&self, dir: Dir) -> u64 {
+        let ns = match dir {
+            Dir::Read => self.read_timeout.load(Relaxed),
+            Dir::Write => self.write_timeout.load(Relaxed),
+        };
+        if ns == 0 {
+            0
+        } else {
+            crate::timer::ticks_after(ns)
+        }
+    }
+
     /// The registration, made now with the current worker if there is none yet.
     /// `None` on a plain thread.
     #[inline]
@@ -199,9 +213,7 @@ impl<S: AsRawFd, const DATAGRAM: bool> Evented<S, DATAGRAM> {
                 }
             }
             if deadline == 0 {
-                if let Some(t) = self.timeout(dir) {
-                    deadline = crate::timer::ticks_after(t);
-                }
+                deadline = self.deadline(dir);
             }
             let waited = sched::with_current(|task| {
                 task.map(|task| wait_io(&reg.state, task, dir, deadline))
@@ -262,9 +274,7 @@ impl<S: AsRawFd, const DATAGRAM: bool> Evented<S, DATAGRAM> {
                 return Ok(());
             }
             if deadline == 0 {
-                if let Some(t) = self.timeout(dir) {
-                    deadline = crate::timer::ticks_after(t);
-                }
+                deadline = self.deadline(dir);
             }
             let waited = sched::with_current(|task| {
                 task.map(|task| wait_io(&reg.state, task, dir, deadline))
@@ -302,7 +312,7 @@ impl<S: AsRawFd, const DATAGRAM: bool> Evented<S, DATAGRAM> {
                 return Ok(false);
             }
             let deadline = *deadline.get_or_insert_with(|| {
-                let timeout = self.timeout(dir).map_or(0, crate::timer::ticks_after);
+                let timeout = self.deadline(dir);
                 let until = until.map_or(0, crate::timer::ticks_at);
                 match (timeout, until) {
                     (0, t) | (t, 0) => t,
@@ -359,10 +369,7 @@ impl<S: AsRawFd, const DATAGRAM: bool> Evented<S, DATAGRAM> {
         match self.registration() {
             Err(e) => Wait::now(Err(e)),
             Ok(None) => Wait::now(self.ready_blocking(dir)),
-            Ok(Some(reg)) => {
-                let deadline = self.timeout(dir).map_or(0, crate::timer::ticks_after);
-                Wait::io(reg.state.clone(), dir, deadline)
-            }
+            Ok(Some(reg)) => Wait::io(reg.state.clone(), dir, self.deadline(dir)),
         }
     }
 
