@@ -9,13 +9,15 @@
 //! if no event arrived since it looked (compare-and-swap on the whole word), so an edge that
 //! lands between the syscall and the clear is never lost, even across threads.
 
+mod spin;
 mod waiters;
 
 use crate::driver::Event;
+use spin::SpinLock;
 use std::io;
 use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::{AcqRel, Acquire};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 pub(crate) use waiters::Identity;
 use waiters::Waiters;
 
@@ -82,7 +84,7 @@ pub(crate) type Token = crate::driver::Token;
 pub(crate) struct IoState<W> {
     /// READABLE | WRITABLE flags, plus an event counter in the bits above them.
     readiness: AtomicUsize,
-    waiters: Mutex<Waiters<W>>,
+    waiters: SpinLock<Waiters<W>>,
 }
 
 /// Hands every waiter in `woken` to `wake`.
@@ -98,7 +100,7 @@ impl<W: Identity> IoState<W> {
     pub(crate) fn new() -> Arc<IoState<W>> {
         Arc::new(IoState {
             readiness: AtomicUsize::new(READABLE | WRITABLE),
-            waiters: Mutex::new(Waiters::default()),
+            waiters: SpinLock::new(Waiters::default()),
         })
     }
 
@@ -140,7 +142,7 @@ impl<W: Identity> IoState<W> {
     /// `dir`, unless `dir` is ready (false).
     #[inline(always)]
     pub(crate) fn add_waiter(&self, dir: Dir, id: usize, waiter: impl FnOnce() -> W) -> bool {
-        let mut w = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+        let mut w = self.waiters.lock();
         if self.readiness.load(Acquire) & dir.bit() != 0 {
             return false;
         }
@@ -154,7 +156,7 @@ impl<W: Identity> IoState<W> {
     #[inline(always)]
     pub(crate) fn after_wait_of(&self, id: usize, dir: Dir, timed_out: bool) -> io::Result<()> {
         if timed_out && self.readiness.load(Acquire) & dir.bit() == 0 {
-            let mut w = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+            let mut w = self.waiters.lock();
             w.remove(dir, id);
             return Err(io::Error::new(
                 io::ErrorKind::TimedOut,
@@ -189,11 +191,7 @@ impl<W: Identity> IoState<W> {
                 Err(actual) => cur = actual,
             }
         }
-        let (reader, writer, more) = state
-            .waiters
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take(bits);
+        let (reader, writer, more) = state.waiters.lock().take(bits);
         if let Some(r) = reader {
             wake(&r);
         }
