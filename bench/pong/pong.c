@@ -33,20 +33,26 @@
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_EVENTS 512
 #define BUF_SIZE 16384
 #define MAX_PIPELINE 256
 
-static const char RESPONSE[] =
+static const char PONG_RESPONSE[] =
     "HTTP/1.1 200 OK\r\n"
     "Server: pong\r\n"
     "Content-Type: text/plain\r\n"
     "Content-Length: 13\r\n"
     "\r\n"
     "Hello, World!";
-#define RESPONSE_LEN (sizeof(RESPONSE) - 1)
+
+/* The answer sent: PONG_RESPONSE, or with -d the bytes of fibra hello's
+ * (a Date field, no Server field). */
+#define MAX_RESPONSE 160
+static char RESPONSE[MAX_RESPONSE];
+static size_t RESPONSE_LEN;
 
 /* Per-connection state: how many bytes of a possibly split "\r\n\r\n" we
  * have already matched at the end of the previous read (0..3). */
@@ -55,7 +61,7 @@ struct conn {
     int matched;
 };
 
-static char out[RESPONSE_LEN * MAX_PIPELINE];
+static char out[MAX_RESPONSE * MAX_PIPELINE];
 
 /* Counts complete request terminators in buf, carrying a partial match of
  * "\r\n\r\n" across reads in *matched. */
@@ -217,13 +223,39 @@ static void *sleeper(void *arg) {
     return NULL;
 }
 
+/* With -d: the answer fibra hello sends for /plaintext, byte for byte in
+ * length (115 bytes: a Date field instead of Server), its date the start-up
+ * time. The cost of the answer's bytes, without a clock: a floor, not a server. */
+static void use_fibra_answer(void) {
+    char date[64];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    int n = snprintf(RESPONSE, sizeof RESPONSE,
+                     "HTTP/1.1 200 OK\r\n"
+                     "Content-Type: text/plain\r\n"
+                     "Date: %s\r\n"
+                     "Content-Length: 13\r\n"
+                     "\r\n"
+                     "Hello, World!",
+                     date);
+    RESPONSE_LEN = (size_t)n;
+}
+
 int main(int argc, char **argv) {
     int procs = 0;
-    if (argc > 1 && strcmp(argv[1], "-t") == 0) {
-        pthread_t t;
-        if (pthread_create(&t, NULL, sleeper, NULL) != 0) {
-            perror("pthread_create");
-            return 1;
+    memcpy(RESPONSE, PONG_RESPONSE, sizeof PONG_RESPONSE - 1);
+    RESPONSE_LEN = sizeof PONG_RESPONSE - 1;
+    while (argc > 1 && (strcmp(argv[1], "-t") == 0 || strcmp(argv[1], "-d") == 0)) {
+        if (strcmp(argv[1], "-d") == 0) {
+            use_fibra_answer();
+        } else {
+            pthread_t t;
+            if (pthread_create(&t, NULL, sleeper, NULL) != 0) {
+                perror("pthread_create");
+                return 1;
+            }
         }
         argv += 1;
         argc -= 1;
@@ -231,7 +263,7 @@ int main(int argc, char **argv) {
     if (argc > 2 && strcmp(argv[1], "-w") == 0) {
         procs = atoi(argv[2]);
         if (procs < 1) {
-            fprintf(stderr, "usage: pong [-t] [-w PROCESSES] [PORT]\n");
+            fprintf(stderr, "usage: pong [-t] [-d] [-w PROCESSES] [PORT]\n");
             return 2;
         }
         argv += 2;
