@@ -55,6 +55,11 @@ impl<T> Lazy<T> {
         }
         self.0.get_mut().expect("made above")
     }
+    /// Whether no value was made.
+    #[inline]
+    pub(crate) fn is_none(&self) -> bool {
+        self.0.get().is_none()
+    }
     /// Takes the value out, leaving this empty.
     #[inline]
     pub(crate) fn take(&mut self) -> Option<T> {

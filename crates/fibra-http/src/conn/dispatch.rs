@@ -360,6 +360,7 @@ where
                 if let Some(req) = logged {
                     self.log_access(req, &resp, is_head, false);
                 }
+                resp.dispose();
                 Some(upgrade)
             }
             Err(_) => {
