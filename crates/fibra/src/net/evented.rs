@@ -111,19 +111,22 @@ impl<S: AsRawFd, const DATAGRAM: bool> Evented<S, DATAGRAM> {
     }
 
     pub(crate) fn timeout(&self, dir: Dir) -> Option<Duration> {
-        from_nanos(match dir {
+        from_nanos(self.timeout_ns(dir))
+    }
+
+    /// The timeout of `dir` in nanoseconds, as stored (0: none).
+    #[inline]
+    fn timeout_ns(&self, dir: Dir) -> u64 {
+        match dir {
             Dir::Read => self.read_timeout.load(Relaxed),
             Dir::Write => self.write_timeout.load(Relaxed),
-        })
+        }
     }
 
     /// The tick at which a wait in `dir` that starts now times out (0: no timeout).
     #[inline]
     fn deadline(&self, dir: Dir) -> u64 {
-        let ns = match dir {
-            Dir::Read => self.read_timeout.load(Relaxed),
-            Dir::Write => self.write_timeout.load(Relaxed),
-        };
+        let ns = self.timeout_ns(dir);
         if ns == 0 {
             0
         } else {

@@ -28,8 +28,6 @@ pub(crate) struct SpinLock<T> {
 // the guard's drop clears it with a Release store), so the value moves between threads as
 // with a `Mutex`: `T: Send` suffices.
 unsafe impl<T: Send> Sync for SpinLock<T> {}
-// SAFETY: as above; owning the lock owns the value.
-unsafe impl<T: Send> Send for SpinLock<T> {}
 
 impl<T> SpinLock<T> {
     pub(crate) const fn new(value: T) -> Self {
