@@ -370,7 +370,7 @@ impl Worker {
             }
             self.refresh_clock();
             for event in events.iter() {
-                IoState::on_event(event, |task| sched::unpark(task));
+                IoState::on_event(event, |task| sched::unpark_on(&self.local, task));
             }
             drop(events);
             self.local

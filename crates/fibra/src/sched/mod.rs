@@ -41,5 +41,5 @@ pub(crate) use switch::{
     Resumed,
 };
 pub(crate) use task::{
-    current_ptr, park_until, unpark, with_current, LocalWaiter, Task, Timers, Waiter,
+    current_ptr, park_until, unpark_on, with_current, LocalWaiter, Task, Timers, Waiter,
 };

@@ -4,7 +4,7 @@
 //! `unpark` sets NOTIFIED and schedules the fiber only if it saw PARKED, so a fiber is never
 //! queued twice and a wake-up that races with parking is never lost.
 
-use super::shared::{with_home_local, with_local, Message, RtShared};
+use super::shared::{with_home_local, with_local, Local, Message, RtShared};
 use super::switch::suspend;
 use crate::timer::{TimerHeap, TimerTask};
 use std::any::Any;
@@ -327,6 +327,20 @@ pub(crate) fn park_end(task: &Task) -> bool {
 pub(crate) fn unpark(task: &Task) {
     if task.state.swap(NOTIFIED, AcqRel) == PARKED {
         schedule(task);
+    }
+}
+
+/// [`unpark`] by worker `local`'s own loop (its reactor): a fiber of this worker goes on its
+/// run queue without a look-up of the thread's worker context, which the loop holds already.
+/// Every socket event wakes its fiber through here.
+#[inline(always)]
+pub(crate) fn unpark_on(local: &Local, task: &Task) {
+    if task.state.swap(NOTIFIED, AcqRel) == PARKED {
+        if task.home() == local.index && Arc::ptr_eq(&task.rt, &local.rt) {
+            local.queue.borrow_mut().push_back(task.key());
+        } else {
+            schedule(task);
+        }
     }
 }
 
