@@ -13,10 +13,14 @@ use crate::chunked::ChunkedDecoder;
 use crate::error::ProtocolError;
 use crate::transport::{is_timeout, Transport};
 
+/// How the body of the request being served is framed, and how far it has been read.
+///
+/// Two words: the decoder of a chunked body (a minority of requests) is boxed, so the state
+/// every request reads and writes stays in the connection's hot lines (see [`Shared`]).
 pub(super) enum BodyState {
     Done,
     Length(u64),
-    Chunked(ChunkedDecoder),
+    Chunked(Box<ChunkedDecoder>),
 }
 
 #[derive(Debug)]

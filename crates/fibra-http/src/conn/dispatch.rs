@@ -260,7 +260,10 @@ where
                 }
                 BodyKind::Length(n) => sh.body = BodyState::Length(n),
                 BodyKind::Chunked => {
-                    sh.body = BodyState::Chunked(ChunkedDecoder::new(sh.max_body, sh.max_trailer))
+                    sh.body = BodyState::Chunked(Box::new(ChunkedDecoder::new(
+                        sh.max_body,
+                        sh.max_trailer,
+                    )))
                 }
             }
             sh.continue_pending = head.expect_continue;
