@@ -150,7 +150,15 @@ pub(crate) fn with_home_local<R>(
     home: usize,
     f: impl FnOnce(&Local) -> R,
 ) -> Option<R> {
-    try_with_local(|l| (Arc::ptr_eq(&l.rt, rt) && l.index == home).then(|| f(l))).flatten()
+    try_with_local(|l| l.is_home(rt, home).then(|| f(l))).flatten()
+}
+
+impl Local {
+    /// Whether this is worker `home` of runtime `rt`.
+    #[inline(always)]
+    pub(crate) fn is_home(&self, rt: &Arc<RtShared>, home: usize) -> bool {
+        Arc::ptr_eq(&self.rt, rt) && self.index == home
+    }
 }
 
 /// A message to a worker from another thread.

@@ -336,7 +336,7 @@ pub(crate) fn unpark(task: &Task) {
 #[inline(always)]
 pub(crate) fn unpark_on(local: &Local, task: &Task) {
     if task.state.swap(NOTIFIED, AcqRel) == PARKED {
-        if task.home() == local.index && Arc::ptr_eq(&task.rt, &local.rt) {
+        if local.is_home(&task.rt, task.home()) {
             local.queue.borrow_mut().push_back(task.key());
         } else {
             schedule(task);
