@@ -1,10 +1,10 @@
 //! The runtime: worker threads, their configuration, `block_on` and shutdown.
 
+use crate::driver::Driver;
 use crate::fiber::{self, JoinHandle};
 use crate::sched::{self, RtShared};
 use crate::worker;
 use std::io;
-use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc;
 use std::thread;
 
@@ -77,6 +77,62 @@ impl Builder {
 
     /// Starts the worker threads.
     pub fn build(self) -> io::Result<Runtime> {
+        Ok(self.start(0)?.0)
+    }
+
+    /// Runs `f` as the root fiber of a new runtime whose worker 0 is the calling thread
+    /// (workers 1.. get threads of their own, as [`build`](Self::build) makes them), and
+    /// returns `f`'s value once it has returned and the runtime has shut down: fibers still
+    /// alive then are cancelled, as when a [`Runtime`] is dropped. If `f` panics, the panic is
+    /// resumed on the caller once the runtime has shut down.
+    ///
+    /// A one-worker runtime made this way is the calling thread alone: a process that has no
+    /// other thread keeps a descriptor table of its own, which the kernel's descriptor
+    /// look-up in every system call on a socket takes without atomic reference counts.
+    ///
+    /// ```
+    /// let v = fibra::Runtime::builder()
+    ///     .workers(1)
+    ///     .run(|| fibra::spawn(|| 6 * 7).join().unwrap())
+    ///     .unwrap();
+    /// assert_eq!(v, 42);
+    /// ```
+    ///
+    /// # Errors
+    /// What [`build`](Self::build) reports: a poller or a worker thread that could not be made.
+    ///
+    /// # Panics
+    /// Panics if called on a fibra worker thread (from a fiber, or a runtime's own thread).
+    pub fn run<F, T>(self, f: F) -> io::Result<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        assert!(
+            sched::try_with_local(|_| ()).is_none(),
+            "Builder::run called on a fibra worker thread; use fibra::spawn and join instead"
+        );
+        let (rt, mut caller) = self.start(1)?;
+        let driver = caller.pop().expect("start(1) keeps worker 0's poller");
+        // Created out here, so that it stops the runtime also if the fiber's body is dropped
+        // without running (a stack that could not be had).
+        let stop = StopWhenDropped(rt.shared.clone());
+        let handle = fiber::spawn_in(&rt.shared, Some("root".into()), Some(0), move || {
+            let _stop = stop;
+            f()
+        });
+        worker::run(0, rt.shared.clone(), driver);
+        // Joins workers 1.., then reports what was never started as cancelled.
+        drop(rt);
+        match handle.join() {
+            Ok(v) => Ok(v),
+            Err(payload) => std::panic::resume_unwind(payload),
+        }
+    }
+
+    /// Makes the pollers of every worker and starts threads for workers `first..`; returns
+    /// the pollers of workers `0..first`, whose loops the caller runs.
+    fn start(self, first: usize) -> io::Result<(Runtime, Vec<Driver>)> {
         let mut polls = Vec::with_capacity(self.workers);
         let mut shared = Vec::with_capacity(self.workers);
         for _ in 0..self.workers {
@@ -85,28 +141,30 @@ impl Builder {
             shared.push(ws);
         }
         let rt = Arc::new(RtShared::new(shared, self.stack_size, self.max_idle_stacks));
-        let mut threads = Vec::with_capacity(self.workers);
-        for (i, poll) in polls.into_iter().enumerate() {
-            let rt2 = rt.clone();
+        let threaded = polls.split_off(first.min(polls.len()));
+        let mut runtime = Runtime {
+            shared: rt,
+            threads: Vec::with_capacity(threaded.len()),
+        };
+        for (i, poll) in (first..).zip(threaded) {
+            let rt2 = runtime.shared.clone();
+            // On an error, dropping `runtime` stops and joins the threads started so far.
             let spawned = thread::Builder::new()
                 .name(format!("{}-{i}", self.name))
-                .spawn(move || worker::run(i, rt2, poll));
-            match spawned {
-                Ok(t) => threads.push(t),
-                Err(e) => {
-                    let partial = Runtime {
-                        shared: rt,
-                        threads,
-                    };
-                    drop(partial);
-                    return Err(e);
-                }
-            }
+                .spawn(move || worker::run(i, rt2, poll))?;
+            runtime.threads.push(spawned);
         }
-        Ok(Runtime {
-            shared: rt,
-            threads,
-        })
+        Ok((runtime, polls))
+    }
+}
+
+/// Held by the root fiber of [`Builder::run`]: when it ends (or its body is dropped unrun),
+/// the runtime shuts down, and the calling thread's worker loop returns.
+struct StopWhenDropped(Arc<RtShared>);
+
+impl Drop for StopWhenDropped {
+    fn drop(&mut self) {
+        self.0.stop_workers();
     }
 }
 
@@ -188,12 +246,7 @@ impl Runtime {
 
 impl Drop for Runtime {
     fn drop(&mut self) {
-        self.shared.shut_down();
-        for w in &self.shared.workers {
-            // An empty message list still wakes the poller; the flag does the rest.
-            w.sleeping.store(false, SeqCst);
-            let _ = w.driver.wake();
-        }
+        self.shared.stop_workers();
         let me = thread::current().id();
         let mut all_joined = true;
         for t in self.threads.drain(..) {

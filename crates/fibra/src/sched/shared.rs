@@ -49,6 +49,16 @@ impl RtShared {
         self.shutdown.store(true, SeqCst);
     }
 
+    /// Tells the workers to stop and wakes each from its poller.
+    pub(crate) fn stop_workers(&self) {
+        self.shut_down();
+        for w in &self.workers {
+            // An empty message list still wakes the poller; the flag does the rest.
+            w.sleeping.store(false, SeqCst);
+            let _ = w.driver.wake();
+        }
+    }
+
     pub(crate) fn next_worker(&self) -> usize {
         let n = self.workers.len();
         if n == 1 {
