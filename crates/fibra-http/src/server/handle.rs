@@ -15,7 +15,17 @@ pub struct ServerHandle {
     pub(super) local_addrs: Vec<SocketAddr>,
     pub(super) state: Arc<State>,
     pub(super) cmd: fibra::sync::mpsc::Sender<Stop>,
-    pub(super) thread: Option<std::thread::JoinHandle<()>>,
+    pub(super) runner: Option<Runner>,
+}
+
+/// What runs a server's main fiber: a thread of its own with its own runtime, or a fiber of
+/// the runtime that called `Server::serve` (see there).
+#[derive(Debug)]
+pub(super) enum Runner {
+    /// The thread whose runtime the server made.
+    Thread(std::thread::JoinHandle<()>),
+    /// The main fiber, on the caller's runtime.
+    Fiber(fibra::JoinHandle<()>),
 }
 
 /// The number of open connections of a running server (see
@@ -112,21 +122,20 @@ impl ServerHandle {
 
     fn stop(&self, stop: Stop) {
         let _ = self.cmd.send(stop);
-        let mut done = self.state.done.lock().unwrap_or_else(|e| e.into_inner());
-        while !*done {
-            done = self
-                .state
-                .done_cv
-                .wait(done)
-                .unwrap_or_else(|e| e.into_inner());
-        }
+        self.state.wait_done();
     }
 
     /// Blocks until the server has stopped (after a [`shutdown`](Self::shutdown) from
-    /// elsewhere).
+    /// elsewhere). From a fiber, only that fiber waits.
     pub fn join(mut self) {
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+        match self.runner.take() {
+            Some(Runner::Thread(t)) => {
+                let _ = t.join();
+            }
+            Some(Runner::Fiber(f)) => {
+                let _ = f.join();
+            }
+            None => {}
         }
     }
 }

@@ -19,8 +19,8 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::Duration;
 
-use handle::Stop;
 pub use handle::{ConnectionCount, ServerHandle};
+use handle::{Runner, Stop};
 use run::run_server;
 use state::State;
 
@@ -284,8 +284,14 @@ impl<A: Acceptor> Server<A> {
     }
 
     /// Starts serving `service` (any [`Service`]: a closure `|req: Request| …`, a router, the
-    /// file server) on a background thread that owns a fibra runtime; returns once every
-    /// acceptor is bound.
+    /// file server); returns once every acceptor is bound.
+    ///
+    /// Called from a plain thread, the server gets a background thread that owns a fibra
+    /// runtime of its own ([`workers`](Self::workers) workers, each a thread). Called from a
+    /// fiber, it runs on that fiber's runtime instead: its main fiber on the caller's worker,
+    /// an accept loop on each of the first [`workers`](Self::workers) workers (all of them by
+    /// default), and [`stack_size`](Self::stack_size) is the runtime's. A one-worker runtime
+    /// made by [`fibra::Builder::run`] then serves from the calling thread alone.
     pub fn serve<S>(self, service: S) -> io::Result<ServerHandle>
     where
         S: Service + Send + Sync + 'static,
@@ -302,19 +308,16 @@ impl<A: Acceptor> Server<A> {
     {
         let listen = self.listen?;
         let more = self.more.into_iter().collect::<io::Result<Vec<_>>>()?;
-        let workers = self
-            .workers
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-        let mut rt = fibra::Runtime::builder()
-            .workers(workers)
-            .thread_name("fibra-http");
-        if let Some(s) = self.stack_size {
-            rt = rt.stack_size(s);
-        }
-        let rt = rt.build()?;
+        let on_caller = fibra::current_worker_count();
+        let workers = match (self.workers, on_caller) {
+            (Some(n), Some(have)) => n.clamp(1, have),
+            (None, Some(have)) => have,
+            (Some(n), None) => n,
+            (None, None) => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        };
         let state = Arc::new(State::new());
         let (cmd_tx, cmd_rx) = fibra::sync::mpsc::channel::<Stop>();
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<io::Result<Vec<SocketAddr>>>();
+        let (ready_tx, ready_rx) = fibra::sync::oneshot::channel::<io::Result<Vec<SocketAddr>>>();
         let mut settings = self.settings;
         settings.listener = 0;
         if let Some(n) = service.max_body_bytes() {
@@ -322,29 +325,53 @@ impl<A: Acceptor> Server<A> {
         }
         let settings = Arc::new(settings);
         let st = state.clone();
-        let thread = std::thread::Builder::new()
-            .name("fibra-http-server".into())
-            .spawn(move || {
-                rt.block_on(move || {
-                    let acceptors = run::Acceptors { listen, more };
-                    run_server(acceptors, workers, settings, service, st, cmd_rx, ready_tx)
-                });
-                drop(rt);
-            })?;
-        let local_addrs = match ready_rx.recv() {
-            Ok(Ok(a)) => a,
-            Ok(Err(e)) => {
-                let _ = thread.join();
-                return Err(e);
-            }
-            Err(_) => return Err(io::Error::other("server thread died during startup")),
+        let main = move || {
+            let acceptors = run::Acceptors { listen, more };
+            run_server(acceptors, workers, settings, service, st, cmd_rx, ready_tx)
         };
-        Ok(ServerHandle {
-            local_addrs,
+        let runner = match on_caller {
+            Some(_) => {
+                let here = fibra::current_worker().unwrap_or(0);
+                let fiber = fibra::fiber::Builder::new()
+                    .name("fibra-http-server")
+                    .worker(here)
+                    .spawn(main)?;
+                Runner::Fiber(fiber)
+            }
+            None => {
+                let mut rt = fibra::Runtime::builder()
+                    .workers(workers)
+                    .thread_name("fibra-http");
+                if let Some(s) = self.stack_size {
+                    rt = rt.stack_size(s);
+                }
+                let rt = rt.build()?;
+                let thread = std::thread::Builder::new()
+                    .name("fibra-http-server".into())
+                    .spawn(move || {
+                        rt.block_on(main);
+                        drop(rt);
+                    })?;
+                Runner::Thread(thread)
+            }
+        };
+        let mut handle = ServerHandle {
+            local_addrs: Vec::new(),
             state,
             cmd: cmd_tx,
-            thread: Some(thread),
-        })
+            runner: Some(runner),
+        };
+        match ready_rx.recv() {
+            Ok(Ok(local_addrs)) => {
+                handle.local_addrs = local_addrs;
+                Ok(handle)
+            }
+            Ok(Err(e)) => {
+                handle.join();
+                Err(e)
+            }
+            Err(_) => Err(io::Error::other("server thread died during startup")),
+        }
     }
 
     /// [`serve`](Self::serve), then block until the server is shut down.

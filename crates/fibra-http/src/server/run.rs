@@ -104,7 +104,7 @@ pub(super) fn run_server<A, H>(
     service: Arc<H>,
     state: Arc<State>,
     cmd_rx: fibra::sync::mpsc::Receiver<Stop>,
-    ready_tx: std::sync::mpsc::Sender<io::Result<Vec<SocketAddr>>>,
+    ready_tx: fibra::sync::oneshot::Sender<io::Result<Vec<SocketAddr>>>,
 ) where
     A: Acceptor,
     H: Service + Send + Sync + 'static,
@@ -112,8 +112,7 @@ pub(super) fn run_server<A, H>(
     struct DoneGuard(Arc<State>);
     impl Drop for DoneGuard {
         fn drop(&mut self) {
-            *self.0.done.lock().unwrap_or_else(|e| e.into_inner()) = true;
-            self.0.done_cv.notify_all();
+            self.0.finish();
         }
     }
     let _done = DoneGuard(state.clone());

@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 use std::io;
 use std::net::Shutdown;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use crate::transport::{ConnState, ShutdownHandle};
 
@@ -62,9 +62,10 @@ pub(super) struct State {
     pub(super) conns: Mutex<HashMap<u64, ConnEntry>>,
     /// Woken when a connection ends (a slot under `max_connections` frees up).
     pub(super) slot_freed: fibra::sync::Notify,
-    /// Set when the server thread has finished.
-    pub(super) done: Mutex<bool>,
-    pub(super) done_cv: Condvar,
+    /// Set when the server's main fiber has finished (see [`State::finish`]).
+    done: AtomicBool,
+    /// Wakes a fiber or thread waiting in [`State::wait_done`]; each passes it on to the next.
+    done_notify: fibra::sync::Notify,
 }
 
 impl State {
@@ -75,9 +76,26 @@ impl State {
             next_id: AtomicU64::new(0),
             conns: Mutex::new(HashMap::new()),
             slot_freed: fibra::sync::Notify::new(),
-            done: Mutex::new(false),
-            done_cv: Condvar::new(),
+            done: AtomicBool::new(false),
+            done_notify: fibra::sync::Notify::new(),
         }
+    }
+
+    /// Says that the server has stopped: every [`wait_done`](Self::wait_done) returns.
+    pub(super) fn finish(&self) {
+        self.done.store(true, Ordering::SeqCst);
+        self.done_notify.notify_one();
+    }
+
+    /// Waits until [`finish`](Self::finish); parks only the calling fiber when called from
+    /// one, so the server may run on the caller's own worker.
+    pub(super) fn wait_done(&self) {
+        // `notify_one` keeps a permit when nobody waits yet, so a `finish` between the load
+        // and the wait is not lost; each waiter that leaves wakes the next one.
+        while !self.done.load(Ordering::SeqCst) {
+            self.done_notify.wait();
+        }
+        self.done_notify.notify_one();
     }
 
     pub(super) fn each_conn(&self, f: impl Fn(&dyn ShutdownHandle, &ConnState)) {
