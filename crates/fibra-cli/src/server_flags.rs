@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Where and how to listen, and the timeouts users most often tune.
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, Clone)]
 pub struct ServerFlags {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1")]
@@ -284,7 +284,34 @@ impl ServerFlags {
 
     /// [`serve_until_signal`](Self::serve_until_signal), with `configure` applied to the
     /// server after these flags (e.g. to attach an access log).
+    ///
+    /// The main thread is worker 0 of the server's runtime (`--workers 1`: the process's
+    /// only thread, without HTTP/3): the signals are read by a fiber beside the connections.
     pub fn serve_until_signal_with<H>(
+        &self,
+        name: &str,
+        banner: &str,
+        configure: impl FnOnce(Server) -> Server + Send + 'static,
+        handler: H,
+    ) -> std::io::Result<()>
+    where
+        H: Fn(Request) -> Response + Send + Sync + 'static,
+    {
+        crate::error_log::install(&self.error_log)?;
+        // Before the runtime starts its other workers' threads: they inherit the mask.
+        signals::block_server_signals()?;
+        raise_nofile_limit();
+        let flags = self.clone();
+        let (name, banner) = (name.to_owned(), banner.to_owned());
+        fibra::Runtime::builder()
+            .workers(self.workers)
+            .thread_name("fibra-http")
+            .run(move || flags.serve_in_fiber(&name, &banner, configure, handler))?
+    }
+
+    /// The body of [`serve_until_signal_with`](Self::serve_until_signal_with), in the root
+    /// fiber of the server's runtime.
+    fn serve_in_fiber<H>(
         &self,
         name: &str,
         banner: &str,
@@ -294,9 +321,7 @@ impl ServerFlags {
     where
         H: Fn(Request) -> Response + Send + Sync + 'static,
     {
-        crate::error_log::install(&self.error_log)?;
-        signals::block_server_signals()?;
-        raise_nofile_limit();
+        let signals = signals::ServerSignals::new()?;
         // Loaded first: a bad file is reported before anything listens.
         let pairs = self.tls_pairs()?;
         warn_validity(name, &pairs);
@@ -390,12 +415,12 @@ impl ServerFlags {
             None => None,
         };
         let handed_over = loop {
-            match signals::wait_for_server_signal() {
+            match signals.next()? {
                 signals::ServerSignal::Shutdown(sig) => {
                     endpoints.set_draining();
                     if !drain_delay.is_zero() {
                         stderr_line!("{name}: {sig}, draining for {drain_delay:?}");
-                        std::thread::sleep(drain_delay);
+                        fibra::time::sleep(drain_delay);
                     }
                     stderr_line!("{name}: {sig}, shutting down (requests in flight have {grace:?} to finish)");
                     break false;
@@ -454,6 +479,10 @@ impl ServerFlags {
             handle.shutdown(grace);
         }
         if let Some(t) = h3_stop {
+            // HTTP/3 runs on threads of its own; this worker's fibers go on meanwhile.
+            while !t.is_finished() {
+                fibra::time::sleep(Duration::from_millis(10));
+            }
             let _ = t.join();
         }
         // The workers' exit closes what they still hold, such as pooled upstream TLS

@@ -83,6 +83,7 @@ pub fn run(path: PathBuf) -> io::Result<()> {
         )
     })?;
     signals::block_server_signals()?;
+    let signals = signals::ServerSignals::new()?;
     crate::server_flags::raise_nofile_limit();
     // Proxy routes' 502/503/504 count in the metrics, as the flags' proxy's do.
     fibra_site::set_upstream_error_hook(|e| {
@@ -131,7 +132,7 @@ pub fn run(path: PathBuf) -> io::Result<()> {
     };
     let mut current = config;
     let handed_over = loop {
-        match signals::wait_for_server_signal() {
+        match signals.next()? {
             signals::ServerSignal::Shutdown(sig) => {
                 endpoints.set_draining();
                 if !current.server.drain_delay.is_zero() {

@@ -192,7 +192,7 @@ pub fn start_new_binary(listeners: &[BorrowedFd<'_>], names: &[&str]) -> io::Res
     drop(sources);
     drop((argv_ptrs, envp_ptrs, argv, envp, path, pid_var));
 
-    match wait_ready(&read_end, READY_TIMEOUT) {
+    match wait_ready(read_end, READY_TIMEOUT) {
         Ok(()) => Ok(child.id()),
         Err(e) => {
             let _ = child.kill();
@@ -202,37 +202,20 @@ pub fn start_new_binary(listeners: &[BorrowedFd<'_>], names: &[&str]) -> io::Res
     }
 }
 
-/// Waits for the readiness byte on `pipe`, for at most `timeout`.
-fn wait_ready(pipe: &OwnedFd, timeout: Duration) -> io::Result<()> {
-    let mut poll = libc::pollfd {
-        fd: pipe.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-    loop {
-        // SAFETY: one valid pollfd.
-        let rc = unsafe { libc::poll(&mut poll, 1, ms) };
-        if rc < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
-            continue;
-        }
-        if rc < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        if rc == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!("the new binary did not say it was ready within {timeout:?}"),
-            ));
-        }
-        break;
-    }
+/// Waits for the readiness byte on `pipe`, for at most `timeout`: in a fiber only that fiber
+/// waits (its worker goes on serving), on a plain thread the thread.
+fn wait_ready(pipe: OwnedFd, timeout: Duration) -> io::Result<()> {
+    let pipe = fibra::net::Pollable::new(std::fs::File::from(pipe))?;
+    pipe.set_read_timeout(Some(timeout))?;
     let mut byte = [0u8; 1];
-    let mut file = std::fs::File::from(pipe.try_clone()?);
-    match file.read(&mut byte) {
+    match pipe.read_with(|mut f| f.read(&mut byte)) {
         Ok(1) => Ok(()),
         Ok(_) => Err(io::Error::other(
             "the new binary exited before it was ready",
+        )),
+        Err(e) if e.kind() == io::ErrorKind::TimedOut => Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("the new binary did not say it was ready within {timeout:?}"),
         )),
         Err(e) => Err(e),
     }

@@ -91,6 +91,23 @@ fn sigint_stops_an_idle_server_with_any_worker_count() {
     }
 }
 
+#[test]
+fn the_main_thread_is_the_first_worker() {
+    // `--workers N` runs N threads in all: the main thread is worker 0 and reads the signals
+    // in a fiber, so one worker is a single-threaded process.
+    for (workers, threads) in [("1", 1), ("3", 3)] {
+        let mut s = start(&["hello", "-p", "0", "--workers", workers]);
+        let answer = serve_util::get(&s.addr, "/plaintext");
+        assert!(answer.ends_with("Hello, World!"), "{answer}");
+        let tasks = std::fs::read_dir(format!("/proc/{}/task", s.child.id()))
+            .unwrap()
+            .count();
+        assert_eq!(tasks, threads, "--workers {workers}");
+        s.signal(libc::SIGTERM);
+        assert!(s.wait_exit().success(), "workers {workers}");
+    }
+}
+
 /// A request to `fibra hello`'s /echo that is in its handler (the server asked for the body
 /// with `100 Continue`) with half of its body sent.
 fn in_flight(addr: &str) -> std::net::TcpStream {
@@ -108,29 +125,32 @@ fn in_flight(addr: &str) -> std::net::TcpStream {
 
 #[test]
 fn shutdown_timeout_lets_a_request_finish_then_ends_it() {
-    // Long enough: the request in flight finishes after the signal and is answered.
-    let mut s = start(&[
-        "hello",
-        "-p",
-        "0",
-        "--workers",
-        "2",
-        "--shutdown-timeout",
-        "60",
-    ]);
-    let mut c = in_flight(&s.addr);
-    s.signal(libc::SIGINT);
-    s.stderr_line_with("SIGINT, shutting down");
-    c.write_all(b"world").unwrap();
-    let mut reply = String::new();
-    c.read_to_string(&mut reply).unwrap();
-    assert!(reply.starts_with("HTTP/1.1 200 OK\r\n"), "{reply}");
-    assert!(
-        reply.to_ascii_lowercase().contains("connection: close"),
-        "{reply}"
-    );
-    assert!(reply.ends_with("\r\n\r\nhelloworld"), "{reply}");
-    assert!(s.wait_exit().success());
+    // Long enough: the request in flight finishes after the signal and is answered. With one
+    // worker, the signal's fiber and the request's share the process's only thread.
+    for workers in ["1", "2"] {
+        let mut s = start(&[
+            "hello",
+            "-p",
+            "0",
+            "--workers",
+            workers,
+            "--shutdown-timeout",
+            "60",
+        ]);
+        let mut c = in_flight(&s.addr);
+        s.signal(libc::SIGINT);
+        s.stderr_line_with("SIGINT, shutting down");
+        c.write_all(b"world").unwrap();
+        let mut reply = String::new();
+        c.read_to_string(&mut reply).unwrap();
+        assert!(reply.starts_with("HTTP/1.1 200 OK\r\n"), "{reply}");
+        assert!(
+            reply.to_ascii_lowercase().contains("connection: close"),
+            "{reply}"
+        );
+        assert!(reply.ends_with("\r\n\r\nhelloworld"), "{reply}");
+        assert!(s.wait_exit().success(), "workers {workers}");
+    }
 
     // Short: the unfinished request is cut off and the server exits anyway.
     let mut s = start(&["hello", "-p", "0", "--shutdown-timeout", "0.2"]);
