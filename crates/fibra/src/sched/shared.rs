@@ -44,14 +44,10 @@ impl RtShared {
         }
     }
 
-    /// Tells the workers to stop (they look at it once per loop round).
-    pub(crate) fn shut_down(&self) {
-        self.shutdown.store(true, SeqCst);
-    }
-
-    /// Tells the workers to stop and wakes each from its poller.
+    /// Tells the workers to stop (they look at the flag once per loop round) and wakes each
+    /// from its poller.
     pub(crate) fn stop_workers(&self) {
-        self.shut_down();
+        self.shutdown.store(true, SeqCst);
         for w in &self.workers {
             // An empty message list still wakes the poller; the flag does the rest.
             w.sleeping.store(false, SeqCst);
