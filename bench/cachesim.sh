@@ -11,7 +11,11 @@
 # argument and PATH is $CACHESIM_PATH (default /plaintext). Prints the totals divided by the
 # requests wrk completed. The kernel is not simulated: these are the figures that differ
 # between servers making the same system calls. CACHESIM_I1=SIZE,WAYS,LINE overrides the L1i
-# geometry: with a tiny one (2048,2,64) its misses approximate the code lines a request touches. Deterministic enough to compare builds where
+# geometry: with a tiny one (2048,2,64) its misses approximate the code lines a request touches.
+# CACHESIM_D1 does the same for the L1d; with one fully associative set of 64 lines
+# (CACHESIM_I1=4096,64,64 CACHESIM_D1=4096,64,64) the misses count the code and data lines a
+# keep-alive wake-up touches beyond the 64 it used last, a proxy for what it refetches after
+# the kernel's TCP path has run through L1. Deterministic enough to compare builds where
 # wall-clock runs on a shared machine are not (counts move by ~1 % between runs).
 # CACHESIM_OUT=FILE keeps cachegrind's output there, for `cg_annotate FILE` (where the
 # misses are, by function and line; divide by the request count printed first).
@@ -24,7 +28,7 @@ out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 
 run_loaded 8 "${CACHESIM_PATH:-/plaintext}" --tool=cachegrind --cache-sim=yes \
-    --D1=32768,8,64 --I1="${CACHESIM_I1:-32768,8,64}" --LL=524288,8,64 \
+    --D1="${CACHESIM_D1:-32768,8,64}" --I1="${CACHESIM_I1:-32768,8,64}" --LL=524288,8,64 \
     --cachegrind-out-file="$out/cg.out"
 [[ -z ${CACHESIM_OUT:-} ]] || cp "$out/cg.out" "$CACHESIM_OUT"
 python3 - "$requests" "$out/cg.out" <<'EOF'
