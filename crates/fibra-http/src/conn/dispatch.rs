@@ -363,7 +363,9 @@ where
                 if let Some(req) = logged {
                     self.log_access(req, &resp, is_head, false);
                 }
-                resp.dispose();
+                if resp.shed() {
+                    std::mem::forget(resp);
+                }
                 Some(upgrade)
             }
             Err(_) => {
