@@ -77,7 +77,11 @@ impl Drop for HeadRef {
     #[inline]
     fn drop(&mut self) {
         if let Some(head) = self.0.take() {
-            crate::parse::recycle(head);
+            // A head the parser's cache still holds (a repeated request's) is only let go of,
+            // here; one held by nothing else goes back to the parser.
+            if Rc::strong_count(&head) == 1 {
+                crate::parse::recycle(head);
+            }
         }
     }
 }
