@@ -236,6 +236,21 @@ struct Hot {
     w_lent: bool,
 }
 
+/// This thread's [`HOT`] slots, borrowed for a loan or its return; `None` while they are
+/// borrowed already (cannot happen: neither runs inside the other) or the thread is ending.
+///
+/// Through a pointer rather than `with_borrow_mut`'s closure: LLVM kept that closure out of
+/// line, and the call packed six pointers into its environment on every wake-up.
+#[inline(always)]
+fn hot_slots() -> Option<std::cell::RefMut<'static, Hot>> {
+    let cell: *const RefCell<Hot> = HOT.try_with(|c| c as *const _).ok()?;
+    // SAFETY: `try_with` returned, so this thread's value is alive; it lives until the
+    // thread's thread-locals are destroyed, which cannot happen while this thread runs a
+    // burst, and the borrow is only held within `lend` or the loan's `drop`.
+    let cell = unsafe { &*cell };
+    cell.try_borrow_mut().ok()
+}
+
 /// Lends the worker's buffers to a connection for one burst of reading and answering, so
 /// requests are read into, and responses composed in, memory that is already cached instead
 /// of the connection's own (cold, or not even allocated) buffers. Lending swaps the buffers:
@@ -262,7 +277,7 @@ impl<'a, T: Transport> HotBuffers<'a, T> {
         let mut sh = shared.borrow_mut();
         let sh = &mut *sh;
         let (mut r, mut w) = (false, false);
-        HOT.with_borrow_mut(|hot| {
+        if let Some(mut hot) = hot_slots() {
             if sh.wbuf.is_empty() && !hot.w_lent {
                 std::mem::swap(&mut sh.wbuf, &mut hot.w);
                 hot.w_lent = true;
@@ -275,9 +290,9 @@ impl<'a, T: Transport> HotBuffers<'a, T> {
                 hot.r_lent = true;
                 r = true;
             }
-        });
+        }
         if sh.rbuf.len() < rsize {
-            sh.rbuf.resize(rsize, 0);
+            grow(&mut sh.rbuf, rsize);
         }
         HotBuffers {
             shared,
@@ -300,13 +315,12 @@ impl<T: Transport> Drop for HotBuffers<'_, T> {
         };
         let sh = &mut *sh;
         let rsize = self.rsize;
-        HOT.with_borrow_mut(|hot| {
+        if let Some(mut hot) = hot_slots() {
             if self.w {
                 std::mem::swap(&mut sh.wbuf, &mut hot.w);
                 hot.w_lent = false;
                 if !hot.w.is_empty() {
-                    sh.wbuf.extend_from_slice(&hot.w);
-                    hot.w.clear();
+                    keep_unsent(&mut sh.wbuf, &mut hot.w);
                 }
             }
             if self.r {
@@ -314,17 +328,44 @@ impl<T: Transport> Drop for HotBuffers<'_, T> {
                 hot.r_lent = false;
                 let left = sh.rend - sh.rpos;
                 if left > 0 {
-                    let need = left.max(rsize);
-                    if sh.rbuf.len() < need {
-                        sh.rbuf.resize(need, 0);
-                    }
-                    sh.rbuf[..left].copy_from_slice(&hot.r[sh.rpos..sh.rend]);
+                    keep_unread(&mut sh.rbuf, &hot.r[sh.rpos..sh.rend], rsize);
                 }
                 sh.rpos = 0;
                 sh.rend = left;
             }
-        });
+        }
     }
+}
+
+// The rare ends of a loan, out of line: the loan and its return run on every wake-up, and
+// their hot paths take fewer code lines without these inlined among them.
+
+/// Grows a read buffer to `size` bytes (a connection's first loan of the worker's buffer).
+#[cold]
+#[inline(never)]
+fn grow(buf: &mut Vec<u8>, size: usize) {
+    buf.resize(size, 0);
+}
+
+/// Moves what a burst left unsent in the worker's write buffer (`hot`) to the connection's
+/// own (`own`), emptying `hot`.
+#[cold]
+#[inline(never)]
+fn keep_unsent(own: &mut Vec<u8>, hot: &mut Vec<u8>) {
+    own.extend_from_slice(hot);
+    hot.clear();
+}
+
+/// Copies what a burst left unread (a partial head) to the start of the connection's own
+/// read buffer, grown to hold it (and at least `rsize`).
+#[cold]
+#[inline(never)]
+fn keep_unread(own: &mut Vec<u8>, left: &[u8], rsize: usize) {
+    let need = left.len().max(rsize);
+    if own.len() < need {
+        own.resize(need, 0);
+    }
+    own[..left.len()].copy_from_slice(left);
 }
 
 #[cfg(test)]
