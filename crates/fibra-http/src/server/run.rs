@@ -246,11 +246,13 @@ struct ConnOwner {
 
 impl Owner for ConnOwner {
     fn ctl(&self) -> ConnCtl<'_> {
+        // One look through the entry's handle (a virtual call) for both of its flags.
+        let conn = state_of(&*self.entry);
         ConnCtl {
-            idle: &state_of(&*self.entry).idle,
+            idle: &conn.idle,
             shutting_down: &self.guard.state.shutting_down,
             h2: self.h2,
-            going_away: Some(&state_of(&*self.entry).going_away),
+            going_away: Some(&conn.going_away),
         }
     }
 }
