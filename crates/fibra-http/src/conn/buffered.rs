@@ -110,9 +110,14 @@ impl<T: Transport> Shared<T> {
         // One `write` sends it all but for a full socket buffer (or a signal).
         let r = match io.write(&self.wbuf) {
             Ok(n) if n == self.wbuf.len() => Ok(()),
-            Ok(n) => io.write_all(&self.wbuf[n..]),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => io.write_all(&self.wbuf),
-            Err(e) => Err(e),
+            r => {
+                super::cold_path();
+                match r {
+                    Ok(n) => io.write_all(&self.wbuf[n..]),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => io.write_all(&self.wbuf),
+                    Err(e) => Err(e),
+                }
+            }
         };
         self.wbuf.clear();
         r
@@ -122,6 +127,7 @@ impl<T: Transport> Shared<T> {
     #[inline(always)]
     pub(super) fn set_read_timeout(&mut self, d: Duration) {
         if self.read_timeout != Some(d) {
+            super::cold_path();
             if let Some(io) = &self.io {
                 let _ = io.set_read_timeout(Some(d.max(Duration::from_millis(1))));
             }

@@ -322,6 +322,7 @@ pub(super) fn write_response<T: Transport>(
         }
     }
     if let Kind::Upgrade(_) = resp.body.kind {
+        super::cold_path();
         let Kind::Upgrade(f) = std::mem::replace(&mut resp.body.kind, Kind::Empty) else {
             unreachable!()
         };

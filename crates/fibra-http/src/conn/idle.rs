@@ -52,7 +52,13 @@ pub(crate) fn wait<T: Transport>(io: &T) -> Idle {
 pub(crate) fn woken(ready: io::Result<()>) -> Idle {
     match ready {
         Ok(()) => Idle::Ready,
-        Err(e) if is_timeout(&e) => Idle::TimedOut,
-        Err(_) => Idle::Closed,
+        Err(e) => {
+            super::cold_path();
+            if is_timeout(&e) {
+                Idle::TimedOut
+            } else {
+                Idle::Closed
+            }
+        }
     }
 }

@@ -60,6 +60,13 @@ use buffered::{open, Shared};
 use dispatch::Conn;
 use idle::Idle;
 
+/// Marks the branch that calls it as rarely taken, so that the compiler places its code away
+/// from the hot path and the lines a wake-up runs hold less cold code (`std::hint::cold_path`,
+/// stable only since Rust 1.95, does the same).
+#[cold]
+#[inline]
+pub(super) fn cold_path() {}
+
 /// `fields` as HTTP/1.1 field lines, each ending in CRLF, in the case and order the connection
 /// writes a handler's fields (a [`PreparedHead`](crate::prepared::PreparedHead)'s lines).
 pub(crate) fn render_fields(fields: &http::HeaderMap) -> Vec<u8> {

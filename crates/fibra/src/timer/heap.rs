@@ -110,6 +110,12 @@ impl<T: TimerTask> Default for TimerHeap<T> {
     }
 }
 
+/// Marks the branch that calls it as rarely taken (`std::hint::cold_path`, stable only since
+/// Rust 1.95, does the same): its code goes away from the hot path.
+#[cold]
+#[inline]
+fn cold_path() {}
+
 impl<T: TimerTask> TimerHeap<T> {
     /// Arms `task`'s timeout for tick `when` (non-zero). The caller is the task itself, on its
     /// home worker.
@@ -122,6 +128,8 @@ impl<T: TimerTask> TimerHeap<T> {
         task.deadline().store(when, Relaxed);
         let queued = task.timer_queued().load(Relaxed);
         if queued == 0 || queued > when {
+            // Once per fiber and timeout period: rare next to a keep-alive connection's parks.
+            cold_path();
             // An entry queued for later is superseded by this one: it is garbage now.
             self.garbage += usize::from(queued != 0);
             task.timer_queued().store(when, Relaxed);
