@@ -71,12 +71,8 @@ pub struct Response {
 }
 
 impl Response {
-    /// Drops a response that has been written. One that owns nothing (no header map, no
-    /// extensions, no prepared head, an empty or static body) is forgotten rather than run
-    /// through its drop glue: three out-of-line calls (the response's, its body's and its
-    /// body kind's) with their frames, 40 instructions for each pipelined `fibra hello`
-    /// request, of which this check and the content type's drop, inline, cost back 32
-    /// (`bench/cachesim.sh`: 697.9 → 690.3 per request).
+    /// Drops a written response as the connection does ([`shed`](Self::shed), then forgotten
+    /// if it owns nothing); for the tests.
     #[cfg(test)]
     pub(crate) fn dispose(mut self) {
         if self.shed() {
@@ -84,11 +80,15 @@ impl Response {
         }
     }
 
-    /// [`dispose`](Self::dispose)'s look, in place: drops the content type and says whether
-    /// the response now owns nothing, so that it may be forgotten. Taken by reference, so the
-    /// caller forgets its response where it is: a call taking it by value copied its 128
-    /// bytes (`bench/cachesim.sh`: 16 instructions a pipelined request). The destructuring
-    /// names every field, so a field added later is looked at here.
+    /// Readies a written response for dropping: drops its content type and says whether it
+    /// now owns nothing (no header map, no extensions, no prepared head, an empty or static
+    /// body). Such a response is then forgotten rather than run through its drop glue: three
+    /// out-of-line calls (the response's, its body's and its body kind's) with their frames, 40
+    /// instructions for each pipelined `fibra hello` request, of which this check and the
+    /// content type's drop, inline, cost back 32 (`bench/cachesim.sh`: 697.9 → 690.3 per
+    /// request). Taken by reference, so the caller forgets its response where it is: a call
+    /// taking it by value copied its 128 bytes (16 instructions a pipelined request). The
+    /// destructuring names every field, so a field added later is looked at here.
     #[inline(always)]
     pub(crate) fn shed(&mut self) -> bool {
         let Response {
