@@ -77,8 +77,8 @@ impl Drop for HeadRef {
     #[inline]
     fn drop(&mut self) {
         if let Some(head) = self.0.take() {
-            // A head the parser's cache still holds (a repeated request's) is only let go of,
-            // here; one held by nothing else goes back to the parser.
+            // A head the parser's cache still holds (a repeated request's) just loses this
+            // reference; one that nothing else holds goes back to the parser.
             if Rc::strong_count(&head) == 1 {
                 crate::parse::recycle(head);
             }
