@@ -2,9 +2,12 @@
 //! other workers still get threads, a panic comes back to the caller, and fibers left when
 //! the root returns are cancelled (their destructors run) before `run` returns.
 
+mod util;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use util::DropCounter;
 
 #[test]
 fn one_worker_is_the_calling_thread() {
@@ -74,19 +77,13 @@ fn sockets_work_on_the_calling_thread() {
 
 #[test]
 fn fibers_left_behind_are_cancelled_before_run_returns() {
-    struct Count(Arc<AtomicUsize>);
-    impl Drop for Count {
-        fn drop(&mut self) {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
     let dropped = Arc::new(AtomicUsize::new(0));
     let d = dropped.clone();
     fibra::Runtime::builder()
         .workers(2)
         .run(move || {
             for i in 0..4 {
-                let c = Count(d.clone());
+                let c = DropCounter(d.clone());
                 fibra::fiber::Builder::new()
                     .worker(i)
                     .spawn(move || {

@@ -1,7 +1,10 @@
 //! Spawning, joining and panic propagation.
 
+mod util;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use util::DropCounter;
 
 #[test]
 fn join_returns_the_value() {
@@ -97,18 +100,12 @@ fn builder_pins_to_a_worker() {
 
 #[test]
 fn dropping_the_runtime_cancels_parked_fibers_and_runs_destructors() {
-    struct Flag(Arc<AtomicUsize>);
-    impl Drop for Flag {
-        fn drop(&mut self) {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
     let dropped = Arc::new(AtomicUsize::new(0));
     let rt = fibra::Runtime::builder().workers(2).build().unwrap();
     let d2 = dropped.clone();
     rt.block_on(move || {
         for _ in 0..20 {
-            let flag = Flag(d2.clone());
+            let flag = DropCounter(d2.clone());
             fibra::spawn(move || {
                 let _flag = flag;
                 // Parks forever: nothing ever sends.

@@ -90,3 +90,13 @@ pub fn read_available(s: &fibra::net::TcpStream) -> (Vec<u8>, bool) {
         }
     }
 }
+
+/// Counts its drops in the shared counter: a value a fiber holds, to see that the fiber's
+/// destructors ran (the fiber finished or was cancelled).
+pub struct DropCounter(pub std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for DropCounter {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
