@@ -4,7 +4,7 @@
 # machine falls on both alike. For differences of a few percent, which compare.sh's rounds of
 # one server after another cannot resolve here.
 #
-#   bench/ab_cpu.sh [--pairs N] [--secs S] [--path P] [--h2 CLIENT | --h3 CLIENT] "SERVER_A" "SERVER_B" [LOAD_ARGS...]
+#   bench/ab_cpu.sh [--pairs N] [--secs S] [--path P] [--https | --h2 CLIENT | --h3 CLIENT] "SERVER_A" "SERVER_B" [LOAD_ARGS...]
 #   bench/ab_cpu.sh "bench/target/pong PORT" "target/release/fibra hello --workers 1 --port PORT" -c256
 #   bench/ab_cpu.sh --pairs 40 "OLD hello --workers 1 --port PORT" "NEW hello --workers 1 --port PORT" \
 #       -c256 -s bench/lua/pipeline.lua
@@ -18,6 +18,9 @@
 # non-2xx answer stops the script (exit 1): a server answering errors would look cheap.
 # Prints each server's median ns per request and the median and quartiles of the per-pair
 # ratios B/A.
+#
+# --https: wrk loads https://127.0.0.1:PORT$PATH instead (servers started with
+# --tls-cert/--tls-key; wrk does not check the certificate).
 #
 # --h3 CLIENT: the load is HTTP/3 instead, `CLIENT bench --h3 -t1 LOAD_ARGS -d S --insecure
 # https://127.0.0.1:PORT$PATH` (CLIENT a fibra binary, the same for both servers; e.g.
@@ -36,10 +39,12 @@ path=/plaintext
 h3_client=
 bench_flag=--h3
 scheme=https
+wrk_scheme=http
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --h3) h3_client="$2"; shift 2 ;;
         --h2) h3_client="$2"; bench_flag=--h2; scheme=http; shift 2 ;;
+        --https) wrk_scheme=https; shift ;;
         --pairs) pairs="$2"; shift 2 ;;
         --secs) secs="$2"; shift 2 ;;
         --path) path="$2"; shift 2 ;;
@@ -110,7 +115,7 @@ run() {
     fi
     local before after report responses
     before=$(cpu_ns "$1")
-    report=$(taskset -c 1 wrk -t1 -d"$3s" "${wrk_args[@]}" "http://127.0.0.1:$2$path")
+    report=$(taskset -c 1 wrk -t1 -d"$3s" "${wrk_args[@]}" "$wrk_scheme://127.0.0.1:$2$path")
     after=$(cpu_ns "$1")
     if grep -qE "Socket errors|Non-2xx" <<<"$report"; then
         echo "$0: the server on port $2 failed a run:" >&2

@@ -4,15 +4,17 @@
 #   bench/pgo.sh
 #
 # 1. builds an instrumented binary (target/pgo-gen),
-# 2. trains it with wrk on loopback: `fibra hello` (plaintext at 256 and 1,000 connections,
-#    16-deep pipelining, /json, /echo with a body, a 404) and `fibra serve` (bench/static), each
-#    for a few seconds,
+# 2. trains it on loopback: `fibra hello` with wrk (plaintext at 256 and 1,000 connections,
+#    16-deep pipelining, /json, /echo with a body, a 404), over TLS (wrk, https) and over
+#    HTTP/2 (h2c, the instrumented binary's own `fibra bench --h2` as the client), and
+#    `fibra serve` (bench/static), each for a few seconds,
 # 3. merges the profile with the toolchain's own `llvm-profdata` (rustup component
 #    `llvm-tools`, installed here if missing) and builds with it (target/pgo).
 #
 # The plain `cargo build --release` binary is what the README runs; the PGO binary is an extra
 # the benchmark harness measures beside it (`bench/compare.sh` lists it as `fibra-hello-pgo`
-# when target/pgo/release/fibra exists). Needs wrk.
+# when target/pgo/release/fibra exists). Needs wrk and openssl (a throw-away certificate for
+# the TLS training).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root="$PWD"
@@ -25,7 +27,9 @@ profdata="$sysroot/lib/rustlib/$host/bin/llvm-profdata"
 if [[ ! -x "$profdata" ]]; then
     rustup component add llvm-tools
 fi
-command -v wrk >/dev/null || { echo "bench/pgo.sh needs wrk" >&2; exit 1; }
+for tool in wrk openssl; do
+    command -v "$tool" >/dev/null || { echo "bench/pgo.sh needs $tool" >&2; exit 1; }
+done
 
 data="$root/target/pgo-data"
 rm -rf "$data"
@@ -63,6 +67,21 @@ EOF
 static="$(mktemp -d)"
 trap 'rm -rf "$static"' EXIT
 cp "$root/bench/static/index.html" "$static/"
+# TLS: the handshake once per connection, then records (wrk does not check the certificate).
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost \
+    -keyout "$static/key.pem" -out "$static/cert.pem" 2>/dev/null
+train "$bin" hello --workers 1 --port "$port" --tls-cert "$static/cert.pem" \
+    --tls-key "$static/key.pem" <<EOF
+-c64 https://127.0.0.1:$port/plaintext
+EOF
+# HTTP/2 with prior knowledge; the client's own profile goes into the same data (its code is
+# not the server's, so it changes nothing there).
+"$bin" hello --workers 1 --port "$port" >/dev/null 2>&1 &
+h2_pid=$!
+wait_port "$port" 100 0.1 || { echo "server did not start on port $port" >&2; exit 1; }
+"$bin" bench --h2 -t1 -c10 -m10 -d "${train_secs}s" "$base/plaintext" >/dev/null
+kill -TERM "$h2_pid"
+wait "$h2_pid" || true
 train "$bin" serve --workers 1 --port "$port" "$static" <<EOF
 -c256 $base/index.html
 -c16 $base/
