@@ -193,7 +193,9 @@ where
                                 .as_ref()
                                 .and_then(|io| io.server_name().map(Arc::from));
                         }
-                        head
+                        // The request's body state, in the same borrow as the parse.
+                        let seq = begin_request(&mut sh, &head, settings);
+                        (head, seq)
                     }
                     Ok(None) => return true,
                     Err(e) => {
@@ -211,7 +213,7 @@ where
                     }
                 }
             };
-            if !self.respond(head) {
+            if !self.respond(head.0, head.1) {
                 return false;
             }
         }
@@ -226,7 +228,7 @@ where
     /// have reached the cache (store-to-load forwarding fails): these copies of the head and
     /// of the response were the most expensive instructions of a pipelined request.
     #[inline(always)]
-    fn respond(&self, head: Head) -> bool {
+    fn respond(&self, head: Head, seq: u64) -> bool {
         let Conn {
             shared,
             src,
@@ -239,37 +241,11 @@ where
         let http11 = head.version == Version::HTTP_11;
         // The request as received, for the access log (only when one is on; a reference
         // count: the head is shared with the request).
-        let logged = settings.logs_access().then(|| {
-            shared.borrow_mut().body_sent = None;
-            head.request.clone()
-        });
+        let logged = settings.logs_access().then(|| head.request.clone());
         let logged = logged.as_ref();
         // (Shutdown is looked at after the handler ran.)
         let client_closes = !head.keep_alive;
         let mut close = client_closes || !settings.keep_alive;
-        let seq = {
-            let mut sh = shared.borrow_mut();
-            sh.seq += 1;
-            match head.body {
-                // The previous request's body is done (read or drained) unless it ended the
-                // connection: most requests have none, and the state stays as it is.
-                BodyKind::Empty => {
-                    if !matches!(sh.body, BodyState::Done) {
-                        sh.body = BodyState::Done;
-                    }
-                }
-                BodyKind::Length(n) => sh.body = BodyState::Length(n),
-                BodyKind::Chunked => {
-                    sh.body = BodyState::Chunked(Box::new(ChunkedDecoder::new(
-                        sh.max_body,
-                        sh.max_trailer,
-                    )))
-                }
-            }
-            sh.continue_pending = head.expect_continue;
-            sh.body_error = None;
-            sh.seq
-        };
         let req = Request::from_head(head.request, Body::from_conn(src.clone(), seq));
         // The response is written inside the same `catch_unwind` as the handler runs in: a
         // response that crossed it would be copied out of its return slot, then again into
@@ -390,4 +366,31 @@ where
     ) -> Option<Option<UpgradeFn>> {
         self.send(resp, is_head, http11, close, logged)
     }
+}
+
+/// Readies the connection's state for the request just parsed (its body, `Expect:
+/// 100-continue`, a fresh access-log count) and returns the request's number, which its
+/// [`Body`] carries. Called in the parse's borrow of the state: one borrow fewer a request.
+#[inline(always)]
+fn begin_request<T: Transport>(sh: &mut Shared<T>, head: &Head, settings: &Settings) -> u64 {
+    sh.seq += 1;
+    match head.body {
+        // The previous request's body is done (read or drained) unless it ended the
+        // connection: most requests have none, and the state stays as it is.
+        BodyKind::Empty => {
+            if !matches!(sh.body, BodyState::Done) {
+                sh.body = BodyState::Done;
+            }
+        }
+        BodyKind::Length(n) => sh.body = BodyState::Length(n),
+        BodyKind::Chunked => {
+            sh.body = BodyState::Chunked(Box::new(ChunkedDecoder::new(sh.max_body, sh.max_trailer)))
+        }
+    }
+    sh.continue_pending = head.expect_continue;
+    sh.body_error = None;
+    if settings.logs_access() {
+        sh.body_sent = None;
+    }
+    sh.seq
 }
