@@ -154,7 +154,7 @@ where
             shared, settings, ..
         } = *self;
         loop {
-            let head = {
+            let (head, seq) = {
                 let mut sh = shared.borrow_mut();
                 if !sh.has_pending() {
                     return true;
@@ -213,14 +213,15 @@ where
                     }
                 }
             };
-            if !self.respond(head.0, head.1) {
+            if !self.respond(head, seq) {
                 return false;
             }
         }
     }
 
-    /// Runs the handler for one parsed request and writes (or buffers) its response. Returns
-    /// whether the connection goes on to the next request.
+    /// Runs the handler for one parsed request (number `seq`, from [`begin_request`]) and
+    /// writes (or buffers) its response. Returns whether the connection goes on to the next
+    /// request.
     ///
     /// Inlined into the read loop, so the parsed head reaches it without being copied into a
     /// call's argument. A value built field by field and then copied whole is read back with
