@@ -41,18 +41,28 @@ bin="$root/target/pgo-gen/release/fibra"
 # shellcheck source=bench/load.sh
 source "$root/bench/load.sh"
 
-# Runs "$@" as the server, wrk against each URL spec given on stdin ("WRK_ARGS... URL"),
-# then stops it with SIGTERM so the profile is written.
-train() {
+# Starts "$@" as the server (its pid in server_pid) and waits until its port accepts.
+start_server() {
     "$@" >/dev/null 2>&1 &
-    local pid=$!
+    server_pid=$!
     wait_port "$port" 100 0.1 || { echo "server did not start on port $port" >&2; return 1; }
+}
+
+# Stops the server with SIGTERM, so that its profile is written.
+stop_server() {
+    kill -TERM "$server_pid"
+    wait "$server_pid" || true
+}
+
+# Runs "$@" as the server, wrk against each URL spec given on stdin ("WRK_ARGS... URL"),
+# then stops it.
+train() {
+    start_server "$@"
     while read -r line; do
         # shellcheck disable=SC2086
         wrk -t1 -d"${train_secs}s" $line >/dev/null
     done
-    kill -TERM "$pid"
-    wait "$pid" || true
+    stop_server
 }
 
 base="http://127.0.0.1:$port"
@@ -74,14 +84,12 @@ train "$bin" hello --workers 1 --port "$port" --tls-cert "$static/cert.pem" \
     --tls-key "$static/key.pem" <<EOF
 -c64 https://127.0.0.1:$port/plaintext
 EOF
-# HTTP/2 with prior knowledge; the client's own profile goes into the same data (its code is
-# not the server's, so it changes nothing there).
-"$bin" hello --workers 1 --port "$port" >/dev/null 2>&1 &
-h2_pid=$!
-wait_port "$port" 100 0.1 || { echo "server did not start on port $port" >&2; exit 1; }
+# HTTP/2 with prior knowledge, the instrumented binary as the client too: its profile goes
+# into the same data, so the code the client shares with the server (the runtime, HPACK)
+# is weighted by both.
+start_server "$bin" hello --workers 1 --port "$port"
 "$bin" bench --h2 -t1 -c10 -m10 -d "${train_secs}s" "$base/plaintext" >/dev/null
-kill -TERM "$h2_pid"
-wait "$h2_pid" || true
+stop_server
 train "$bin" serve --workers 1 --port "$port" "$static" <<EOF
 -c256 $base/index.html
 -c16 $base/
